@@ -1,0 +1,43 @@
+# ackfilter — top-level entry points. `make` alone lists the targets.
+# Everything the targets install goes to .venv/, everything they build to build/.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+ENV    := . scripts/env.sh &&
+# pytest workers (pytest-xdist); 1 = serial. e.g. `make test JOBS=2`.
+JOBS   ?= 1
+PYTEST_ARGS ?=
+TEST_DIRS := $(wildcard tests cocotb_tests)
+# Tests: pytest collects warnings and prints a summary. User-facing commands:
+# no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
+RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
+
+.PHONY: help venv test demo bench verilog clean
+
+help: ## list the targets
+	@echo "ackfilter make targets:"
+	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | \
+	    awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+venv: ## install system packages (if root) and the pinned .venv
+	@bash scripts/bootstrap.sh
+
+test: venv ## run every test (tests/ and cocotb_tests/)
+	$(ENV) $(PY) -m pytest -q $(if $(filter-out 1,$(JOBS)),-n $(JOBS)) $(PYTEST_ARGS) $(TEST_DIRS)
+
+demo: venv ## replay the built-in scenario through the RTL and report
+	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter demo
+
+bench: venv ## throughput/latency benchmark of the RTL in Verilator
+	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter bench
+
+verilog: venv ## generate build/verilog/ackfilter_core.v
+	mkdir -p build/verilog
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.gen_verilog -o build/verilog/ackfilter_core.v
+
+clean: ## remove build/ (keeps .venv)
+	rm -rf build

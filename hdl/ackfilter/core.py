@@ -1,0 +1,198 @@
+"""The uplink core: ingress, queue manager, egress, shaper and registers.
+
+``UplinkCore`` is the whole LAN -> modem datapath of the system clock domain
+with flat ports (``docs/spec.md`` section 8), so that Verilator harnesses,
+cocotb and the board top all drive the same module.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from . import params as P
+from .buffer_pool import BufferPool
+from .csr import CSRBank
+from .egress import Egress
+from .ingress import Ingress, ingress_entry_layout
+from .parser import ACK_SLOT_BYTES, MAX_FRAME_BYTES
+from .queue_manager import QueueManager
+from .shaper import Shaper
+from .stream import WORD_BYTES
+
+__all__ = ["UplinkCore"]
+
+#: Depth of the FIFO of classified frames between ingress and queue manager.
+ENTRY_FIFO_DEPTH = 4
+#: Spare ACK buffers beyond the queue: staging, FIFO entries, in flight.
+SPARE_BUFFERS = 8
+
+
+class UplinkCore(wiring.Component):
+    """The LAN -> modem datapath (see the module docstring).
+
+    Parameters
+    ----------
+    ack_slots : int           ACK queue positions (default 64)
+    flow_entries : int        flow table entries (default 64)
+    data_buffer_bytes : int   data ring size, a power of two (default 32768)
+    """
+
+    def __init__(self, *, ack_slots=64, flow_entries=64, data_buffer_bytes=32768):
+        if (not isinstance(data_buffer_bytes, int) or data_buffer_bytes < 4 * MAX_FRAME_BYTES
+                or data_buffer_bytes & (data_buffer_bytes - 1)):
+            raise TypeError(f"data_buffer_bytes must be a power of two >= {4 * MAX_FRAME_BYTES}, "
+                            f"not {data_buffer_bytes!r}")
+        self.ack_slots = ack_slots
+        self.flow_entries = flow_entries
+        self.data_buffer_bytes = data_buffer_bytes
+        super().__init__({
+            "i_valid":    In(1),
+            "i_ready":    Out(1),
+            "i_data":     In(32),
+            "i_keep":     In(4),
+            "i_first":    In(1),
+            "i_last":     In(1),
+            "o_valid":    Out(1),
+            "o_ready":    In(1),
+            "o_data":     Out(32),
+            "o_keep":     Out(4),
+            "o_first":    Out(1),
+            "o_last":     Out(1),
+            "now":        In(48),
+            "csr_addr":   In(8),
+            "csr_r_en":   In(1),
+            "csr_r_data": Out(32),
+            "csr_w_en":   In(1),
+            "csr_w_data": In(32),
+            "ev_valid":   Out(1),
+            "ev_kind":    Out(4),
+            "ev_overrun": Out(1),
+            "idle":       Out(1),
+            "backlog":    Out(1),
+            "wake_at":    Out(48),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ring_words = self.data_buffer_bytes // WORD_BYTES
+        ring_bits = (ring_words - 1).bit_length()
+        desc_depth = self.data_buffer_bytes // 64
+        buf_count = self.ack_slots + SPARE_BUFFERS
+        buf_bits = (buf_count - 1).bit_length()
+        slot_words = ACK_SLOT_BYTES // WORD_BYTES
+
+        m.submodules.csr     = csr = CSRBank()
+        m.submodules.ingress = ingress = Ingress(ring_words=ring_words, desc_depth=desc_depth,
+                                                 buf_count=buf_count)
+        m.submodules.pool    = pool = BufferPool(count=buf_count)
+        m.submodules.manager = manager = QueueManager(
+            ack_slots=self.ack_slots, flow_entries=self.flow_entries,
+            ring_bits=ring_bits, buf_bits=buf_bits, desc_depth=desc_depth)
+        m.submodules.egress  = egress = Egress(ring_bits=ring_bits, buf_bits=buf_bits,
+                                               slot_words=slot_words)
+        m.submodules.shaper  = shaper = Shaper()
+
+        entry_layout = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
+        m.submodules.entries = entries = SyncFIFOBuffered(width=entry_layout.size,
+                                                          depth=ENTRY_FIFO_DEPTH)
+        m.submodules.data_ring = data_ring = Memory(shape=32, depth=ring_words, init=[])
+        m.submodules.ack_bufs = ack_bufs = Memory(shape=32, depth=buf_count * slot_words, init=[])
+        ring_w, ring_r = data_ring.write_port(), data_ring.read_port()
+        ack_w, ack_r = ack_bufs.write_port(), ack_bufs.read_port()
+
+        # LAN side.
+        m.d.comb += [
+            ingress.i.valid.eq(self.i_valid),
+            ingress.i.payload.data.eq(self.i_data),
+            ingress.i.payload.keep.eq(self.i_keep),
+            ingress.i.payload.first.eq(self.i_first),
+            ingress.i.payload.last.eq(self.i_last),
+            self.i_ready.eq(ingress.i.ready),
+            ingress.ack_mode.eq(csr.p_ack_mode),
+            ring_w.en.eq(ingress.ring_wr_en), ring_w.addr.eq(ingress.ring_wr_addr),
+            ring_w.data.eq(ingress.ring_wr_data),
+            ack_w.en.eq(ingress.ack_wr_en), ack_w.addr.eq(ingress.ack_wr_addr),
+            ack_w.data.eq(ingress.ack_wr_data),
+            ingress.stage_alloc_valid.eq(pool.alloc_valid),
+            ingress.stage_alloc_id.eq(pool.alloc_id),
+            pool.take.eq(ingress.stage_take),
+            ingress.data_rd_ptr.eq(egress.data_rd_ptr),
+            ingress.data_frame_released.eq(egress.data_frame_released),
+            entries.w_en.eq(ingress.entry_valid & entries.w_rdy),
+            entries.w_data.eq(ingress.entry.as_value()),
+            ingress.entry_ready.eq(entries.w_rdy),
+        ]
+
+        # Queue manager.
+        m.d.comb += [
+            manager.entry_valid.eq(entries.r_rdy),
+            manager.entry.eq(entries.r_data),
+            entries.r_en.eq(manager.entry_ready),
+            manager.ack_mode.eq(csr.p_ack_mode),
+            manager.ack_queue_limit.eq(csr.p_ack_queue_limit),
+            manager.data_share.eq(csr.p_data_share),
+            manager.egress_busy.eq(egress.busy),
+            manager.shaper_eligible.eq(shaper.eligible),
+            pool.free_a_en.eq(manager.free_buf_en),
+            pool.free_a_id.eq(manager.free_buf_id),
+            pool.free_b_en.eq(egress.release_buf_en),
+            pool.free_b_id.eq(egress.release_buf_id),
+        ]
+
+        # Modem side.
+        m.d.comb += [
+            egress.start.eq(manager.egress_start),
+            egress.start_is_ack.eq(manager.egress_is_ack),
+            egress.start_addr.eq(manager.egress_addr),
+            egress.start_bytes.eq(manager.egress_bytes),
+            ring_r.addr.eq(egress.ring_rd_addr), egress.ring_rd_data.eq(ring_r.data),
+            ack_r.addr.eq(egress.ack_rd_addr), egress.ack_rd_data.eq(ack_r.data),
+            self.o_valid.eq(egress.o.valid),
+            self.o_data.eq(egress.o.payload.data),
+            self.o_keep.eq(egress.o.payload.keep),
+            self.o_first.eq(egress.o.payload.first),
+            self.o_last.eq(egress.o.payload.last),
+            egress.o.ready.eq(self.o_ready),
+            shaper.now.eq(self.now),
+            shaper.cpb_q16.eq(csr.p_shaper_cpb_q16),
+            shaper.burst_bytes.eq(csr.p_shaper_burst_bytes),
+            shaper.overhead_bytes.eq(csr.p_shaper_overhead_bytes),
+            shaper.charge.eq(manager.egress_start),
+            shaper.charge_bytes.eq(manager.egress_bytes),
+            self.wake_at.eq(shaper.wake_at),
+        ]
+
+        # Registers, counters, trace.
+        m.d.comb += [
+            csr.addr.eq(self.csr_addr), csr.r_en.eq(self.csr_r_en),
+            self.csr_r_data.eq(csr.r_data),
+            csr.w_en.eq(self.csr_w_en), csr.w_data.eq(self.csr_w_data),
+            csr.inc_frames_in.eq(ingress.stat_frame),
+            csr.inc_bytes_in.eq(ingress.stat_bytes),
+            csr.inc_frames_out.eq(egress.stat_frame),
+            csr.inc_bytes_out.eq(egress.stat_bytes),
+            csr.inc_acks_in.eq(ingress.stat_pure_ack),
+            csr.inc_acks_superseded.eq(manager.stat_superseded),
+            csr.inc_cam_collisions.eq(manager.stat_collision),
+            csr.inc_cam_full.eq(manager.stat_cam_full),
+            csr.inc_drop_overrun.eq(ingress.ev_overrun),
+            csr.info_ack_slots.eq(self.ack_slots),
+            csr.info_flow_entries.eq(self.flow_entries),
+            csr.info_data_buffer_bytes.eq(self.data_buffer_bytes),
+            csr.info_ack_queue_depth.eq(manager.ack_queue_depth),
+            csr.info_data_queue_frames.eq(manager.data_queue_frames),
+            csr.info_flows_active.eq(manager.flows_active),
+            self.ev_valid.eq(manager.ev_valid),
+            self.ev_kind.eq(manager.ev_kind),
+            self.ev_overrun.eq(ingress.ev_overrun),
+            self.backlog.eq(manager.backlog),
+            self.idle.eq(ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid),
+        ]
+        from .queue_manager import Event
+        for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
+                           ("drop_data_full", Event.DROP_DATA_FULL),
+                           ("drop_ack_front", Event.DROP_ACK_FRONT)):
+            m.d.comb += getattr(csr, f"inc_{name}").eq(manager.ev_valid & (manager.ev_kind == kind))
+        return m

@@ -1,0 +1,82 @@
+"""The parameter and counter register bank of the uplink core.
+
+Built from :mod:`ackfilter.params`, the single table of names, addresses,
+widths and defaults. The bus is a plain word-addressed register port:
+``r_en`` with ``addr`` gives ``r_data`` on the next cycle; ``w_en`` with
+``addr``/``w_data`` writes. Writes to parameters are clamped to the range the
+table gives. Reading a counter's low word latches its high word.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from . import params as P
+
+__all__ = ["CSRBank"]
+
+
+class CSRBank(wiring.Component):
+    """Registers for every entry of ``params.PARAMS``/``COUNTERS``/``INFO``.
+
+    Ports
+    -----
+    addr, r_en, r_data, w_en, w_data : the bus
+    p_<name> : Out(width)      current value of each parameter
+    inc_<name> : In(16)        amount to add to each counter this cycle
+    info_<name> : In(32)       read-only words (capacities, live levels)
+    """
+
+    def __init__(self):
+        members = {
+            "addr":   In(8),
+            "r_en":   In(1),
+            "r_data": Out(32),
+            "w_en":   In(1),
+            "w_data": In(32),
+        }
+        for p in P.PARAMS:
+            members[f"p_{p.name}"] = Out(p.width, init=p.default)
+        for c in P.COUNTERS:
+            members[f"inc_{c.name}"] = In(16)
+        for name in P.INFO:
+            if name != "id":
+                members[f"info_{name}"] = In(32)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+
+        for p in P.PARAMS:
+            reg = getattr(self, f"p_{p.name}")
+            with m.If(self.w_en & (self.addr == p.addr)):
+                v = self.w_data
+                m.d.sync += reg.eq(Mux(v < p.minimum, p.minimum, Mux(v > p.maximum, p.maximum, v)))
+
+        counters = {}
+        for c in P.COUNTERS:
+            cnt = Signal(64, name=f"cnt_{c.name}")
+            m.d.sync += cnt.eq(cnt + getattr(self, f"inc_{c.name}"))
+            counters[c.name] = cnt
+
+        hi_latch = Signal(32)
+        with m.If(self.r_en):
+            with m.Switch(self.addr):
+                for p in P.PARAMS:
+                    with m.Case(p.addr):
+                        m.d.sync += self.r_data.eq(getattr(self, f"p_{p.name}"))
+                for name, addr in P.INFO.items():
+                    with m.Case(addr):
+                        value = P.ID_VALUE if name == "id" else getattr(self, f"info_{name}")
+                        m.d.sync += self.r_data.eq(value)
+                for c in P.COUNTERS:
+                    with m.Case(c.addr):
+                        m.d.sync += [
+                            self.r_data.eq(counters[c.name][0:32]),
+                            hi_latch.eq(counters[c.name][32:64]),
+                        ]
+                    with m.Case(c.addr + 1):
+                        m.d.sync += self.r_data.eq(hi_latch)
+                with m.Default():
+                    m.d.sync += self.r_data.eq(0)
+        return m

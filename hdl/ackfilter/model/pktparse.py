@@ -1,0 +1,297 @@
+"""Frame classifier of the golden model (``docs/spec.md`` section 2).
+
+A plain byte parser written from the spec text, independent of Scapy and of the
+gateware: it decides whether a frame is a ``runt``, ``oversize``, a pure TCP
+``ack`` or ``data``, and for a pure ACK extracts what the ACK queue needs (flow
+key, ack number, option summary, ECN bits and the ``supersedable`` bit).
+
+Frames are given without preamble and FCS, exactly as the core sees them.
+"""
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "VLAN_TPIDS", "Parsed", "classify",
+    "before", "after", "parse_pure_ack",
+]
+
+#: Frames longer than this are dropped as ``oversize`` (spec section 2).
+MAX_FRAME_BYTES = 2048
+#: Size of an ACK slot; a pure ACK must fit in one (spec section 2 rule 7).
+ACK_SLOT_BYTES = 128
+#: TPIDs accepted for each of up to two VLAN tags (spec section 2 rule 1).
+VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
+
+ETH_IPV4 = 0x0800
+ETH_IPV6 = 0x86DD
+ETH_PPPOE_SESSION = 0x8864
+PPP_IPV4 = 0x0021
+PPP_IPV6 = 0x0057
+
+# TCP flag bits of byte 13 and the low nibble of byte 12 (RFC 9293, RFC 9768 "AE").
+TCP_FIN, TCP_SYN, TCP_RST, TCP_PSH, TCP_ACK, TCP_URG, TCP_ECE, TCP_CWR = (1 << i for i in range(8))
+
+OPT_EOL, OPT_NOP, OPT_SACK, OPT_TS = 0, 1, 5, 8
+SACK_LENGTHS = (10, 18, 26, 34)
+
+
+def before(a, b):
+    """RFC 1982 serial arithmetic as in the spec: ``(a - b) mod 2^32 >= 2^31``."""
+    return ((a - b) & 0xFFFF_FFFF) >= 0x8000_0000
+
+
+def after(a, b):
+    """``before(b, a)``."""
+    return before(b, a)
+
+
+@dataclass
+class Parsed:
+    """What the classifier learned about one frame.
+
+    ``cls`` is the class the core gives the frame in the mode it was classified
+    for; ``pure_ack`` says whether the frame is a pure ACK by the rules of
+    section 2 (slot size included) whatever the mode (it feeds ``acks_in``).
+    The remaining fields are filled only when ``pure_ack`` is true.
+    ``reason`` is a short human-readable note why a frame is not a pure ACK.
+    """
+
+    cls: str
+    length: int
+    pure_ack: bool = False
+    reason: str = ""
+    key: tuple = None
+    ack: int = 0
+    seq: int = 0
+    tsval: int = 0
+    tsecr: int = 0
+    has_ts: bool = False
+    sack: list = field(default_factory=list)
+    other_opts: bool = False
+    ece: bool = False
+    cwr: bool = False
+    ecn: int = 0
+    supersedable: bool = False
+
+    @property
+    def sack_n(self):
+        return len(self.sack)
+
+
+class _NotPureAck(Exception):
+    pass
+
+
+def _u16(b, i):
+    return (b[i] << 8) | b[i + 1]
+
+
+def _u32(b, i):
+    return int.from_bytes(b[i:i + 4], "big")
+
+
+def _need(frame, end, what):
+    if len(frame) < end:
+        raise _NotPureAck(f"frame ends inside the {what}")
+
+
+def _first_bullet(p):
+    """First bullet of "Supersedable" (spec section 3): depends on the ACK alone."""
+    if p.other_opts:
+        return False
+    for s, e in p.sack:
+        if not before(s, e):
+            return False
+    if p.sack:
+        s0, e0 = p.sack[0]
+        if before(s0, p.ack):           # D-SACK below the cumulative ack (RFC 2883)
+            return False
+        if len(p.sack) >= 2:
+            s1, e1 = p.sack[1]
+            if not before(s0, s1) and not after(e0, e1):   # D-SACK inside block 1
+                return False
+    return True
+
+
+def parse_pure_ack(frame):
+    """Parse ``frame`` as a pure ACK by rules 1-6 of section 2 (not the slot size).
+
+    Returns a :class:`Parsed` with ``cls="ack"`` or raises ``_NotPureAck``
+    (internal; use :func:`classify`).
+    """
+    n = len(frame)
+    # Rule 1: Ethernet II, up to two VLAN tags, IPv4/IPv6/PPPoE session.
+    _need(frame, 14, "Ethernet header")
+    off = 12
+    ethertype = _u16(frame, off)
+    vlan_ids = []
+    while ethertype in VLAN_TPIDS:
+        if len(vlan_ids) == 2:
+            raise _NotPureAck("third VLAN tag")
+        _need(frame, off + 6, "VLAN tag")
+        vlan_ids.append(_u16(frame, off + 2) & 0x0FFF)
+        off += 4
+        ethertype = _u16(frame, off)
+    off += 2                                  # first byte after the EtherType
+    pppoe = None
+    if ethertype == ETH_PPPOE_SESSION:
+        _need(frame, off + 8, "PPPoE header")
+        if frame[off] != 0x11:
+            raise _NotPureAck("PPPoE ver/type is not 1/1")
+        if frame[off + 1] != 0x00:
+            raise _NotPureAck("PPPoE code is not 0 (session data)")
+        pppoe = _u16(frame, off + 2)
+        proto = _u16(frame, off + 6)
+        off += 8
+        if proto == PPP_IPV4:
+            ip_version = 4
+        elif proto == PPP_IPV6:
+            ip_version = 6
+        else:
+            raise _NotPureAck(f"PPP protocol 0x{proto:04x}")
+    elif ethertype == ETH_IPV4:
+        ip_version = 4
+    elif ethertype == ETH_IPV6:
+        ip_version = 6
+    else:
+        raise _NotPureAck(f"EtherType 0x{ethertype:04x}")
+
+    ip = off
+    if ip_version == 4:
+        # Rule 2: IPv4.
+        _need(frame, ip + 20, "IPv4 header")
+        if frame[ip] >> 4 != 4:
+            raise _NotPureAck("IP version is not 4")
+        ihl = frame[ip] & 0x0F
+        if ihl < 5:
+            raise _NotPureAck("IHL < 5")
+        total = _u16(frame, ip + 2)
+        frag = _u16(frame, ip + 6)
+        if frag & 0x2000 or frag & 0x1FFF:
+            raise _NotPureAck("IPv4 fragment")
+        if frame[ip + 9] != 6:
+            raise _NotPureAck("IP protocol is not TCP")
+        if total < 4 * ihl + 20:
+            raise _NotPureAck("IPv4 total length < 4*IHL + 20")
+        _need(frame, ip + 4 * ihl, "IPv4 options")
+        ecn = frame[ip + 1] & 3
+        src, dst = bytes(frame[ip + 12:ip + 16]), bytes(frame[ip + 16:ip + 20])
+        tcp = ip + 4 * ihl
+        ip_payload = total - 4 * ihl
+        ip_end = ip + total
+    else:
+        # Rule 3: IPv6, TCP directly.
+        _need(frame, ip + 40, "IPv6 header")
+        if frame[ip] >> 4 != 6:
+            raise _NotPureAck("IP version is not 6")
+        if frame[ip + 6] != 6:
+            raise _NotPureAck("IPv6 next header is not TCP")
+        ip_payload = _u16(frame, ip + 4)
+        if ip_payload < 20:
+            raise _NotPureAck("IPv6 payload length < 20")
+        ecn = (_u16(frame, ip) >> 4) & 3
+        src, dst = bytes(frame[ip + 8:ip + 24]), bytes(frame[ip + 24:ip + 40])
+        tcp = ip + 40
+        ip_end = ip + 40 + ip_payload
+
+    # Rule 5: the IP packet ends at the end of the frame, or Ethernet padding.
+    if not (n == ip_end or (n <= 64 and n > ip_end)):
+        if n < ip_end:
+            raise _NotPureAck("frame shorter than its IP packet")
+        raise _NotPureAck("bytes after the IP packet in a frame longer than 64")
+
+    # Rule 4: TCP header, no payload, flags.
+    doff = frame[tcp + 12] >> 4
+    if doff < 5:
+        raise _NotPureAck("TCP data offset < 5")
+    if 4 * doff > ip_payload:
+        raise _NotPureAck("TCP header longer than the IP payload")
+    if ip_payload - 4 * doff != 0:
+        raise _NotPureAck("TCP payload")
+    if frame[tcp + 12] & 0x0F:
+        raise _NotPureAck("TCP reserved or AE bit set")
+    flags = frame[tcp + 13]
+    if not flags & TCP_ACK:
+        raise _NotPureAck("ACK flag clear")
+    if flags & (TCP_FIN | TCP_SYN | TCP_RST | TCP_PSH | TCP_URG):
+        raise _NotPureAck("FIN, SYN, RST, PSH or URG set")
+
+    p = Parsed(cls="ack", length=n, pure_ack=True)
+    p.key = (ip_version, tuple(vlan_ids) + (0,) * (2 - len(vlan_ids)), len(vlan_ids),
+             pppoe if pppoe is not None else 0, pppoe is not None,
+             src, dst, _u16(frame, tcp), _u16(frame, tcp + 2))
+    p.seq = _u32(frame, tcp + 4)
+    p.ack = _u32(frame, tcp + 8)
+    p.ece = bool(flags & TCP_ECE)
+    p.cwr = bool(flags & TCP_CWR)
+    p.ecn = ecn
+
+    # Rule 6: option walk.
+    i, end = tcp + 20, tcp + 4 * doff
+    while i < end:
+        kind = frame[i]
+        if kind == OPT_EOL:
+            break
+        if kind == OPT_NOP:
+            i += 1
+            continue
+        if i + 1 >= end:
+            raise _NotPureAck(f"option {kind} has no length byte")
+        length = frame[i + 1]
+        if length < 2:
+            raise _NotPureAck(f"option {kind} length {length} < 2")
+        if i + length > end:
+            raise _NotPureAck(f"option {kind} runs past the TCP header")
+        if kind == OPT_TS:
+            if length != 10:
+                raise _NotPureAck(f"timestamps option length {length}")
+            if p.has_ts:
+                raise _NotPureAck("second timestamps option")
+            p.has_ts = True
+            p.tsval, p.tsecr = _u32(frame, i + 2), _u32(frame, i + 6)
+        elif kind == OPT_SACK:
+            if length not in SACK_LENGTHS:
+                raise _NotPureAck(f"SACK option length {length}")
+            if p.sack:
+                raise _NotPureAck("second SACK option")
+            p.sack = [(_u32(frame, j), _u32(frame, j + 4)) for j in range(i + 2, i + length, 8)]
+        else:
+            p.other_opts = True
+        i += length
+    p.supersedable = _first_bullet(p)
+    return p
+
+
+def classify(frame, *, ack_mode, slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES):
+    """Classify one frame (spec section 2).
+
+    Parameters
+    ----------
+    frame : bytes
+        The frame without preamble and FCS.
+    ack_mode : int
+        0 off, 1 conservative, 2 aggressive (``params.ACK_FILTER_MODES``). In
+        mode 0 a pure ACK is classed ``data`` but still has ``pure_ack`` set.
+    slot_bytes, max_frame : int
+        ACK slot size (rule 7) and ``MAX_FRAME_BYTES``.
+
+    Returns
+    -------
+    Parsed
+    """
+    frame = bytes(frame)
+    n = len(frame)
+    if n < 14:
+        return Parsed(cls="runt", length=n, reason="shorter than 14 bytes")
+    if n > max_frame:
+        return Parsed(cls="oversize", length=n, reason=f"longer than {max_frame} bytes")
+    try:
+        p = parse_pure_ack(frame)
+    except _NotPureAck as e:
+        return Parsed(cls="data", length=n, reason=str(e))
+    if n > slot_bytes:
+        return Parsed(cls="data", length=n, reason=f"pure ACK longer than a {slot_bytes}-byte slot")
+    if ack_mode == 0:
+        p.cls = "data"
+        p.reason = "ACK filter off"
+    return p

@@ -1,0 +1,129 @@
+"""The one table of every run-time parameter and counter of the uplink core.
+
+The CSR bank (:mod:`ackfilter.csr`), the replay harness, the model, the host
+tool and the docs all read this table; nothing else spells an address.
+
+Registers are 32 bits wide on a word-addressed bus. Counters are 64 bits,
+split in a low word (address ``2k``) and a high word (``2k + 1``); reading the
+low word latches the high word, so reading low then high is atomic.
+"""
+
+from dataclasses import dataclass
+
+__all__ = [
+    "F_SYS_HZ", "ACK_FILTER_MODES", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
+    "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "counter", "cpb_q16_for_rate",
+]
+
+#: System clock of the core (DESIGN.md: 32-bit datapath at 62.5 MHz).
+F_SYS_HZ = 62_500_000
+
+#: ``ack_mode`` values.
+ACK_FILTER_MODES = {"off": 0, "conservative": 1, "aggressive": 2}
+
+PARAM_BASE   = 0x00
+INFO_BASE    = 0x20
+COUNTER_BASE = 0x40
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    addr: int
+    width: int
+    default: int
+    minimum: int
+    maximum: int
+    unit: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Counter:
+    name: str
+    addr: int      # address of the low word; the high word is ``addr + 1``
+    doc: str
+    is_drop: bool = False
+
+
+def _params():
+    rows = [
+        # name                     width default  min  max          unit
+        ("ack_mode",                  2,    1,     0,   2,          "enum",
+         "ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive"),
+        ("ack_queue_limit",           8,   64,     1,   255,        "ACKs",
+         "ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS)"),
+        ("data_share",                9,   64,     0,   256,        "1/256",
+         "share of the uplink bytes guaranteed to data when ACKs are waiting"),
+        ("shaper_cpb_q16",           32,    0,     0,   2**32 - 1,  "cycles/byte Q16",
+         "system clock cycles per byte at the uplink rate, 16 fractional bits; 0 = unshaped"),
+        ("shaper_burst_bytes",       16, 1514,     0,   65535,      "bytes",
+         "token bucket depth"),
+        ("shaper_overhead_bytes",     8,   24,     0,   255,        "bytes",
+         "per-frame overhead charged by the shaper (preamble, FCS, IFG, encapsulation)"),
+    ]
+    return tuple(Param(name, PARAM_BASE + i, w, d, lo, hi, unit, doc)
+                 for i, (name, w, d, lo, hi, unit, doc) in enumerate(rows))
+
+
+def _counters():
+    rows = [
+        ("frames_in",        False, "frames received from the LAN"),
+        ("bytes_in",         False, "bytes received from the LAN (without FCS)"),
+        ("frames_out",       False, "frames sent towards the modem"),
+        ("bytes_out",        False, "bytes sent towards the modem (without FCS)"),
+        ("acks_in",          False, "pure TCP ACKs received (whatever the mode)"),
+        ("acks_superseded",  False, "queued ACKs overwritten in place by a newer ACK of their flow"),
+        ("cam_collisions",   False, "ACKs whose flow tag matched another flow (queued untracked)"),
+        ("cam_full",         False, "ACKs queued untracked because the flow table was full"),
+        ("drop_runt",        True,  "frames shorter than an Ethernet header, dropped"),
+        ("drop_oversize",    True,  "frames longer than MAX_FRAME_BYTES, dropped"),
+        ("drop_data_full",   True,  "data frames dropped because the data buffer was full"),
+        ("drop_ack_front",   True,  "ACKs dropped from the front of a full ACK queue"),
+        ("drop_overrun",     True,  "frames dropped because the parser's output FIFO was full"),
+    ]
+    return tuple(Counter(name, COUNTER_BASE + 2 * i, doc, is_drop)
+                 for i, (name, is_drop, doc) in enumerate(rows))
+
+
+PARAMS = _params()
+COUNTERS = _counters()
+
+#: Read-only words: identification, elaboration parameters and live levels.
+INFO = {
+    "id":               INFO_BASE + 0,   # 0x41434B46, "ACKF"
+    "ack_slots":        INFO_BASE + 1,
+    "flow_entries":     INFO_BASE + 2,
+    "data_buffer_bytes": INFO_BASE + 3,
+    "ack_queue_depth":  INFO_BASE + 4,
+    "data_queue_frames": INFO_BASE + 5,
+    "flows_active":     INFO_BASE + 6,
+}
+ID_VALUE = 0x41434B46
+
+
+def param(name):
+    for p in PARAMS:
+        if p.name == name:
+            return p
+    raise KeyError(f"no parameter named {name!r}; known: {', '.join(p.name for p in PARAMS)}")
+
+
+def counter(name):
+    for c in COUNTERS:
+        if c.name == name:
+            return c
+    raise KeyError(f"no counter named {name!r}; known: {', '.join(c.name for c in COUNTERS)}")
+
+
+def cpb_q16_for_rate(rate_bps, f_sys_hz=F_SYS_HZ):
+    """``shaper_cpb_q16`` for an uplink of ``rate_bps`` bit/s (0 means unshaped)."""
+    if rate_bps < 0:
+        raise ValueError(f"rate must be positive, not {rate_bps!r}")
+    if rate_bps == 0:
+        return 0
+    value = round(8 * f_sys_hz * 65536 / rate_bps)
+    if not 1 <= value < 2**32:
+        raise ValueError(f"rate {rate_bps} bit/s is outside what the shaper can express "
+                         f"({8 * f_sys_hz * 65536 / (2**32 - 1):.0f} bit/s .. {8 * f_sys_hz * 65536:.0f} bit/s)")
+    return value

@@ -1,0 +1,475 @@
+"""Streaming Ethernet/VLAN/PPPoE/IPv4/IPv6/TCP parser and pure-ACK classifier.
+
+The parser watches the words of a frame go by (it never stalls them) and, two
+cycles after the frame's last word, presents one :data:`parse_result_layout`
+record: the frame's class and, for a pure ACK, everything the queue manager
+needs to decide about supersession. The rules are those of ``docs/spec.md``
+section 2; anything the parser cannot prove to be a well-formed pure ACK is
+``DATA``.
+
+Every L3 and L4 header starts two bytes into a 32-bit word (14-byte Ethernet
+header, 4-byte tags, 8-byte PPPoE+PPP header, IP headers in 32-bit units), so
+the parser realigns the stream by two bytes once and then works on whole
+header words, one per cycle. TCP options, which are byte-aligned, are walked
+four bytes per cycle by a chain of four byte steps.
+"""
+
+from amaranth.lib import enum
+
+from amaranth.hdl import *
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .stream import WORD_BYTES
+
+__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "parse_result_layout",
+           "FrameParser", "KEY_WORDS", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES"]
+
+#: Frames longer than this are dropped (``drop_oversize``).
+MAX_FRAME_BYTES = 2048
+#: An ACK slot; longer pure ACKs are ordinary traffic (DESIGN.md).
+ACK_SLOT_BYTES = 128
+#: Flow key words: L2 tags, PPPoE session, 4 source, 4 destination, ports.
+KEY_WORDS = 11
+
+
+class FrameClass(enum.Enum, shape=2):
+    DATA      = 0
+    ACK       = 1
+    RUNT      = 2
+    OVERSIZE  = 3
+
+
+sack_block_layout = data.StructLayout({"start": 32, "end": 32})
+
+#: What the queue manager needs of a pure ACK.
+ack_meta_layout = data.StructLayout({
+    "key":        data.ArrayLayout(32, KEY_WORDS),
+    "tag":        16,
+    "ack":        32,
+    "tsval":      32,
+    "tsecr":      32,
+    "has_ts":     1,
+    "sack_n":     3,
+    "sack":       data.ArrayLayout(sack_block_layout, 4),
+    "other_opts": 1,
+    "ece":        1,
+    "cwr":        1,
+    "ecn":        2,
+})
+
+parse_result_layout = data.StructLayout({
+    "cls":      FrameClass,
+    "pure_ack": 1,       # a pure ACK by the rules, whatever the ACK filter mode
+    "nbytes":   16,      # frame length, saturating
+    "meta":     ack_meta_layout,
+})
+
+
+class _S(enum.Enum, shape=4):
+    ETH    = 0
+    VLAN   = 1
+    PPPOE0 = 2
+    PPPOE1 = 3
+    IP4    = 4
+    IP6    = 5
+    TCP    = 6
+    OPTS   = 7
+    DONE   = 8     # TCP header complete; payload or padding follows
+    OTHER  = 9     # not a candidate: the rest of the frame is ignored
+
+
+def _be16(b0, b1):
+    return Cat(b1, b0)
+
+
+def _be32(b):
+    return Cat(b[3], b[2], b[1], b[0])
+
+
+class FrameParser(wiring.Component):
+    """Classify frames as they stream past.
+
+    Ports
+    -----
+    valid, data, keep, last : In
+        One frame word per cycle when ``valid``. ``keep`` matters on ``last``.
+    ready : Out(1)
+        Low for three cycles after each ``last`` (flush, finalize, and the
+        cycle ``done`` is presented, so the parser's user can commit the frame
+        before the next one starts). Words offered while low are ignored.
+    done : Out(1)
+        One-cycle strobe: ``result`` holds the class of the frame just seen.
+    result : Out(parse_result_layout)
+    """
+
+    valid:  In(1)
+    data:   In(32)
+    keep:   In(WORD_BYTES)
+    last:   In(1)
+    ready:  Out(1)
+    done:   Out(1)
+    result: Out(parse_result_layout)
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # --- Realignment: R word k is frame bytes 4k+2 .. 4k+5. --------------
+        in_frame   = Signal()               # at least one word of this frame seen
+        hold       = Signal(16)             # lanes 2, 3 of the previous word
+        hold_n     = Signal(range(3))       # how many of them are frame bytes
+        flush      = Signal()               # the cycle after `last`: last R word
+        finalize   = Signal()               # the cycle after flush: result
+        nbytes     = Signal(16)
+
+        in_bytes = Signal(range(5))
+        with m.Switch(self.keep):
+            for k, n in ((0b0001, 1), (0b0011, 2), (0b0111, 3)):
+                with m.Case(k):
+                    m.d.comb += in_bytes.eq(Mux(self.last, n, 4))
+            with m.Default():
+                m.d.comb += in_bytes.eq(4)
+
+        r_valid = Signal()
+        r_word  = Signal(32)
+        r_bytes = Signal(range(5))
+        with m.If(self.valid & self.ready & in_frame):
+            m.d.comb += [
+                r_valid.eq(1),
+                r_word.eq(Cat(hold, self.data[0:16])),
+                r_bytes.eq(hold_n + Mux(in_bytes > 2, 2, in_bytes)),
+            ]
+        with m.Elif(flush & (hold_n != 0)):
+            m.d.comb += [
+                r_valid.eq(1),
+                r_word.eq(hold),
+                r_bytes.eq(hold_n),
+            ]
+
+        with m.If(self.valid & self.ready):
+            m.d.sync += [
+                hold.eq(self.data[16:32]),
+                hold_n.eq(Mux(in_bytes > 2, in_bytes - 2, 0)),
+                in_frame.eq(~self.last),
+                flush.eq(self.last),
+            ]
+            with m.If(in_frame):
+                m.d.sync += nbytes.eq(Mux(nbytes > 0xFFFF - 4, 0xFFFF, nbytes + in_bytes))
+            with m.Else():
+                m.d.sync += nbytes.eq(in_bytes)
+        with m.Else():
+            m.d.sync += flush.eq(0)
+        m.d.sync += finalize.eq(flush)
+        m.d.comb += self.ready.eq(~(flush | finalize | self.done))
+
+        rb = [r_word[8 * i:8 * i + 8] for i in range(4)]
+        r_full = r_bytes == 4
+
+        # --- Header state ------------------------------------------------------
+        state   = Signal(_S)
+        ridx    = Signal(2)                 # R words of the Ethernet header seen
+        hw      = Signal(5)                 # word index inside the current header
+        ntags   = Signal(2)
+        vid     = Array(Signal(12, name=f"vid{i}") for i in range(2))
+        pppoe   = Signal()
+        pppoe_sid = Signal(16)
+        ipv6    = Signal()
+        ihl     = Signal(4)
+        ecn     = Signal(2)
+        ip_len  = Signal(16)                # IPv4 total length or IPv6 payload length
+        src     = Array(Signal(32, name=f"src{i}") for i in range(4))
+        dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
+        ports   = Signal(32)
+        ack     = Signal(32)
+        doff    = Signal(4)
+        flags   = Signal(8)
+        tcp_res = Signal(4)                 # reserved bits and AE
+
+        def dispatch(etype):
+            with m.Switch(etype):
+                with m.Case(0x8100, 0x88A8, 0x9100):
+                    with m.If(ntags == 2):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Else():
+                        m.d.sync += state.eq(_S.VLAN)
+                with m.Case(0x0800):
+                    m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
+                with m.Case(0x86DD):
+                    m.d.sync += [state.eq(_S.IP6), hw.eq(0), ipv6.eq(1)]
+                with m.Case(0x8864):
+                    m.d.sync += state.eq(_S.PPPOE0)
+                with m.Default():
+                    m.d.sync += state.eq(_S.OTHER)
+
+        # --- TCP option walker state -------------------------------------------
+        opt_pos   = Signal(8)               # 0: at a kind byte, 1: at a length byte, >=2: data
+        opt_len   = Signal(8)
+        opt_kind  = Signal(8)
+        opt_eol   = Signal()
+        opt_bad   = Signal()
+        has_ts    = Signal()
+        sack_n    = Signal(3)
+        other_opt = Signal()
+        ts_bytes   = Array(Signal(8, name=f"ts_b{i}") for i in range(8))
+        sack_bytes = Array(Signal(8, name=f"sack_b{i}") for i in range(32))
+
+        with m.If(r_valid):
+            with m.Switch(state):
+                with m.Case(_S.ETH):
+                    m.d.sync += ridx.eq(ridx + 1)
+                    with m.If(ridx == 2):
+                        with m.If(r_full):
+                            dispatch(_be16(rb[2], rb[3]))
+                        with m.Else():
+                            m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.VLAN):
+                    with m.If(r_full):
+                        m.d.sync += [
+                            vid[ntags[0]].eq(_be16(rb[0], rb[1])[0:12]),
+                            ntags.eq(ntags + 1),
+                        ]
+                        dispatch(_be16(rb[2], rb[3]))
+                    with m.Else():
+                        m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.PPPOE0):
+                    with m.If(r_full & (rb[0] == 0x11) & (rb[1] == 0x00)):
+                        m.d.sync += [
+                            state.eq(_S.PPPOE1),
+                            pppoe.eq(1),
+                            pppoe_sid.eq(_be16(rb[2], rb[3])),
+                        ]
+                    with m.Else():
+                        m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.PPPOE1):
+                    proto = _be16(rb[2], rb[3])
+                    with m.If(r_full & (proto == 0x0021)):
+                        m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
+                    with m.Elif(r_full & (proto == 0x0057)):
+                        m.d.sync += [state.eq(_S.IP6), hw.eq(0), ipv6.eq(1)]
+                    with m.Else():
+                        m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.IP4):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 0):
+                        m.d.sync += [
+                            ihl.eq(rb[0][0:4]),
+                            ecn.eq(rb[1][0:2]),
+                            ip_len.eq(_be16(rb[2], rb[3])),
+                        ]
+                        with m.If((rb[0][4:8] != 4) | (rb[0][0:4] < 5)):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 1):
+                        # MF flag or a fragment offset: a fragment.
+                        with m.If(rb[2][5] | (rb[2][0:5] != 0) | (rb[3] != 0)):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 2):
+                        with m.If(rb[1] != 6):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 3):
+                        m.d.sync += src[0].eq(r_word)
+                    with m.Elif(hw == 4):
+                        m.d.sync += dst[0].eq(r_word)
+                    with m.If(r_full & (hw + 1 == ihl) & (hw >= 4)):
+                        m.d.sync += [state.eq(_S.TCP), hw.eq(0)]
+
+                with m.Case(_S.IP6):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 0):
+                        m.d.sync += ecn.eq(rb[1][4:6])
+                        with m.If(rb[0][4:8] != 6):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 1):
+                        m.d.sync += ip_len.eq(_be16(rb[0], rb[1]))
+                        with m.If(rb[2] != 6):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw < 6):
+                        m.d.sync += src[(hw - 2)[0:2]].eq(r_word)
+                    with m.Else():
+                        m.d.sync += dst[(hw - 6)[0:2]].eq(r_word)
+                        with m.If(hw == 9):
+                            m.d.sync += [state.eq(_S.TCP), hw.eq(0)]
+
+                with m.Case(_S.TCP):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 0):
+                        m.d.sync += ports.eq(r_word)
+                    with m.Elif(hw == 2):
+                        m.d.sync += ack.eq(_be32(rb))
+                    with m.Elif(hw == 3):
+                        m.d.sync += [
+                            doff.eq(rb[0][4:8]),
+                            tcp_res.eq(rb[0][0:4]),
+                            flags.eq(rb[1]),
+                        ]
+                        with m.If(rb[0][4:8] < 5):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 4):
+                        m.d.sync += state.eq(Mux(doff == 5, _S.DONE, _S.OPTS))
+
+                with m.Case(_S.OPTS):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw + 1 == doff):
+                        m.d.sync += state.eq(_S.DONE)
+
+        # The option walker: four byte steps per R word, chained.
+        lane_pos  = [opt_pos]
+        lane_len  = [opt_len]
+        lane_kind = [opt_kind]
+        lane_eol  = [opt_eol]
+        lane_bad  = [opt_bad]
+        lane_ts   = [has_ts]
+        lane_sack = [sack_n]
+        lane_oth  = [other_opt]
+        walking = r_valid & (state == _S.OPTS) & r_full
+        for i in range(4):
+            b = rb[i]
+            pos, ln, kind, eol, bad = lane_pos[i], lane_len[i], lane_kind[i], lane_eol[i], lane_bad[i]
+            ts, sk, oth = lane_ts[i], lane_sack[i], lane_oth[i]
+            n_pos  = Signal(8, name=f"opt_pos_l{i + 1}")
+            n_len  = Signal(8, name=f"opt_len_l{i + 1}")
+            n_kind = Signal(8, name=f"opt_kind_l{i + 1}")
+            n_eol  = Signal(name=f"opt_eol_l{i + 1}")
+            n_bad  = Signal(name=f"opt_bad_l{i + 1}")
+            n_ts   = Signal(name=f"has_ts_l{i + 1}")
+            n_sack = Signal(3, name=f"sack_n_l{i + 1}")
+            n_oth  = Signal(name=f"other_opt_l{i + 1}")
+            m.d.comb += [n_pos.eq(pos), n_len.eq(ln), n_kind.eq(kind), n_eol.eq(eol),
+                         n_bad.eq(bad), n_ts.eq(ts), n_sack.eq(sk), n_oth.eq(oth)]
+            with m.If(eol | bad):
+                pass
+            with m.Elif(pos == 0):
+                with m.If(b == 0):
+                    m.d.comb += n_eol.eq(1)                         # EOL: the rest is padding
+                with m.Elif(b != 1):                                # NOP is a single byte
+                    m.d.comb += [n_kind.eq(b), n_pos.eq(1)]
+            with m.Elif(pos == 1):
+                m.d.comb += [n_len.eq(b), n_pos.eq(Mux(b == 2, 0, 2))]
+                with m.If(b < 2):
+                    m.d.comb += n_bad.eq(1)
+                with m.Elif(kind == 8):                             # timestamps: RFC 7323
+                    m.d.comb += n_ts.eq(1)
+                    with m.If((b != 10) | ts):
+                        m.d.comb += n_bad.eq(1)
+                with m.Elif(kind == 5):                             # SACK: RFC 2018
+                    with m.Switch(b):
+                        for nblk in range(1, 5):
+                            with m.Case(2 + 8 * nblk):
+                                m.d.comb += n_sack.eq(nblk)
+                        with m.Default():
+                            m.d.comb += n_bad.eq(1)
+                    with m.If(sk != 0):
+                        m.d.comb += n_bad.eq(1)
+                with m.Else():
+                    m.d.comb += n_oth.eq(1)
+            with m.Else():
+                m.d.comb += n_pos.eq(Mux(pos + 1 == ln, 0, pos + 1))
+                with m.If(walking):
+                    for d in range(8):
+                        with m.If((kind == 8) & (pos == d + 2)):
+                            m.d.sync += ts_bytes[d].eq(b)
+                    for d in range(32):
+                        with m.If((kind == 5) & (pos == d + 2)):
+                            m.d.sync += sack_bytes[d].eq(b)
+            lane_pos.append(n_pos); lane_len.append(n_len); lane_kind.append(n_kind)
+            lane_eol.append(n_eol); lane_bad.append(n_bad); lane_ts.append(n_ts)
+            lane_sack.append(n_sack); lane_oth.append(n_oth)
+
+        with m.If(walking):
+            m.d.sync += [
+                opt_pos.eq(lane_pos[4]), opt_len.eq(lane_len[4]), opt_kind.eq(lane_kind[4]),
+                opt_eol.eq(lane_eol[4]), opt_bad.eq(lane_bad[4]), has_ts.eq(lane_ts[4]),
+                sack_n.eq(lane_sack[4]), other_opt.eq(lane_oth[4]),
+            ]
+
+        # --- Finalize ----------------------------------------------------------
+        l3_off   = Signal(16)
+        ip_end   = Signal(17)
+        l4_len   = Signal(17)               # IP payload length
+        tcp_ok   = Signal()
+        opts_ok  = Signal()
+        len_ok   = Signal()
+        pure_ack = Signal()
+        m.d.comb += [
+            l3_off.eq(14 + 4 * ntags + Mux(pppoe, 8, 0)),
+            ip_end.eq(l3_off + Mux(ipv6, ip_len + 40, ip_len)),
+            l4_len.eq(Mux(ipv6, ip_len, ip_len - 4 * ihl)),
+            # ACK set; URG PSH RST SYN FIN clear (RFC 9293 section 3.1); ECE CWR free.
+            tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res == 0)),
+            opts_ok.eq(~opt_bad & ((opt_pos == 0) | opt_eol)),
+            len_ok.eq((nbytes == ip_end) | ((nbytes <= 64) & (nbytes > ip_end))),
+            pure_ack.eq((state == _S.DONE) & tcp_ok & opts_ok & len_ok &
+                        (l4_len == 4 * doff) & (nbytes <= ACK_SLOT_BYTES)),
+        ]
+
+        key = [Signal(32, name=f"key{i}") for i in range(KEY_WORDS)]
+        m.d.comb += [
+            key[0].eq(Cat(vid[0], vid[1], ntags, pppoe, ipv6)),
+            key[1].eq(pppoe_sid),
+            *[key[2 + i].eq(src[i]) for i in range(4)],
+            *[key[6 + i].eq(dst[i]) for i in range(4)],
+            key[10].eq(ports),
+        ]
+        mix = 0
+        for i in range(KEY_WORDS):
+            mix = mix ^ key[i].rotate_left((7 * i) % 32)
+        tag = Signal(16)
+        m.d.comb += tag.eq(mix[0:16] ^ mix[16:32])
+
+        res = self.result
+        m.d.sync += self.done.eq(finalize)
+        with m.If(finalize):
+            m.d.sync += [
+                res.pure_ack.eq(pure_ack),
+                res.nbytes.eq(nbytes),
+                res.meta.tag.eq(tag),
+                res.meta.ack.eq(ack),
+                res.meta.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
+                res.meta.tsecr.eq(Cat(*reversed(ts_bytes[4:8]))),
+                res.meta.has_ts.eq(has_ts),
+                res.meta.sack_n.eq(sack_n),
+                res.meta.other_opts.eq(other_opt),
+                res.meta.ece.eq(flags[6]),
+                res.meta.cwr.eq(flags[7]),
+                res.meta.ecn.eq(ecn),
+            ]
+            for i in range(KEY_WORDS):
+                m.d.sync += res.meta.key[i].eq(key[i])
+            for blk in range(4):
+                m.d.sync += [
+                    res.meta.sack[blk].start.eq(Cat(*reversed(sack_bytes[8 * blk:8 * blk + 4]))),
+                    res.meta.sack[blk].end.eq(Cat(*reversed(sack_bytes[8 * blk + 4:8 * blk + 8]))),
+                ]
+            with m.If(nbytes < 14):
+                m.d.sync += res.cls.eq(FrameClass.RUNT)
+            with m.Elif(nbytes > MAX_FRAME_BYTES):
+                m.d.sync += res.cls.eq(FrameClass.OVERSIZE)
+            with m.Elif(pure_ack):
+                m.d.sync += res.cls.eq(FrameClass.ACK)
+            with m.Else():
+                m.d.sync += res.cls.eq(FrameClass.DATA)
+            # Ready for the next frame (whose first word only fills `hold`).
+            m.d.sync += [
+                state.eq(_S.ETH), ridx.eq(0), hw.eq(0), ntags.eq(0), pppoe.eq(0),
+                pppoe_sid.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
+                *[s.eq(0) for s in (vid[0], vid[1], src[1], src[2], src[3],
+                                    dst[1], dst[2], dst[3])],
+                ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
+                opt_pos.eq(0), opt_len.eq(0), opt_kind.eq(0), opt_eol.eq(0), opt_bad.eq(0),
+                has_ts.eq(0), sack_n.eq(0), other_opt.eq(0),
+            ]
+            # ts/sack bytes need no reset: has_ts and sack_n say which are valid.
+            # Zero them anyway so equal ACKs always produce equal records.
+            m.d.sync += [b.eq(0) for b in (*ts_bytes, *sack_bytes)]
+        return m

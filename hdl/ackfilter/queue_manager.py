@@ -1,0 +1,419 @@
+"""The queue manager: ACK queue with in-place supersession, data queue,
+acks-first scheduling with a guaranteed data share.
+
+One finite-state machine owns every queue: it takes committed frames from
+the ingress FIFO and, when the egress is free and the shaper allows, grants
+the next frame. It does one operation at a time and reports each on the
+event port, so the golden model (``ackfilter.model``) can replay the exact
+sequence and must agree with every decision (``docs/spec.md`` sections 3, 4
+and 7).
+
+Flow state lives in three places: the tag CAM (:class:`FlowCAM`), a small
+register file per entry (queued ACK count, queue position of the newest
+ACK), and a block-RAM record per entry holding the full flow key and the
+newest ACK's fields (16 words of 64 bits, 12 used). The full key is compared
+on every tag hit, so a hash collision cannot cause a wrong supersession.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .flow_cam import FlowCAM
+from .ingress import Verdict, ingress_entry_layout
+from .parser import KEY_WORDS
+
+__all__ = ["Event", "QueueManager"]
+
+RECORD_WORDS = 16          # per flow entry, 64-bit words; 0-5 key, 6 ack+flags, 7 ts, 8-11 SACK
+REC_ACK, REC_TS, REC_SACK = 6, 7, 8
+REC_USED = 12
+
+
+class Event(enum.Enum, shape=4):
+    """What the queue manager just did (``docs/spec.md`` section 7)."""
+    ARRIVE_DATA          = 0
+    ARRIVE_ACK_NEW       = 1
+    ARRIVE_ACK_UNTRACKED = 2
+    ARRIVE_ACK_SUPERSEDE = 3
+    DROP_RUNT            = 4
+    DROP_OVERSIZE        = 5
+    DROP_DATA_FULL       = 6
+    DROP_ACK_FRONT       = 7
+    DEPART_ACK           = 8
+    DEPART_DATA          = 9
+
+
+def _before(a, b):
+    """RFC 1982 serial arithmetic: ``a`` is before ``b`` (mod 2^32)."""
+    return (a - b)[31]
+
+
+def _after(a, b):
+    return _before(b, a)
+
+
+def _inside(s, e, s2, e2):
+    """Block ``[s, e)`` lies inside block ``[s2, e2)``."""
+    return ~_before(s, s2) & ~_after(e, e2)
+
+
+class QueueManager(wiring.Component):
+    """See the module docstring.
+
+    Parameters
+    ----------
+    ack_slots : int      ACK queue positions
+    flow_entries : int   flow table entries
+    ring_bits, buf_bits, desc_depth : sizes of the buffers it points into
+
+    Ports (groups)
+    --------------
+    entry_* : the ingress FIFO's read side
+    ack_mode, ack_queue_limit, data_share : parameters
+    egress_busy, shaper_eligible : may a frame start
+    egress_start, egress_is_ack, egress_addr, egress_bytes : grant
+    free_buf_en, free_buf_id : an ACK buffer whose frame is gone
+    ev_valid, ev_kind : event trace
+    stat_superseded, stat_collision, stat_cam_full : counter strobes
+    ack_queue_depth, data_queue_frames, flows_active : levels
+    idle, backlog : for simulators and status
+    """
+
+    def __init__(self, *, ack_slots=64, flow_entries=64, ring_bits, buf_bits, desc_depth):
+        for name, value in (("ack_slots", ack_slots), ("flow_entries", flow_entries)):
+            if not isinstance(value, int) or not 2 <= value <= 255:
+                raise TypeError(f"{name} must be an integer in 2..255, not {value!r}")
+        self.ack_slots = ack_slots
+        self.flow_entries = flow_entries
+        self.ring_bits = ring_bits
+        self.buf_bits = buf_bits
+        self.desc_depth = desc_depth
+        entry = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
+        super().__init__({
+            "entry_valid":       In(1),
+            "entry":             In(entry),
+            "entry_ready":       Out(1),
+            "ack_mode":          In(2),
+            "ack_queue_limit":   In(8),
+            "data_share":        In(9),
+            "egress_busy":       In(1),
+            "shaper_eligible":   In(1),
+            "egress_start":      Out(1),
+            "egress_is_ack":     Out(1),
+            "egress_addr":       Out(max(ring_bits, buf_bits)),
+            "egress_bytes":      Out(16),
+            "free_buf_en":       Out(1),
+            "free_buf_id":       Out(buf_bits),
+            "ev_valid":          Out(1),
+            "ev_kind":           Out(Event),
+            "stat_superseded":   Out(1),
+            "stat_collision":    Out(1),
+            "stat_cam_full":     Out(1),
+            "ack_queue_depth":   Out(range(ack_slots + 1)),
+            "data_queue_frames": Out(range(desc_depth + 1)),
+            "flows_active":      Out(range(flow_entries + 1)),
+            "idle":              Out(1),
+            "backlog":           Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n_slots, n_flows = self.ack_slots, self.flow_entries
+        slot_ids, flow_ids = range(n_slots), range(n_flows)
+
+        m.submodules.cam = cam = FlowCAM(entries=n_flows)
+        m.submodules.desc = desc = SyncFIFOBuffered(width=self.ring_bits + 16, depth=self.desc_depth)
+
+        ring_layout = data.StructLayout({
+            "buf": self.buf_bits, "nbytes": 8, "flow": flow_ids, "tracked": 1,
+        })
+        m.submodules.ring = ring = Memory(shape=ring_layout, depth=n_slots, init=[])
+        ring_w    = ring.write_port()
+        ring_head = ring.read_port(domain="comb")
+        ring_new  = ring.read_port(domain="comb")
+
+        m.submodules.records = records = Memory(shape=64, depth=n_flows * RECORD_WORDS, init=[])
+        rec_w = records.write_port()
+        rec_r = records.read_port()
+
+        flow_count  = Array(Signal(range(n_slots + 1), name=f"flow_count{i}") for i in flow_ids)
+        flow_newest = Array(Signal(slot_ids, name=f"flow_newest{i}") for i in flow_ids)
+
+        head = Signal(slot_ids)
+        tail = Signal(slot_ids)
+        qlen = Signal(range(n_slots + 1))
+        credit = Signal(signed(28))
+
+        def wrap_inc(v):
+            return Mux(v == n_slots - 1, 0, v + 1)
+
+        limit = Signal(range(n_slots + 1))
+        m.d.comb += limit.eq(Mux(self.ack_queue_limit > n_slots, n_slots, self.ack_queue_limit))
+
+        # The frame being handled.
+        cur = Signal(self.entry.shape())
+        meta = cur.meta
+        m.d.comb += cam.lookup_tag.eq(meta.tag)
+
+        # Fields of the flow's newest queued ACK, as read from its record.
+        idx        = Signal(flow_ids)
+        key_eq     = Signal()
+        old_ack    = Signal(32)
+        old_flags  = Signal(data.StructLayout({
+            "supersedable": 1, "has_ts": 1, "sack_n": 3, "ece": 1, "cwr": 1, "ecn": 2}))
+        old_tsval  = Signal(32)
+        old_tsecr  = Signal(32)
+        all_cov    = Signal()                # every old SACK block is covered
+        new_cov    = Signal(4)               # new SACK block k lies inside an old one
+        rk         = Signal(range(RECORD_WORDS + 1))
+
+        # The new ACK's own supersedability (first bullet of the spec).
+        s = [meta.sack[k].start for k in range(4)]
+        e = [meta.sack[k].end for k in range(4)]
+        blocks_ok = Cat(*[(meta.sack_n <= k) | _before(s[k], e[k]) for k in range(4)]).all()
+        dsack = (meta.sack_n >= 1) & (_before(s[0], meta.ack) |
+                                      ((meta.sack_n >= 2) & _inside(s[0], e[0], s[1], e[1])))
+        new_flags = Signal.like(old_flags)
+        m.d.comb += [
+            new_flags.supersedable.eq(~meta.other_opts & blocks_ok & ~dsack),
+            new_flags.has_ts.eq(meta.has_ts),
+            new_flags.sack_n.eq(meta.sack_n),
+            new_flags.ece.eq(meta.ece),
+            new_flags.cwr.eq(meta.cwr),
+            new_flags.ecn.eq(meta.ecn),
+        ]
+
+        def record_word(j):
+            if j < 5:
+                return Cat(meta.key[2 * j], meta.key[2 * j + 1])
+            if j == 5:
+                return Cat(meta.key[KEY_WORDS - 1], C(0, 32))
+            if j == REC_ACK:
+                return Cat(meta.ack, new_flags.as_value(), C(0, 32 - len(new_flags.as_value())))
+            if j == REC_TS:
+                return Cat(meta.tsval, meta.tsecr)
+            k = j - REC_SACK
+            return Cat(meta.sack[k].start, meta.sack[k].end)
+
+        # Events and strobes default low.
+        ev = Signal(Event)
+        m.d.comb += self.ev_kind.eq(ev)
+
+        def event(kind):
+            m.d.comb += [self.ev_valid.eq(1), ev.eq(kind)]
+
+        def leave_head():
+            """Bookkeeping of the head ACK leaving the queue (sent or dropped)."""
+            h = ring_head.data
+            m.d.sync += [head.eq(wrap_inc(head)), qlen.eq(qlen - 1)]
+            with m.If(h.tracked):
+                m.d.sync += flow_count[h.flow].eq(flow_count[h.flow] - 1)
+                with m.If(flow_count[h.flow] == 1):
+                    m.d.comb += [cam.clear_en.eq(1), cam.clear_index.eq(h.flow)]
+
+        m.d.comb += [
+            ring_head.addr.eq(head),
+            ring_new.addr.eq(flow_newest[idx]),
+            self.data_queue_frames.eq(desc.level),
+            self.flows_active.eq(cam.used),
+            self.ack_queue_depth.eq(qlen),
+            self.backlog.eq((qlen != 0) | desc.r_rdy),
+        ]
+
+        wk = Signal(range(RECORD_WORDS))            # record word being written
+        done_event = Signal(Event)                  # reported when the write ends
+        can_depart = Signal()
+        m.d.comb += can_depart.eq(~self.egress_busy & self.shaper_eligible & self.backlog)
+
+        with m.FSM(name="manager"):
+            with m.State("Idle"):
+                m.d.comb += self.idle.eq(~self.entry_valid)
+                with m.If(can_depart):
+                    m.next = "Depart"
+                with m.Elif(self.entry_valid):
+                    m.d.comb += self.entry_ready.eq(1)
+                    m.d.sync += cur.eq(self.entry)
+                    m.next = "Arrive"
+
+            with m.State("Arrive"):
+                with m.Switch(cur.verdict):
+                    with m.Case(Verdict.RUNT):
+                        event(Event.DROP_RUNT)
+                        m.next = "Idle"
+                    with m.Case(Verdict.OVERSIZE):
+                        event(Event.DROP_OVERSIZE)
+                        m.next = "Idle"
+                    with m.Case(Verdict.DATA_FULL):
+                        event(Event.DROP_DATA_FULL)
+                        m.next = "Idle"
+                    with m.Case(Verdict.DATA):
+                        m.d.comb += [desc.w_en.eq(1), desc.w_data.eq(Cat(cur.start, cur.nbytes))]
+                        event(Event.ARRIVE_DATA)
+                        m.next = "Idle"
+                    with m.Default():
+                        m.next = "Lookup"
+
+            with m.State("Lookup"):
+                # The CAM sees meta.tag now; its registered answer is ready next cycle.
+                m.next = "Await-Lookup"
+
+            with m.State("Await-Lookup"):
+                m.d.sync += [rk.eq(0), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
+                with m.If(cam.hit):
+                    m.d.sync += idx.eq(cam.hit_index)
+                    m.next = "Read-Record"
+                with m.Else():
+                    m.d.sync += idx.eq(cam.free_index)
+                    m.next = "Decide-Miss"
+
+            with m.State("Read-Record"):
+                m.d.comb += rec_r.addr.eq(idx * RECORD_WORDS + rk)
+                m.d.sync += rk.eq(rk + 1)
+                lo, hi = rec_r.data[0:32], rec_r.data[32:64]
+                j = rk - 1                           # the word arriving now
+                with m.If(rk != 0):
+                    with m.Switch(j):
+                        for jj in range(5):
+                            with m.Case(jj):
+                                with m.If((lo != meta.key[2 * jj]) | (hi != meta.key[2 * jj + 1])):
+                                    m.d.sync += key_eq.eq(0)
+                        with m.Case(5):
+                            with m.If(lo != meta.key[KEY_WORDS - 1]):
+                                m.d.sync += key_eq.eq(0)
+                        with m.Case(REC_ACK):
+                            m.d.sync += [old_ack.eq(lo), old_flags.eq(hi)]
+                        with m.Case(REC_TS):
+                            m.d.sync += [old_tsval.eq(lo), old_tsecr.eq(hi)]
+                        for i in range(4):
+                            with m.Case(REC_SACK + i):
+                                valid = old_flags.sack_n > i
+                                covered = ~_after(hi, meta.ack)
+                                for k in range(4):
+                                    covered = covered | ((meta.sack_n > k) & _inside(lo, hi, s[k], e[k]))
+                                with m.If(valid & ~covered):
+                                    m.d.sync += all_cov.eq(0)
+                                for k in range(4):
+                                    with m.If(valid & _inside(s[k], e[k], lo, hi)):
+                                        m.d.sync += new_cov[k].eq(1)
+                with m.If(rk == REC_USED):
+                    m.next = "Decide-Hit"
+
+            # Where the ACK goes once it needs a queue position.
+            def append(tracked, new_entry, kind):
+                with m.If(qlen >= limit):
+                    m.next = "Drop-Front"
+                with m.Else():
+                    m.d.comb += [
+                        ring_w.en.eq(1),
+                        ring_w.addr.eq(tail),
+                        ring_w.data.buf.eq(cur.buf),
+                        ring_w.data.nbytes.eq(cur.nbytes),
+                        ring_w.data.flow.eq(idx),
+                        ring_w.data.tracked.eq(tracked),
+                    ]
+                    m.d.sync += [tail.eq(wrap_inc(tail)), qlen.eq(qlen + 1)]
+                    if tracked:
+                        m.d.sync += [
+                            flow_count[idx].eq(flow_count[idx] + 1),
+                            flow_newest[idx].eq(tail),
+                            wk.eq(0 if new_entry else REC_ACK),
+                            done_event.eq(kind),
+                        ]
+                        if new_entry:
+                            m.d.comb += [cam.set_en.eq(1), cam.set_index.eq(idx),
+                                         cam.set_tag.eq(meta.tag)]
+                        m.next = "Write-Record"
+                    else:
+                        event(kind)
+                        m.next = "Idle"
+
+            with m.State("Decide-Miss"):
+                with m.If(cam.free):
+                    append(True, True, Event.ARRIVE_ACK_NEW)
+                with m.Else():
+                    append(False, False, Event.ARRIVE_ACK_UNTRACKED)
+                    with m.If(qlen < limit):
+                        m.d.comb += self.stat_cam_full.eq(1)
+
+            with m.State("Decide-Hit"):
+                strictly_more = _after(meta.ack, old_ack) | (
+                    (meta.ack == old_ack) &
+                    Cat(*[(meta.sack_n > k) & ~new_cov[k] for k in range(4)]).any())
+                ts_ok = (old_flags.has_ts == meta.has_ts) & (
+                    ~meta.has_ts | (~_after(old_tsval, meta.tsval) & ~_after(old_tsecr, meta.tsecr)))
+                may = (old_flags.supersedable & (old_flags.ece == meta.ece) &
+                       (old_flags.cwr == meta.cwr) & (old_flags.ecn == meta.ecn) &
+                       ts_ok & all_cov & strictly_more)
+                count = flow_count[idx]
+                enough = Mux(self.ack_mode == 2, count >= 1, count >= 2)
+                with m.If(~key_eq):
+                    append(False, False, Event.ARRIVE_ACK_UNTRACKED)
+                    with m.If(qlen < limit):
+                        m.d.comb += self.stat_collision.eq(1)
+                with m.Elif(may & enough):
+                    old = ring_new.data
+                    m.d.comb += [
+                        ring_w.en.eq(1),
+                        ring_w.addr.eq(flow_newest[idx]),
+                        ring_w.data.buf.eq(cur.buf),
+                        ring_w.data.nbytes.eq(cur.nbytes),
+                        ring_w.data.flow.eq(idx),
+                        ring_w.data.tracked.eq(1),
+                        self.free_buf_en.eq(1),
+                        self.free_buf_id.eq(old.buf),
+                        self.stat_superseded.eq(1),
+                    ]
+                    m.d.sync += [wk.eq(REC_ACK), done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
+                    m.next = "Write-Record"
+                with m.Else():
+                    append(True, False, Event.ARRIVE_ACK_NEW)
+
+            with m.State("Write-Record"):
+                m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
+                with m.Switch(wk):
+                    for j in range(REC_USED):
+                        with m.Case(j):
+                            m.d.comb += rec_w.data.eq(record_word(j))
+                m.d.sync += wk.eq(wk + 1)
+                with m.If(wk == REC_USED - 1):
+                    event(done_event)
+                    m.next = "Idle"
+
+            with m.State("Drop-Front"):
+                leave_head()
+                m.d.comb += [self.free_buf_en.eq(1), self.free_buf_id.eq(ring_head.data.buf)]
+                event(Event.DROP_ACK_FRONT)
+                m.next = "Lookup"
+
+            with m.State("Depart"):
+                have_ack = qlen != 0
+                have_data = desc.r_rdy
+                pick_data = have_data & (~have_ack | (credit > 0))
+                nbytes = Mux(pick_data, desc.r_data[self.ring_bits:], ring_head.data.nbytes)
+                with m.If(have_ack & have_data):
+                    with m.If(pick_data):
+                        m.d.sync += credit.eq(credit - nbytes * (256 - self.data_share))
+                    with m.Else():
+                        m.d.sync += credit.eq(credit + nbytes * self.data_share)
+                with m.Else():
+                    m.d.sync += credit.eq(0)
+                m.d.comb += [self.egress_start.eq(1), self.egress_bytes.eq(nbytes)]
+                with m.If(pick_data):
+                    m.d.comb += [
+                        desc.r_en.eq(1),
+                        self.egress_is_ack.eq(0),
+                        self.egress_addr.eq(desc.r_data[:self.ring_bits]),
+                    ]
+                    event(Event.DEPART_DATA)
+                with m.Else():
+                    leave_head()
+                    m.d.comb += [
+                        self.egress_is_ack.eq(1),
+                        self.egress_addr.eq(ring_head.data.buf),
+                    ]
+                    event(Event.DEPART_ACK)
+                m.next = "Idle"
+        return m

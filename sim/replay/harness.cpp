@@ -1,0 +1,434 @@
+// Fast replay harness: runs the Verilog `ackfilter_core` (docs/spec.md section 8)
+// on a frame file, with no Python in the per-cycle loop.
+//
+// Usage:
+//   replay IN OUT [--events EVFILE] [--csr ADDR=VALUE]... [--max-cycles N]
+//                 [--csr-read-last ADDR] [--progress-s SECONDS]
+//
+// File formats (all integers little-endian):
+//   IN     records [u64 arrival_cycle][u32 len][len bytes], arrival_cycle counted
+//          from the start of traffic (cycle 0 = the `now` value of the first
+//          traffic cycle).
+//   OUT    records [u64 start_cycle][u32 len][len bytes], one per frame leaving
+//          o_*, start_cycle = `now` when its first word was transferred.
+//   EVFILE records [u64 cycle][u8 kind]: kind = ev_kind for ev_valid, 15 for
+//          ev_overrun (both may happen in the same cycle; the event comes first).
+//
+// Stdout at the end, one item per line:
+//   csr <addr> <value>     every word 0x00..csr-read-last (default 0x5f),
+//                          read in address order (counter low word, then high)
+//   cycles <n>             `now` when traffic was over
+//   frames_in <n>          frames fed to i_*
+//   frames_out <n>         frames taken from o_*
+//   events <n>             records written to EVFILE (counted even without it)
+//   protocol_errors <n>    stream rule violations seen on o_* (details on stderr)
+//   wallclock_s <x>        wall time of reset + traffic + CSR reads
+// Stderr: `progress <frames_in> <frames_out> <cycle>` about once a second,
+// `warning: ...` lines, and `error: ...` before a non-zero exit.
+//
+// Timing model:
+//   * reset: rst high for 4 cycles; `now` is held at 0 through reset and the
+//     CSR writes, then counts 0, 1, 2, ... from the first traffic cycle;
+//   * input (1 Gb/s MAC): a frame starts at max(arrival_cycle, previous frame's
+//     wire end + 10); word k of it is available 2k cycles after its start and is
+//     offered (i_valid) from then until the core takes it (i_ready); the wire end
+//     is the cycle after the last word was taken + 1 (i.e. 2 cycles per word);
+//   * output (1 Gb/s MAC): o_ready is high, after a transfer it is low for one
+//     cycle, after a transfer with o_last low for 10 cycles;
+//   * fast-forward: when the core reports `idle`, no input word is offered and
+//     the next input frame is more than 2 cycles away, `now` jumps to
+//     min(next frame start, wake_at if backlog) (never backwards);
+//   * end: all input fed, idle, no backlog and no output frame open; after 16
+//     more cycles the condition is checked again, then the CSRs are read.
+//     --max-cycles N: exit 3 if `now` passes N first.
+// Exit status: 0 ok, 1 I/O or usage error, 3 max-cycles exceeded.
+
+#include "Vackfilter_core.h"
+#include "verilated.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+constexpr uint64_t kInterFrameGap = 10;    // cycles between frames on either wire
+constexpr uint64_t kCyclesPerWord = 2;     // 1 Gb/s on a 32-bit bus at 62.5 MHz
+constexpr int kResetCycles = 4;
+constexpr uint64_t kDrainCycles = 16;
+constexpr uint8_t kOverrunKind = 15;
+
+[[noreturn]] void die(const char* fmt, const char* arg = "") {
+    std::fprintf(stderr, "error: ");
+    std::fprintf(stderr, fmt, arg);
+    std::fprintf(stderr, "\n");
+    std::exit(1);
+}
+
+void put_u64(std::vector<uint8_t>& b, uint64_t v) {
+    for (int i = 0; i < 8; i++) b.push_back(uint8_t(v >> (8 * i)));
+}
+void put_u32(std::vector<uint8_t>& b, uint32_t v) {
+    for (int i = 0; i < 4; i++) b.push_back(uint8_t(v >> (8 * i)));
+}
+
+struct Frame {
+    uint64_t arrival = 0;
+    std::vector<uint8_t> bytes;
+};
+
+// Reads IN one record at a time (files may be larger than memory is happy with).
+class FrameReader {
+  public:
+    explicit FrameReader(const char* path) : path_(path) {
+        f_ = std::fopen(path, "rb");
+        if (!f_) die("cannot open input file %s", path);
+        std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+    }
+    ~FrameReader() { if (f_) std::fclose(f_); }
+    // false at a clean end of file; dies on a truncated record.
+    bool next(Frame& fr) {
+        uint8_t hdr[12];
+        size_t n = std::fread(hdr, 1, sizeof hdr, f_);
+        if (n == 0) return false;
+        if (n != sizeof hdr) die("truncated record header in %s", path_);
+        uint64_t arrival = 0;
+        uint32_t len = 0;
+        for (int i = 0; i < 8; i++) arrival |= uint64_t(hdr[i]) << (8 * i);
+        for (int i = 0; i < 4; i++) len |= uint32_t(hdr[8 + i]) << (8 * i);
+        if (len == 0) die("zero-length frame in %s", path_);
+        fr.arrival = arrival;
+        fr.bytes.resize(len);
+        if (std::fread(fr.bytes.data(), 1, len, f_) != len) die("truncated frame in %s", path_);
+        return true;
+    }
+  private:
+    const char* path_;
+    FILE* f_ = nullptr;
+};
+
+class Writer {
+  public:
+    explicit Writer(const char* path) {
+        f_ = std::fopen(path, "wb");
+        if (!f_) die("cannot create %s", path);
+        std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+    }
+    ~Writer() { close(); }
+    void write(const std::vector<uint8_t>& b) {
+        if (!b.empty() && std::fwrite(b.data(), 1, b.size(), f_) != b.size()) die("write error");
+    }
+    void close() {
+        if (f_ && std::fclose(f_) != 0) die("write error on close");
+        f_ = nullptr;
+    }
+  private:
+    FILE* f_ = nullptr;
+};
+
+uint64_t parse_u64(const char* s, const char* what) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(s, &end, 0);
+    if (errno || !end || *end || end == s) die("bad number for %s", what);
+    return v;
+}
+
+double wall_now() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const char* in_path = nullptr;
+    const char* out_path = nullptr;
+    const char* ev_path = nullptr;
+    uint64_t max_cycles = UINT64_MAX;
+    uint32_t csr_read_last = 0x5f;
+    double progress_s = 1.0;
+    std::vector<std::pair<uint32_t, uint32_t>> csr_writes;
+
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        auto need = [&](const char* opt) -> const char* {
+            if (i + 1 >= argc) die("%s needs a value", opt);
+            return argv[++i];
+        };
+        if (a == "--events") {
+            ev_path = need("--events");
+        } else if (a == "--max-cycles") {
+            max_cycles = parse_u64(need("--max-cycles"), "--max-cycles");
+        } else if (a == "--csr-read-last") {
+            csr_read_last = uint32_t(parse_u64(need("--csr-read-last"), "--csr-read-last"));
+            if (csr_read_last > 0xff) die("--csr-read-last must be <= 0xff");
+        } else if (a == "--progress-s") {
+            progress_s = std::atof(need("--progress-s"));
+        } else if (a == "--csr") {
+            std::string kv = need("--csr");
+            size_t eq = kv.find('=');
+            if (eq == std::string::npos) die("--csr wants ADDR=VALUE, not %s", kv.c_str());
+            uint64_t addr = parse_u64(kv.substr(0, eq).c_str(), "--csr address");
+            uint64_t val = parse_u64(kv.substr(eq + 1).c_str(), "--csr value");
+            if (addr > 0xff || val > 0xffffffffull) die("--csr out of range: %s", kv.c_str());
+            csr_writes.emplace_back(uint32_t(addr), uint32_t(val));
+        } else if (a == "-h" || a == "--help") {
+            std::printf("usage: %s IN OUT [--events EVFILE] [--csr ADDR=VALUE]... "
+                        "[--max-cycles N] [--csr-read-last ADDR] [--progress-s S]\n", argv[0]);
+            return 0;
+        } else if (!a.empty() && a[0] == '-') {
+            die("unknown option %s", a.c_str());
+        } else if (!in_path) {
+            in_path = argv[i];
+        } else if (!out_path) {
+            out_path = argv[i];
+        } else {
+            die("unexpected argument %s", a.c_str());
+        }
+    }
+    if (!in_path || !out_path) die("usage: replay IN OUT [options] (see --help)");
+
+    FrameReader reader(in_path);
+    Writer out(out_path);
+    std::unique_ptr<Writer> ev;
+    if (ev_path) ev = std::make_unique<Writer>(ev_path);
+
+    const double t_start = wall_now();
+    auto ctx = std::make_unique<VerilatedContext>();
+    auto top = std::make_unique<Vackfilter_core>(ctx.get(), "ackfilter_core");
+
+    // Drive every input to a known value.
+    top->clk = 0;
+    top->rst = 1;
+    top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
+    top->o_ready = 0;
+    top->now = 0;
+    top->csr_addr = 0; top->csr_r_en = 0; top->csr_w_en = 0; top->csr_w_data = 0;
+    top->eval();
+
+    // One clock cycle: settle the inputs with clk low, let `sample` look at the
+    // combinational handshake, then the rising edge.
+    auto tick = [&](auto&& sample) {
+        top->clk = 0;
+        top->eval();
+        sample();
+        top->clk = 1;
+        top->eval();
+    };
+    auto nop = [] {};
+
+    for (int i = 0; i < kResetCycles; i++) tick(nop);
+    top->rst = 0;
+    tick(nop);
+
+    for (auto [addr, val] : csr_writes) {
+        top->csr_addr = addr; top->csr_w_data = val; top->csr_w_en = 1;
+        tick(nop);
+        top->csr_w_en = 0;
+        tick(nop);
+    }
+    top->csr_addr = 0; top->csr_w_data = 0;
+
+    // ---- traffic ----------------------------------------------------------
+    uint64_t now = 0;                 // `now` of the cycle being simulated
+    // input side
+    Frame cur;                        // frame being fed (valid while in_frame)
+    bool have_next = false;           // `next` holds an unread frame
+    Frame next;
+    bool in_frame = false;
+    uint64_t cur_start = 0;           // cycle the current frame started on the wire
+    size_t cur_word = 0;              // index of the word to offer
+    size_t cur_words = 0;
+    uint64_t wire_free = 0;           // earliest start of the next frame
+    uint64_t frames_in = 0;
+    have_next = reader.next(next);
+    // output side
+    uint64_t o_ready_at = 0;          // o_ready is high from this cycle on
+    bool out_open = false;
+    uint64_t out_start = 0;
+    std::vector<uint8_t> out_bytes;
+    std::vector<uint8_t> out_buf;
+    uint64_t frames_out = 0;
+    uint64_t protocol_errors = 0;
+    auto proto_error = [&](const char* what) {
+        if (protocol_errors < 20)
+            std::fprintf(stderr, "warning: output stream at cycle %" PRIu64 ": %s\n", now, what);
+        protocol_errors++;
+    };
+    // events
+    std::vector<uint8_t> ev_buf;
+    uint64_t events = 0;
+    // progress
+    double next_progress = t_start + progress_s;
+    uint64_t drain_until = 0;
+    bool draining = false;
+    uint64_t end_cycle = 0;
+
+    auto next_start = [&]() -> uint64_t {
+        return next.arrival > wire_free ? next.arrival : wire_free;
+    };
+
+    for (;;) {
+        // Load the next frame when its time has come.
+        if (!in_frame && have_next && next_start() <= now) {
+            cur_start = next_start();
+            std::swap(cur, next);
+            cur_words = (cur.bytes.size() + 3) / 4;
+            cur_word = 0;
+            in_frame = true;
+            have_next = reader.next(next);
+        }
+        bool offering = in_frame && now >= cur_start + kCyclesPerWord * cur_word;
+
+        // Fast-forward over idle time.
+        if (!offering && !in_frame && top->idle && !out_open) {
+            bool backlog = top->backlog;
+            if (have_next || backlog) {
+                uint64_t target = UINT64_MAX;
+                if (have_next) target = next_start();
+                if (backlog && top->wake_at < target) target = top->wake_at;
+                if (target != UINT64_MAX && target > now + 2) {
+                    now = target;
+                    continue;   // re-evaluate: a frame may start right now
+                }
+            }
+        }
+
+        // End of traffic.
+        bool quiet = !in_frame && !have_next && top->idle && !top->backlog && !out_open;
+        if (quiet) {
+            if (!draining) {
+                draining = true;
+                drain_until = now + kDrainCycles;
+            } else if (now >= drain_until) {
+                end_cycle = now;
+                break;
+            }
+        } else {
+            draining = false;
+        }
+        if (now > max_cycles) {
+            std::fprintf(stderr, "error: --max-cycles %" PRIu64 " exceeded (frames in %" PRIu64
+                         ", out %" PRIu64 ", idle %d, backlog %d)\n",
+                         max_cycles, frames_in, frames_out, int(top->idle), int(top->backlog));
+            out.close();
+            return 3;
+        }
+
+        // Drive this cycle's inputs.
+        top->now = now;
+        if (offering) {
+            size_t off = 4 * cur_word;
+            size_t n = cur.bytes.size() - off;
+            if (n > 4) n = 4;
+            uint32_t w = 0;
+            for (size_t k = 0; k < n; k++) w |= uint32_t(cur.bytes[off + k]) << (8 * k);
+            top->i_valid = 1;
+            top->i_data = w;
+            top->i_keep = (1u << n) - 1;
+            top->i_first = cur_word == 0;
+            top->i_last = cur_word + 1 == cur_words;
+        } else {
+            top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
+        }
+        top->o_ready = now >= o_ready_at;
+
+        tick([&] {
+            if (offering && top->i_ready) {
+                cur_word++;
+                if (cur_word == cur_words) {
+                    in_frame = false;
+                    frames_in++;
+                    wire_free = now + kCyclesPerWord + kInterFrameGap;
+                }
+            }
+            if (top->o_valid && top->o_ready) {
+                bool first = top->o_first, last = top->o_last;
+                uint32_t keep = top->o_keep, d = top->o_data;
+                if (!out_open) {
+                    if (!first) proto_error("frame starts without o_first");
+                    out_open = true;
+                    out_start = now;
+                    out_bytes.clear();
+                } else if (first) {
+                    proto_error("o_first inside a frame");
+                }
+                if (!last && keep != 0xf) proto_error("partial o_keep on a word that is not last");
+                if (keep != 0x1 && keep != 0x3 && keep != 0x7 && keep != 0xf)
+                    proto_error("o_keep is not 0001/0011/0111/1111");
+                for (int k = 0; k < 4; k++)
+                    if (keep & (1u << k)) out_bytes.push_back(uint8_t(d >> (8 * k)));
+                if (last) {
+                    out_open = false;
+                    frames_out++;
+                    out_buf.clear();
+                    put_u64(out_buf, out_start);
+                    put_u32(out_buf, uint32_t(out_bytes.size()));
+                    out_buf.insert(out_buf.end(), out_bytes.begin(), out_bytes.end());
+                    out.write(out_buf);
+                    o_ready_at = now + 1 + kInterFrameGap;
+                } else {
+                    o_ready_at = now + kCyclesPerWord;
+                }
+            }
+            if (top->ev_valid) {
+                events++;
+                if (ev) { put_u64(ev_buf, now); ev_buf.push_back(uint8_t(top->ev_kind)); }
+            }
+            if (top->ev_overrun) {
+                events++;
+                if (ev) { put_u64(ev_buf, now); ev_buf.push_back(kOverrunKind); }
+            }
+        });
+        now++;
+
+        if ((now & 0xffff) == 0) {
+            if (ev && ev_buf.size() > (1 << 20)) { ev->write(ev_buf); ev_buf.clear(); }
+            double t = wall_now();
+            if (t >= next_progress) {
+                std::fprintf(stderr, "progress %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+                             frames_in, frames_out, now);
+                std::fflush(stderr);
+                next_progress = t + progress_s;
+            }
+        }
+    }
+    if (ev) { ev->write(ev_buf); ev->close(); }
+    out.close();
+
+    // ---- CSR read-out -------------------------------------------------------
+    top->i_valid = 0;
+    top->o_ready = 1;
+    std::vector<uint32_t> csr(csr_read_last + 1);
+    for (uint32_t addr = 0; addr <= csr_read_last; addr++) {
+        top->now = now;
+        top->csr_addr = addr; top->csr_r_en = 1;
+        tick(nop);
+        now++;
+        top->now = now;
+        top->csr_r_en = 0;
+        tick([&] { csr[addr] = top->csr_r_data; });
+        now++;
+    }
+    top->final();
+    double wall = wall_now() - t_start;
+
+    for (uint32_t addr = 0; addr <= csr_read_last; addr++)
+        std::printf("csr 0x%02x %u\n", addr, csr[addr]);
+    std::printf("cycles %" PRIu64 "\n", end_cycle);
+    std::printf("frames_in %" PRIu64 "\n", frames_in);
+    std::printf("frames_out %" PRIu64 "\n", frames_out);
+    std::printf("events %" PRIu64 "\n", events);
+    std::printf("protocol_errors %" PRIu64 "\n", protocol_errors);
+    std::printf("wallclock_s %.6f\n", wall);
+    return 0;
+}

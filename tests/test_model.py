@@ -1,0 +1,574 @@
+"""Unit tests of the golden model (``ackfilter.model``) and the trace generators.
+
+Packets are built with Scapy and the expectations are reasoned by hand from
+``docs/spec.md``, independently of the model's parser.
+"""
+
+import itertools
+
+import pytest
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Dot1Q, Ether
+
+from ackfilter import traces
+from ackfilter.model import FilterModel, classify, gcra_departures, GcraShaper, before, after
+
+CONSERVATIVE, AGGRESSIVE = 1, 2
+_ids = itertools.count(1)
+
+
+def mk_ack(ack, *, flow=0, ts=None, sack=(), flags="A", ecn=0, opts=(), payload=b"", v6=False,
+           vlan=None, tpid=0x8100):
+    """A pure ACK (unless told otherwise) of flow number ``flow``, padded to 60 bytes.
+
+    ``ts=(tsval, tsecr)``, ``sack=[(start, end), ...]``; every frame gets a
+    fresh IP id (or flow label) so all frames are distinct.
+    """
+    options = list(opts)
+    if ts is not None:
+        options += [("NOP", None), ("NOP", None), ("Timestamp", ts)]
+    if sack:
+        options += [("NOP", None), ("NOP", None), ("SAck", tuple(v for b in sack for v in b))]
+    uid = next(_ids)
+    if v6:
+        ip = IPv6(src=f"2001:db8::{flow + 1:x}", dst="2001:db8:ffff::1", tc=ecn, fl=uid)
+    else:
+        ip = IP(src=f"10.0.{flow >> 8}.{flow & 255}", dst="198.51.100.1", tos=ecn, id=uid & 0xFFFF)
+    l2 = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    if vlan is not None:
+        l2 = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=tpid) / Dot1Q(vlan=vlan)
+    pkt = l2 / ip / TCP(sport=40000, dport=443, seq=1, ack=ack & 0xFFFFFFFF, flags=flags, window=1000,
+                        options=options)
+    frame = bytes(pkt / payload) if payload else bytes(pkt)
+    return frame + bytes(max(0, 60 - len(frame)))
+
+
+def mk_data(size, *, uid=None):
+    """A UDP data frame of exactly ``size`` bytes."""
+    uid = next(_ids) if uid is None else uid
+    frame = bytes(Ether() / IP(src="192.168.1.2", dst="8.8.8.8", id=uid & 0xFFFF) / UDP(sport=uid & 0xFFFF, dport=53))
+    return frame + bytes(size - len(frame))
+
+
+def run(model, frames):
+    """Arrive every frame; return the list of event lists."""
+    return [model.arrive(f) for f in frames]
+
+
+def queued(model):
+    return model.queued_ack_frames()
+
+
+# ---------------------------------------------------------------------------
+# Serial arithmetic
+
+def test_serial_arithmetic_follows_rfc_1982_at_the_wrap():
+    assert before(0xFFFFFF00, 0x00000100)
+    assert after(0x00000100, 0xFFFFFF00)
+    assert not before(5, 5) and not after(5, 5)
+    assert before(0, 0x7FFFFFFF) and not before(0x7FFFFFFF, 0)
+    # Exactly 2^31 apart (undefined in RFC 1982): the spec's formula says each is before the other.
+    assert before(0, 0x80000000) and before(0x80000000, 0)
+
+
+# ---------------------------------------------------------------------------
+# Supersession rules
+
+@pytest.mark.parametrize("mode", [CONSERVATIVE, AGGRESSIVE])
+def test_dup_acks_are_never_superseded(mode):
+    m = FilterModel(ack_mode=mode)
+    frames = [mk_ack(1000, ts=(5, 6)) for _ in range(5)]
+    assert run(m, frames) == [["ARRIVE_ACK_NEW"]] * 5
+    assert queued(m) == frames
+    assert m.counters["acks_superseded"] == 0
+
+
+def test_greater_ack_supersedes_in_aggressive_mode_keeping_one():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    frames = [mk_ack(1000 * i) for i in range(1, 6)]
+    assert run(m, frames) == [["ARRIVE_ACK_NEW"]] + [["ARRIVE_ACK_SUPERSEDE"]] * 4
+    assert queued(m) == [frames[-1]]
+    assert m.counters["acks_superseded"] == 4
+
+
+def test_greater_ack_supersedes_in_conservative_mode_keeping_two():
+    m = FilterModel(ack_mode=CONSERVATIVE)
+    frames = [mk_ack(1000 * i) for i in range(1, 6)]
+    assert run(m, frames) == [["ARRIVE_ACK_NEW"]] * 2 + [["ARRIVE_ACK_SUPERSEDE"]] * 3
+    assert queued(m) == [frames[0], frames[-1]]
+
+
+def test_dup_ack_with_growing_sack_acknowledges_more_and_supersedes():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(1000, sack=[(2000, 3000)])
+    b = mk_ack(1000, sack=[(2000, 4000)])          # same ack, block not inside any old block
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"]]
+
+
+def test_dup_ack_with_same_sack_is_not_superseded():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(1000, sack=[(2000, 3000)])
+    b = mk_ack(1000, sack=[(2000, 3000)])
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_dup_ack_losing_a_sack_block_is_not_superseded():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(1000, sack=[(5000, 6000), (2000, 3000)])
+    b = mk_ack(1000, sack=[(2000, 4000)])          # old block [5000,6000) not covered
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_old_sack_block_covered_by_new_cumulative_ack_allows_supersession():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(1000, sack=[(2000, 3000)])
+    b = mk_ack(3000)                               # !after(3000, 3000): covered by the ack
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"]]
+
+
+def test_old_sack_block_above_new_ack_and_not_resacked_blocks_supersession():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(1000, sack=[(2000, 3000)])
+    b = mk_ack(1500)                               # greater ack, but [2000,3000) is lost
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_dsack_below_ack_is_never_superseded():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(5000, sack=[(1000, 2000)])          # before(s0, ack): D-SACK
+    b = mk_ack(9000)
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"]] * 2
+    assert not m.classify(a).supersedable
+
+
+def test_dsack_inside_second_block_is_never_superseded():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(1000, sack=[(3000, 3500), (2000, 4000)])   # block 0 inside block 1
+    b = mk_ack(9000)
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_sack_block_ending_before_its_start_is_never_superseded():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(1000, sack=[(3000, 2000)])
+    b = mk_ack(9000)
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+@pytest.mark.parametrize("old_kw,new_kw", [
+    (dict(flags="A"), dict(flags="AE")),
+    (dict(flags="AE"), dict(flags="A")),
+    (dict(flags="AC"), dict(flags="A")),
+    (dict(ecn=0), dict(ecn=3)),
+    (dict(ecn=1), dict(ecn=2)),
+])
+def test_ece_cwr_or_ecn_mismatch_blocks_supersession(old_kw, new_kw):
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    assert run(m, [mk_ack(1000, **old_kw), mk_ack(2000, **new_kw)]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_equal_ece_cwr_and_ecn_allow_supersession():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    ev = run(m, [mk_ack(1000, flags="AEC", ecn=3), mk_ack(2000, flags="AEC", ecn=3)])
+    assert ev == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"]]
+
+
+@pytest.mark.parametrize("old_ts,new_ts,ok", [
+    ((100, 50), (100, 50), True),
+    ((100, 50), (101, 51), True),
+    ((100, 50), (99, 50), False),                 # TSval went backwards
+    ((100, 50), (100, 49), False),                # TSecr went backwards
+    ((0xFFFFFFF0, 50), (0x10, 50), True),         # TSval wraps at 2^32
+    ((100, 0xFFFFFFFF), (100, 0), True),          # TSecr wraps
+    ((0x10, 50), (0xFFFFFFF0, 50), False),        # "earlier" across the wrap
+])
+def test_timestamps_must_not_go_backwards_in_serial_arithmetic(old_ts, new_ts, ok):
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    ev = run(m, [mk_ack(1000, ts=old_ts), mk_ack(2000, ts=new_ts)])
+    assert ev[1] == (["ARRIVE_ACK_SUPERSEDE"] if ok else ["ARRIVE_ACK_NEW"])
+
+
+def test_timestamp_presence_must_match():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    assert run(m, [mk_ack(1000, ts=(1, 1)), mk_ack(2000)]) == [["ARRIVE_ACK_NEW"]] * 2
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    assert run(m, [mk_ack(1000), mk_ack(2000, ts=(1, 1))]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_ack_wrap_at_2_32_supersedes():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    assert run(m, [mk_ack(0xFFFFFF00), mk_ack(0x00000100)]) == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"]]
+
+
+def test_older_ack_never_supersedes_a_newer_one():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    assert run(m, [mk_ack(0x00000100), mk_ack(0xFFFFFF00)]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+@pytest.mark.parametrize("opts", [
+    [("MSS", 1460)],
+    [("NOP", None), ("WScale", 7)],
+    [("SAckOK", b""), ("NOP", None), ("NOP", None)],
+    [(34, b"\x00" * 6)],                          # TCP Fast Open cookie
+    [(19, b"\x00" * 16)],                         # MD5 signature
+    [(99, b"\x01\x02")],                          # unknown
+])
+def test_older_ack_with_other_options_is_never_superseded(opts):
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    old = mk_ack(1000, opts=opts)
+    assert m.classify(old).cls == "ack" and m.classify(old).other_opts
+    assert run(m, [old, mk_ack(2000)]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_newer_ack_with_other_options_may_supersede_but_not_be_superseded():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    ev = run(m, [mk_ack(1000), mk_ack(2000, opts=[("MSS", 1460)]), mk_ack(3000)])
+    assert ev == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"], ["ARRIVE_ACK_NEW"]]
+
+
+def test_psh_ack_without_payload_is_data():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    f = mk_ack(1000, flags="PA")
+    assert m.arrive(f) == ["ARRIVE_DATA"]
+    assert m.counters["acks_in"] == 0
+
+
+def test_ack_with_payload_is_data():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    assert m.arrive(mk_ack(1000, payload=b"hello")) == ["ARRIVE_DATA"]
+
+
+def test_different_flows_do_not_supersede_each_other():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    assert run(m, [mk_ack(1000, flow=1), mk_ack(2000, flow=2), mk_ack(3000, flow=1, v6=True)]) == \
+        [["ARRIVE_ACK_NEW"]] * 3
+
+
+def test_flow_key_includes_vlan_id_but_not_tpid():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    ev = run(m, [mk_ack(1000, vlan=5), mk_ack(2000, vlan=6), mk_ack(3000, vlan=5, tpid=0x88A8)])
+    assert ev == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"]]
+
+
+# ---------------------------------------------------------------------------
+# Flow table and queue
+
+def test_more_flows_than_flow_entries_are_untracked_and_never_superseded():
+    m = FilterModel(ack_mode=AGGRESSIVE, flow_entries=2)
+    ev = run(m, [mk_ack(1000, flow=1), mk_ack(1000, flow=2), mk_ack(1000, flow=3),
+                 mk_ack(2000, flow=3), mk_ack(2000, flow=1)])
+    assert ev == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_UNTRACKED"],
+                  ["ARRIVE_ACK_UNTRACKED"], ["ARRIVE_ACK_SUPERSEDE"]]
+    assert m.counters["cam_full"] == 2
+    assert m.flows_active == 2
+
+
+def test_entry_is_freed_when_the_flows_last_ack_departs():
+    m = FilterModel(ack_mode=AGGRESSIVE, flow_entries=1)
+    m.arrive(mk_ack(1000, flow=1))
+    assert m.arrive(mk_ack(1000, flow=2)) == ["ARRIVE_ACK_UNTRACKED"]
+    assert m.depart()[0] == "DEPART_ACK"
+    assert m.flows_active == 0
+    assert m.arrive(mk_ack(2000, flow=2)) == ["ARRIVE_ACK_NEW"]
+    m.check_invariants()
+
+
+def test_drop_from_front_when_the_queue_is_full():
+    m = FilterModel(ack_mode=AGGRESSIVE, ack_queue_limit=3)
+    frames = [mk_ack(1000, flow=i) for i in range(5)]
+    ev = run(m, frames)
+    assert ev == [["ARRIVE_ACK_NEW"]] * 3 + [["DROP_ACK_FRONT", "ARRIVE_ACK_NEW"]] * 2
+    assert queued(m) == frames[2:]
+    assert m.counters["drop_ack_front"] == 2
+    m.check_invariants()
+
+
+def test_queue_limit_is_clamped_to_ack_slots():
+    m = FilterModel(ack_mode=AGGRESSIVE, ack_queue_limit=200, ack_slots=2)
+    ev = run(m, [mk_ack(1000, flow=i) for i in range(3)])
+    assert ev[2] == ["DROP_ACK_FRONT", "ARRIVE_ACK_NEW"]
+
+
+def test_supersession_needs_no_queue_space():
+    m = FilterModel(ack_mode=AGGRESSIVE, ack_queue_limit=1)
+    assert run(m, [mk_ack(1000), mk_ack(2000)]) == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"]]
+
+
+def test_drop_from_front_frees_an_entry_and_the_arrival_is_looked_up_again():
+    # One flow entry, held by flow 1 at the head. Flow 2 misses with the table
+    # full; the drop frees flow 1's entry, and the second pass finds it free.
+    m = FilterModel(ack_mode=AGGRESSIVE, ack_queue_limit=1, flow_entries=1)
+    m.arrive(mk_ack(1000, flow=1))
+    assert m.arrive(mk_ack(1000, flow=2)) == ["DROP_ACK_FRONT", "ARRIVE_ACK_NEW"]
+    assert m.counters["cam_full"] == 0
+    m.check_invariants()
+
+
+def test_drop_from_front_lowers_the_flows_count_before_the_second_pass():
+    # Conservative, limit 2: [A1, A2]. A dup A3 cannot supersede; the drop of
+    # A1 leaves count 1; A3 is appended tracked (count 2 again).
+    m = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=2)
+    a1, a2, a3 = mk_ack(1000), mk_ack(2000), mk_ack(2000)
+    assert run(m, [a1, a2, a3]) == [["ARRIVE_ACK_NEW"]] * 2 + [["DROP_ACK_FRONT", "ARRIVE_ACK_NEW"]]
+    assert queued(m) == [a2, a3]
+    # A4 greater: count 2 -> supersedes A3 (the newest), not A2.
+    a4 = mk_ack(3000)
+    assert m.arrive(a4) == ["ARRIVE_ACK_SUPERSEDE"]
+    assert queued(m) == [a2, a4]
+    m.check_invariants()
+
+
+def test_only_the_newest_may_be_overwritten_and_order_is_preserved():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a1 = mk_ack(1000, flow=1, opts=[("MSS", 1460)])     # never supersedable
+    b1 = mk_ack(1000, flow=2)
+    a2 = mk_ack(2000, flow=1)
+    a3 = mk_ack(3000, flow=1)
+    b2 = mk_ack(2000, flow=2)
+    ev = run(m, [a1, b1, a2, a3, b2])
+    assert ev == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_NEW"],
+                  ["ARRIVE_ACK_SUPERSEDE"], ["ARRIVE_ACK_SUPERSEDE"]]
+    # a3 took a2's place (behind b1), b2 took b1's place (ahead of a3).
+    assert queued(m) == [a1, b2, a3]
+    assert [f for _, f in m.drain()] == [a1, b2, a3]
+
+
+def test_newest_not_supersedable_blocks_even_if_an_older_one_would_be():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a1, a2, a3 = mk_ack(1000), mk_ack(1000), mk_ack(5000, ts=(1, 1))   # a2 is a dup of a1
+    ev = run(m, [a1, a2])
+    assert ev == [["ARRIVE_ACK_NEW"]] * 2
+    # a3 has timestamps, a2 not: a2 may not be overwritten; a1 is not considered.
+    assert m.arrive(a3) == ["ARRIVE_ACK_NEW"]
+    assert queued(m) == [a1, a2, a3]
+
+
+def test_collision_replay_queues_untracked_and_leaves_the_entry_alone():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    m.arrive(mk_ack(1000, flow=1))
+    assert m.arrive(mk_ack(2000, flow=1), collision=True) == ["ARRIVE_ACK_UNTRACKED"]
+    assert m.counters["cam_collisions"] == 1
+    assert m.flows[next(iter(m.flows))].count == 1
+    m.check_invariants()
+
+
+def test_data_full_drops_a_data_frame_and_rejects_any_other_class():
+    m = FilterModel()
+    assert m.arrive(mk_data(100), data_full=True) == ["DROP_DATA_FULL"]
+    assert m.counters["drop_data_full"] == 1
+    with pytest.raises(AssertionError, match="classes 'ack'"):
+        m.arrive(mk_ack(1000), data_full=True)
+
+
+def test_mode_off_is_a_plain_fifo_that_still_counts_pure_acks():
+    m = FilterModel(ack_mode=0)
+    frames = [mk_ack(1000 * i) for i in range(1, 4)] + [mk_ack(1, flags="PA")]
+    assert run(m, frames) == [["ARRIVE_DATA"]] * 4
+    assert m.counters["acks_in"] == 3
+    assert [f for _, f in m.drain()] == frames
+
+
+def test_acks_in_excludes_pure_acks_longer_than_a_slot():
+    frame, cls = traces.malformed_cases()["pure_ack_130_bytes_over_slot_is_data"]
+    for mode in (0, 1, 2):
+        m = FilterModel(ack_mode=mode)
+        assert m.arrive(frame) == ["ARRIVE_DATA"]
+        assert m.counters["acks_in"] == 0
+
+
+# ---------------------------------------------------------------------------
+# Scheduler
+
+def _loaded(data_share, n_acks, data_sizes):
+    m = FilterModel(ack_mode=CONSERVATIVE, data_share=data_share, ack_queue_limit=10**6, ack_slots=10**6,
+                    flow_entries=0)                       # untracked: nothing is superseded
+    ack = mk_ack(1000)                                    # the same bytes will do here
+    for _ in range(n_acks):
+        m.arrive(ack)
+    data = {s: mk_data(s) for s in set(data_sizes)}
+    for s in data_sizes:
+        m.arrive(data[s])
+    return m
+
+
+def test_scheduler_credit_with_data_share_64():
+    # ACK 60 B adds 60*64 = 3840; data 100 B subtracts 100*192 = 19200:
+    # A (3840) D (-15360) A A A A (0) A (3840) D (-15360) ...
+    m = _loaded(64, 20, [100] * 3)
+    kinds = [m.depart()[0][7] for _ in range(14)]
+    assert "".join(kinds) == "ADAAAAADAAAAAD"
+    assert m.credit == -15360
+
+
+def test_data_gets_a_quarter_of_the_bytes_under_contention_with_data_share_64():
+    m = _loaded(64, 4000, [1514] * 60)
+    sent = {"A": 0, "D": 0}
+    while m.ack_queue and m.data_queue:
+        kind, frame = m.depart()
+        sent[kind[7]] += len(frame)
+    share = sent["D"] / (sent["A"] + sent["D"])
+    assert abs(share - 0.25) < 0.01
+
+
+def test_data_share_0_is_strict_acks_first():
+    m = _loaded(0, 5, [100] * 2)
+    assert "".join(m.depart()[0][7] for _ in range(7)) == "AAAAADD"
+
+
+def test_data_share_256_sends_data_after_any_ack():
+    m = _loaded(256, 3, [100] * 3)
+    assert "".join(m.depart()[0][7] for _ in range(6)) == "ADDDAA"
+
+
+def test_one_class_alone_resets_the_credit():
+    m = _loaded(64, 1, [100, 100])
+    assert m.depart()[0] == "DEPART_ACK" and m.credit == 3840
+    assert m.depart()[0] == "DEPART_DATA" and m.credit == 0      # only data queued: reset
+    m.arrive(mk_ack(5000, flow=77))
+    assert m.depart()[0] == "DEPART_ACK"                          # credit 0 -> ACK first
+    assert m.depart()[0] == "DEPART_DATA"
+    assert m.depart() is None
+
+
+def test_depart_returns_none_when_both_queues_are_empty():
+    m = FilterModel()
+    assert m.depart() is None
+    assert m.counters["frames_out"] == 0
+
+
+# ---------------------------------------------------------------------------
+# Shaper
+
+def test_gcra_without_burst_spaces_frames_by_their_length():
+    # 1 cycle per byte (cpb_q16 = 2^16), no overhead, no burst.
+    assert gcra_departures([100, 100, 50], [0, 0, 0], cpb_q16=65536, burst_bytes=0, overhead_bytes=0) == [0, 100, 200]
+
+
+def test_gcra_burst_lets_a_frame_start_early_and_overhead_counts():
+    assert gcra_departures([100, 100, 100], [0, 0, 0], cpb_q16=65536, burst_bytes=100,
+                           overhead_bytes=0) == [0, 0, 100]
+    assert gcra_departures([100, 100], [0, 0], cpb_q16=65536, burst_bytes=0, overhead_bytes=24) == [0, 124]
+
+
+def test_gcra_idle_time_does_not_bank_credit_beyond_the_burst():
+    assert gcra_departures([100, 100, 100], [0, 1000, 1000], cpb_q16=65536, burst_bytes=0,
+                           overhead_bytes=0) == [0, 1000, 1100]
+
+
+def test_gcra_fractional_rate_and_unshaped():
+    # 1.5 cycles per byte: tat after 10 bytes = 15 cycles.
+    assert gcra_departures([10, 10], [0, 0], cpb_q16=98304, burst_bytes=0, overhead_bytes=0) == [0, 15]
+    assert gcra_departures([1500] * 3, [0, 1, 2], cpb_q16=0, burst_bytes=0, overhead_bytes=24) == [0, 1, 2]
+    s = GcraShaper(cpb_q16=98304, burst_bytes=0, overhead_bytes=0)
+    s.start(0, 11)                                  # tat = 16.5 cycles
+    assert s.wake_at() == 17 and not s.may_start(16) and s.may_start(17)
+
+
+# ---------------------------------------------------------------------------
+# Classification edge cases
+
+CASES = traces.malformed_cases()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_malformed_case_classification(name):
+    frame, expected = CASES[name]
+    for mode in (CONSERVATIVE, AGGRESSIVE):
+        assert classify(frame, ack_mode=mode).cls == expected, classify(frame, ack_mode=mode).reason
+    off = classify(frame, ack_mode=0)
+    assert off.cls == ("data" if expected == "ack" else expected)
+    assert off.pure_ack == (expected == "ack")
+    event = {"runt": "DROP_RUNT", "oversize": "DROP_OVERSIZE", "data": "ARRIVE_DATA",
+             "ack": "ARRIVE_ACK_NEW"}[expected]
+    assert FilterModel(ack_mode=CONSERVATIVE).arrive(frame) == [event]
+
+
+def test_malformed_cases_are_distinct_frames():
+    frames = [f for f, _ in CASES.values()]
+    assert len(set(frames)) == len(frames)
+
+
+def test_pure_ack_fields_are_parsed():
+    p = classify(mk_ack(0xDEADBEEF, ts=(7, 8), sack=[(1, 2), (3, 4)], flags="AE", ecn=2, vlan=100),
+                 ack_mode=1)
+    assert (p.cls, p.ack, p.has_ts, p.tsval, p.tsecr, p.sack) == ("ack", 0xDEADBEEF, True, 7, 8, [(1, 2), (3, 4)])
+    assert (p.ece, p.cwr, p.ecn, p.other_opts) == (True, False, 2, False)
+    assert p.key[:5] == (4, (100, 0), 1, 0, False)
+
+
+# ---------------------------------------------------------------------------
+# Traces
+
+def test_raw_builder_matches_scapy():
+    import random
+    rng = random.Random(7)
+    flows = [traces.Flow(), traces.Flow(src="2001:db8::1", dst="2001:db8::2"),
+             traces.Flow(vlans=((0x88A8, 5), (0x8100, 4095))), traces.Flow(pppoe_session=0x1234),
+             traces.Flow(src="2001:db8::1", dst="2001:db8::2", vlans=((0x9100, 7),), pppoe_session=1)]
+    for flow in flows:
+        for _ in range(10):
+            kw = dict(seq=rng.getrandbits(32), ack=rng.getrandbits(32), window=rng.randrange(65536),
+                      flags=rng.choice(["A", "PA", "AEC", "AN", 0x1FF]),
+                      options=rng.choice([(), [("NOP", None), ("NOP", None), ("Timestamp", (rng.getrandbits(32), 5))],
+                                          [("MSS", 1460), ("SAckOK", b""), ("WScale", 7)],
+                                          [("NOP", None), ("NOP", None), ("SAck", (1, 2, 3, 4))]]),
+                      payload=bytes(rng.randrange(0, 30)), ip_id=rng.getrandbits(16), ecn=rng.randrange(4),
+                      flow_label=rng.getrandbits(20), ip_option_words=rng.randrange(3),
+                      frag=rng.choice([0, 0x4000, 0x2000]), reserved=rng.randrange(8), pad_byte=rng.randrange(256))
+            assert traces.tcp_frame(flow, builder="raw", **kw) == traces.tcp_frame(flow, builder="scapy", **kw)
+
+
+def test_ack_stream_is_padded_and_advances():
+    s = traces.ack_stream(traces.Flow(), 4, 0xFFFFF000, 2 * traces.MSS, ts=(10, 20), interval=0.5e-3)
+    assert [t for t, _ in s] == [0.0, 0.5e-3, 1e-3, 1.5e-3]
+    parsed = [classify(f, ack_mode=1) for _, f in s]
+    assert all(p.cls == "ack" for p in parsed)
+    assert [p.ack for p in parsed] == [(0xFFFFF000 + i * 2896) & 0xFFFFFFFF for i in range(4)]
+    plain = traces.ack_stream(traces.Flow(), 1, 1, 1)
+    assert len(plain[0][1]) == 60
+
+
+def test_random_trace_is_deterministic_unique_and_conserved():
+    a = traces.random_trace(1234, 10000, 200)
+    assert a == traces.random_trace(1234, 10000, 200)
+    assert len(a) >= 10000
+    assert len({f for _, f in a}) == len(a)
+    assert all(t1 < t2 for (t1, _), (t2, _) in zip(a, a[1:]))
+    classes = {classify(f, ack_mode=1).cls for _, f in a}
+    assert classes == {"runt", "oversize", "ack", "data"}
+    import random
+    for mode in (0, 1, 2):
+        rng = random.Random(mode)
+        m = FilterModel(ack_mode=mode, ack_queue_limit=16, flow_entries=8)
+        for _, f in a:
+            m.arrive(f, data_full=(m.classify(f).cls == "data" and rng.random() < 0.01))
+            for _ in range(rng.choice((0, 0, 1, 2))):
+                m.depart()
+        m.check_invariants()
+        m.drain()
+        c = m.counters
+        assert c["frames_in"] == len(a)
+        assert c["frames_in"] == c["frames_out"] + c["acks_superseded"] + m.dropped()
+        if mode:
+            assert c["acks_superseded"] > 0 and c["drop_ack_front"] > 0 and c["cam_full"] > 0
+
+
+def test_demo_scenario_is_sorted_unique_and_mostly_acks():
+    d = traces.demo_scenario(1)
+    assert d == sorted(d, key=lambda x: x[0]) and 1.9 < d[-1][0] < 2.2
+    assert len({f for _, f in d}) == len(d)
+    cls = [classify(f, ack_mode=1).cls for _, f in d]
+    assert cls.count("ack") > 0.8 * len(d)
+    assert sum(1 for _, f in d if len(f) == 1514) > 100
+    # The ACKs alone exceed a 1 Mb/s uplink (what makes the filter matter).
+    ack_bits = sum(8 * (len(f) + 24) for (_, f), c in zip(d, cls) if c == "ack")
+    assert ack_bits / 2.0 > 1_000_000
+
+
+def test_pcap_round_trip_keeps_nanosecond_times(tmp_path):
+    trace = [(1.000000001, mk_ack(1)), (2.5, mk_data(100))]
+    traces.write_pcap(tmp_path / "t.pcap", trace)
+    back = traces.read_pcap(tmp_path / "t.pcap")
+    assert [f for _, f in back] == [f for _, f in trace]
+    assert abs(back[0][0] - 1.000000001) < 1e-12 * 10 and back[1][0] == 2.5

@@ -1,0 +1,75 @@
+"""tc-style unit parsing (ackfilter.units)."""
+
+import pytest
+
+from ackfilter.units import format_rate, parse_rate, parse_size, parse_time
+
+
+@pytest.mark.parametrize("text, bps", [
+    ("256000", 256_000),
+    ("256kbit", 256_000),
+    ("256Kbit", 256_000),
+    ("256KBIT", 256_000),
+    ("20mbit", 20_000_000),
+    ("1gbit", 10**9),
+    ("1tbit", 10**12),
+    ("1.5mbit", 1_500_000),
+    ("1 mbit", 1_000_000),
+    ("100bit", 100),
+    ("1kibit", 1024),
+    ("1mibit", 2**20),
+    ("1gibit", 2**30),
+    ("1bps", 8),                 # tc: bps is BYTES per second
+    ("1kbps", 8_000),
+    ("2mbps", 16_000_000),
+    ("1gbps", 8 * 10**9),
+    ("1kibps", 8 * 1024),
+    ("1MiBps", 8 * 2**20),
+    (" 64kbit ", 64_000),
+    ("1e6", 1_000_000),
+    (".5mbit", 500_000),
+    (256000, 256_000),
+    ("0", 0),
+])
+def test_parse_rate(text, bps):
+    assert parse_rate(text) == bps
+
+
+@pytest.mark.parametrize("text", [
+    "", "kbit", "fast", "10furlongs", "-5mbit", "10 k bit", "1,5mbit", "10kb", "mbit10",
+    "1.2.3mbit", None, True,
+])
+def test_parse_rate_errors(text):
+    with pytest.raises(ValueError) as info:
+        parse_rate(text)
+    msg = str(info.value)
+    assert repr(text) in msg          # names the bad value
+    if text is not None and text is not True:
+        assert "kbit" in msg and "bps" in msg   # lists the accepted forms
+
+
+def test_parse_rate_error_mentions_bytes():
+    with pytest.raises(ValueError, match="BYTES per second"):
+        parse_rate("12 parsecs")
+
+
+@pytest.mark.parametrize("bps, text", [
+    (256_000, "256kbit"), (1_500_000, "1.5mbit"), (10**9, "1gbit"), (999, "999bit"),
+])
+def test_format_rate(bps, text):
+    assert format_rate(bps) == text
+    assert parse_rate(format_rate(bps)) == bps
+
+
+def test_size_and_time():
+    assert parse_size("1514") == 1514
+    assert parse_size("32k") == 32768
+    assert parse_size("1mb") == 2**20
+    assert parse_size("8kbit") == 1024
+    assert parse_time("10ms") == pytest.approx(0.010)
+    assert parse_time("250us") == pytest.approx(250e-6)
+    assert parse_time("2") == 2
+    with pytest.raises(ValueError, match="invalid size"):
+        parse_size("3 cups")
+    with pytest.raises(ValueError, match="invalid time"):
+        parse_time("soon")
