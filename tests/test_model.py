@@ -142,6 +142,22 @@ def test_dsack_below_ack_is_never_superseded():
     assert not m.classify(a).supersedable
 
 
+def test_a_newer_dsack_alone_does_not_collapse_a_dup_ack():
+    # Same ack; the newer only reports a duplicate segment below the ack
+    # (D-SACK): it is another duplicate ACK, so both must leave.
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(5000)
+    b = mk_ack(5000, sack=[(4000, 4500)])
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"]] * 2
+
+
+def test_same_ack_with_new_sack_data_above_it_supersedes():
+    m = FilterModel(ack_mode=AGGRESSIVE)
+    a = mk_ack(5000, sack=[(6000, 7000)])
+    b = mk_ack(5000, sack=[(6000, 8000)])
+    assert run(m, [a, b]) == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"]]
+
+
 def test_dsack_inside_second_block_is_never_superseded():
     m = FilterModel(ack_mode=AGGRESSIVE)
     a = mk_ack(1000, sack=[(3000, 3500), (2000, 4000)])   # block 0 inside block 1

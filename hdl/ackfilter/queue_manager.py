@@ -341,7 +341,8 @@ class QueueManager(wiring.Component):
             with m.State("Decide-Hit"):
                 strictly_more = _after(meta.ack, old_ack) | (
                     (meta.ack == old_ack) &
-                    Cat(*[(meta.sack_n > k) & ~new_cov[k] for k in range(4)]).any())
+                    Cat(*[(meta.sack_n > k) & ~new_cov[k] & _after(e[k], meta.ack)
+                          for k in range(4)]).any())
                 ts_ok = (old_flags.has_ts == meta.has_ts) & (
                     ~meta.has_ts | (~_after(old_tsval, meta.tsval) & ~_after(old_tsecr, meta.tsecr)))
                 may = (old_flags.supersedable & (old_flags.ece == meta.ece) &

@@ -64,7 +64,11 @@ def may_supersede(old, new):
     if after(new.ack, old.ack):
         return True
     if new.ack == old.ack:
-        return any(not any(_inside(s, e, s2, e2) for s2, e2 in old.sack) for s, e in new.sack)
+        # Same cumulative ack: only a SACK block above it that the older ACK
+        # did not report is new information (a D-SACK block below the ack is
+        # not: such an ACK is a duplicate like the older one).
+        return any(after(e, new.ack) and not any(_inside(s, e, s2, e2) for s2, e2 in old.sack)
+                   for s, e in new.sack)
     return False
 
 
