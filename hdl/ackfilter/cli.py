@@ -119,13 +119,15 @@ class _Progress:
         self.total = max(total, 1)
         self.quiet = quiet
         self.every_s = every_s
-        self.t_start = time.monotonic()
-        self.t_next = self.t_start + every_s
+        self.t_start = None
+        self.t_next = None
 
     def __call__(self, frames_in, frames_out, cycle):
         if self.quiet:
             return
         t = time.monotonic()
+        if self.t_start is None:  # first report: the simulation has started
+            self.t_start, self.t_next = t, t + self.every_s
         if t < self.t_next:
             return
         self.t_next = t + self.every_s
