@@ -102,14 +102,27 @@ class UplinkCore(wiring.Component):
         ring_w, ring_r = data_ring.write_port(), data_ring.read_port()
         ack_w, ack_r = ack_bufs.write_port(), ack_bufs.read_port()
 
-        # LAN side.
+        # LAN side. The input word is registered first, so nothing in the core
+        # hangs combinationally off the (asynchronous FIFO's) output; the port
+        # stays low while a `last` sits in the register.
+        in_valid = Signal()
+        in_beat = Signal.like(ingress.i.payload)
+        accept = Signal()
         m.d.comb += [
-            ingress.i.valid.eq(self.i_valid),
-            ingress.i.payload.data.eq(self.i_data),
-            ingress.i.payload.keep.eq(self.i_keep),
-            ingress.i.payload.first.eq(self.i_first),
-            ingress.i.payload.last.eq(self.i_last),
-            self.i_ready.eq(ingress.i.ready),
+            self.i_ready.eq(ingress.i.ready & ~(in_valid & in_beat.last)),
+            accept.eq(self.i_valid & self.i_ready),
+        ]
+        with m.If(accept):
+            m.d.sync += [
+                in_valid.eq(1),
+                in_beat.data.eq(self.i_data), in_beat.keep.eq(self.i_keep),
+                in_beat.first.eq(self.i_first), in_beat.last.eq(self.i_last),
+            ]
+        with m.Elif(ingress.i.ready):
+            m.d.sync += in_valid.eq(0)
+        m.d.comb += [
+            ingress.i.valid.eq(in_valid),
+            ingress.i.payload.eq(in_beat),
             ingress.ack_mode.eq(csr.p_ack_mode),
             ring_w.en.eq(ingress.ring_wr_en), ring_w.addr.eq(ingress.ring_wr_addr),
             ring_w.data.eq(ingress.ring_wr_data),
@@ -188,7 +201,7 @@ class UplinkCore(wiring.Component):
             self.ev_kind.eq(manager.ev_kind),
             self.ev_overrun.eq(ingress.ev_overrun),
             self.backlog.eq(manager.backlog),
-            self.idle.eq(ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid),
+            self.idle.eq(~in_valid & ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid),
         ]
         from .queue_manager import Event
         for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),

@@ -421,11 +421,17 @@ class FrameParser(wiring.Component):
             *[key[6 + i].eq(dst[i]) for i in range(4)],
             key[10].eq(ports),
         ]
-        mix = 0
+        # The CAM tag: fold the key to 32 bits, then a multiplicative hash
+        # (Knuth's 2^32 / golden ratio) so structured keys (neighbouring
+        # addresses and ports) spread over all tags. Collisions are only a
+        # missed chance to supersede: the queue manager compares full keys.
+        fold = 0
         for i in range(KEY_WORDS):
-            mix = mix ^ key[i].rotate_left((7 * i) % 32)
+            fold = fold ^ key[i].rotate_left((11 * i) % 32)
+        fold_q = Signal(32)
+        m.d.comb += fold_q.eq(fold)
         tag = Signal(16)
-        m.d.comb += tag.eq(mix[0:16] ^ mix[16:32])
+        m.d.comb += tag.eq((fold_q * 0x9E3779B1)[16:32])
 
         res = self.result
         m.d.sync += self.done.eq(finalize)

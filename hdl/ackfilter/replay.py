@@ -55,7 +55,7 @@ PKG_DIR = Path(__file__).resolve().parent
 HARNESS_CPP = REPO_ROOT / "sim" / "replay" / "harness.cpp"
 
 # Harness timing constants (harness.cpp), for the --max-cycles bound.
-_IFG_CYCLES = 10
+_IFG_CYCLES = 12
 _CYCLES_PER_WORD = 2
 
 # Modules of the package that do not feed gen_verilog (their edits do not
@@ -251,7 +251,7 @@ def _csr_value(name, value):
 
 
 def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
-                max_cycles=None, progress=None):
+                max_cycles=None, progress=None, feed=None):
     """Run a built harness on files; returns (stdout dict, warning lines).
 
     ``csr_writes``: (addr, value) pairs. ``progress(frames_in, frames_out, cycle)``
@@ -263,6 +263,9 @@ def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
         cmd += ["--csr", f"{addr:#x}={value}"]
     if max_cycles is not None:
         cmd += ["--max-cycles", str(int(max_cycles))]
+    if feed is not None:
+        cycles_per_word, gap = feed
+        cmd += ["--in-cycles-per-word", str(int(cycles_per_word)), "--in-gap", str(int(gap))]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out_chunks = []
     reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
@@ -338,7 +341,7 @@ def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values):
 
 def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservative",
            data_share=None, events=False, progress=None, elab=None, csr=None,
-           max_cycles=None, keep_files=None):
+           max_cycles=None, keep_files=None, feed=None):
     """Run the RTL on ``in_frames`` (``[(time_s, bytes), ...]``, LAN side).
 
     * ``uplink_rate_bps``: shaper rate in bit/s, 0 = unshaped;
@@ -354,7 +357,9 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
     * ``csr``: more run-time parameters by name, e.g. ``{"shaper_burst_bytes": 3000}``;
     * ``max_cycles``: give up (``ReplayError``) past this cycle (default: a
       generous bound from the input);
-    * ``keep_files``: a directory to keep the harness's input/output files in.
+    * ``keep_files``: a directory to keep the harness's input/output files in;
+    * ``feed``: ``(cycles_per_word, gap_cycles)`` of the LAN-side MAC model
+      (default ``(2, 12)``: 1 Gb/s, 84 byte times per 64-byte frame; ``(1, 0)`` offers words back to back).
 
     Frame times are rounded to cycles of 16 ns, counted from the first frame.
     """
@@ -405,7 +410,7 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
         _write_frames(in_path, arrivals, frames)
         stats, messages = run_harness(binary, in_path, out_path, csr_writes=csr_writes,
                                       events_path=ev_path, max_cycles=max_cycles,
-                                      progress=progress)
+                                      progress=progress, feed=feed)
         out = _read_frames(out_path)
         evs = _read_events(ev_path) if events else []
     finally:

@@ -4,6 +4,7 @@
 // Usage:
 //   replay IN OUT [--events EVFILE] [--csr ADDR=VALUE]... [--max-cycles N]
 //                 [--csr-read-last ADDR] [--progress-s SECONDS]
+//                 [--in-cycles-per-word N] [--in-gap N]
 //
 // File formats (all integers little-endian):
 //   IN     records [u64 arrival_cycle][u32 len][len bytes], arrival_cycle counted
@@ -30,11 +31,13 @@
 //   * reset: rst high for 4 cycles; `now` is held at 0 through reset and the
 //     CSR writes, then counts 0, 1, 2, ... from the first traffic cycle;
 //   * input (1 Gb/s MAC): a frame starts at max(arrival_cycle, previous frame's
-//     wire end + 10); word k of it is available 2k cycles after its start and is
+//     wire end + 12); word k of it is available 2k cycles after its start and is
 //     offered (i_valid) from then until the core takes it (i_ready); the wire end
 //     is the cycle after the last word was taken + 1 (i.e. 2 cycles per word);
+//     --in-cycles-per-word and --in-gap change the 2 and the 12 (faster than
+//     line rate: `--in-cycles-per-word 1 --in-gap 0` offers words back to back);
 //   * output (1 Gb/s MAC): o_ready is high, after a transfer it is low for one
-//     cycle, after a transfer with o_last low for 10 cycles;
+//     cycle, after a transfer with o_last low for 12 cycles (FCS, IFG, preamble);
 //   * fast-forward: when the core reports `idle`, no input word is offered and
 //     the next input frame is more than 2 cycles away, `now` jumps to
 //     min(next frame start, wake_at if backlog) (never backwards);
@@ -60,7 +63,7 @@
 
 namespace {
 
-constexpr uint64_t kInterFrameGap = 10;    // cycles between frames on either wire
+constexpr uint64_t kInterFrameGap = 12;    // FCS + preamble + IFG = 24 byte times, either wire
 constexpr uint64_t kCyclesPerWord = 2;     // 1 Gb/s on a 32-bit bus at 62.5 MHz
 constexpr int kResetCycles = 4;
 constexpr uint64_t kDrainCycles = 16;
@@ -154,6 +157,8 @@ int main(int argc, char** argv) {
     const char* out_path = nullptr;
     const char* ev_path = nullptr;
     uint64_t max_cycles = UINT64_MAX;
+    uint64_t in_cycles_per_word = kCyclesPerWord;   // input MAC speed (default 1 Gb/s)
+    uint64_t in_gap = kInterFrameGap;
     uint32_t csr_read_last = 0x5f;
     double progress_s = 1.0;
     std::vector<std::pair<uint32_t, uint32_t>> csr_writes;
@@ -171,6 +176,12 @@ int main(int argc, char** argv) {
         } else if (a == "--csr-read-last") {
             csr_read_last = uint32_t(parse_u64(need("--csr-read-last"), "--csr-read-last"));
             if (csr_read_last > 0xff) die("--csr-read-last must be <= 0xff");
+        } else if (a == "--in-cycles-per-word") {
+            in_cycles_per_word = parse_u64(need("--in-cycles-per-word"), "--in-cycles-per-word");
+            if (in_cycles_per_word < 1 || in_cycles_per_word > 64) die("--in-cycles-per-word must be 1..64");
+        } else if (a == "--in-gap") {
+            in_gap = parse_u64(need("--in-gap"), "--in-gap");
+            if (in_gap > 1000000) die("--in-gap must be <= 1000000");
         } else if (a == "--progress-s") {
             progress_s = std::atof(need("--progress-s"));
         } else if (a == "--csr") {
@@ -183,7 +194,8 @@ int main(int argc, char** argv) {
             csr_writes.emplace_back(uint32_t(addr), uint32_t(val));
         } else if (a == "-h" || a == "--help") {
             std::printf("usage: %s IN OUT [--events EVFILE] [--csr ADDR=VALUE]... "
-                        "[--max-cycles N] [--csr-read-last ADDR] [--progress-s S]\n", argv[0]);
+                        "[--max-cycles N] [--csr-read-last ADDR] [--progress-s S] "
+                        "[--in-cycles-per-word N] [--in-gap N]\n", argv[0]);
             return 0;
         } else if (!a.empty() && a[0] == '-') {
             die("unknown option %s", a.c_str());
@@ -287,7 +299,7 @@ int main(int argc, char** argv) {
             in_frame = true;
             have_next = reader.next(next);
         }
-        bool offering = in_frame && now >= cur_start + kCyclesPerWord * cur_word;
+        bool offering = in_frame && now >= cur_start + in_cycles_per_word * cur_word;
 
         // Fast-forward over idle time.
         if (!offering && !in_frame && top->idle && !out_open) {
@@ -348,7 +360,7 @@ int main(int argc, char** argv) {
                 if (cur_word == cur_words) {
                     in_frame = false;
                     frames_in++;
-                    wire_free = now + kCyclesPerWord + kInterFrameGap;
+                    wire_free = now + in_cycles_per_word + in_gap;
                 }
             }
             if (top->o_valid && top->o_ready) {
