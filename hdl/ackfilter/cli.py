@@ -285,7 +285,7 @@ def make_parser():
                    help="ACK filter mode (default: conservative)")
     p.add_argument("--data-share", type=_positive_int, default=None, metavar="N",
                    help="uplink share guaranteed to data while ACKs wait, in 1/256 "
-                        "(0..256, default 64 = 25%%)")
+                        "(0..256, default 128 = 50%%)")
     p.add_argument("--stats", metavar="FILE.json", help="write statistics (docs/stats.md)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
     p.set_defaults(func=cmd_replay)

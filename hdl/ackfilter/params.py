@@ -53,8 +53,9 @@ def _params():
          "ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive"),
         ("ack_queue_limit",           8,   64,     1,   255,        "ACKs",
          "ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS)"),
-        ("data_share",                9,   64,     0,   256,        "1/256",
-         "share of the uplink bytes guaranteed to data when ACKs are waiting"),
+        ("data_share",                9,  128,     0,   256,        "1/256",
+         "share of the uplink bytes guaranteed to data when ACKs are waiting "
+         "(128: byte round-robin between ACKs and data, as Lakshman et al.)"),
         ("shaper_cpb_q16",           32,    0,     0,   2**32 - 1,  "cycles/byte Q16",
          "system clock cycles per byte at the uplink rate, 16 fractional bits; 0 = unshaped"),
         ("shaper_burst_bytes",       16, 1514,     0,   65535,      "bytes",

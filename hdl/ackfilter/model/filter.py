@@ -116,7 +116,7 @@ class FilterModel:
         Scheduler credit (spec section 4).
     """
 
-    def __init__(self, *, ack_mode=1, ack_queue_limit=64, flow_entries=64, data_share=64,
+    def __init__(self, *, ack_mode=1, ack_queue_limit=64, flow_entries=64, data_share=128,
                  ack_slots=64, slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES):
         if ack_mode not in (0, 1, 2):
             raise ValueError(f"ack_mode must be 0, 1 or 2, not {ack_mode!r}")
