@@ -185,10 +185,10 @@ class FrameParser(wiring.Component):
         flags   = Signal(8)
         tcp_res = Signal(4)                 # reserved bits and AE
 
-        def dispatch(etype):
+        def dispatch(etype, tags_seen):
             with m.Switch(etype):
                 with m.Case(0x8100, 0x88A8, 0x9100):
-                    with m.If(ntags == 2):
+                    with m.If(tags_seen == 2):                  # a third tag
                         m.d.sync += state.eq(_S.OTHER)
                     with m.Else():
                         m.d.sync += state.eq(_S.VLAN)
@@ -219,7 +219,7 @@ class FrameParser(wiring.Component):
                     m.d.sync += ridx.eq(ridx + 1)
                     with m.If(ridx == 2):
                         with m.If(r_full):
-                            dispatch(_be16(rb[2], rb[3]))
+                            dispatch(_be16(rb[2], rb[3]), tags_seen=0)
                         with m.Else():
                             m.d.sync += state.eq(_S.OTHER)
 
@@ -229,7 +229,7 @@ class FrameParser(wiring.Component):
                             vid[ntags[0]].eq(_be16(rb[0], rb[1])[0:12]),
                             ntags.eq(ntags + 1),
                         ]
-                        dispatch(_be16(rb[2], rb[3]))
+                        dispatch(_be16(rb[2], rb[3]), tags_seen=ntags + 1)
                     with m.Else():
                         m.d.sync += state.eq(_S.OTHER)
 
