@@ -1,0 +1,25 @@
+"""pytest wrappers of ``tb_linerate``: line rate, back-pressure, buffer full.
+
+Each wrapper runs one cocotb test function (all its parametrizations) of
+``tb_linerate`` on the default elaboration (``build_name="core"``).
+"""
+
+import pytest
+
+from runner import core_verilog, run_cocotb
+
+TESTS = [
+    "test_min_size_data_frames_at_line_rate_lose_nothing",
+    "test_min_size_acks_of_many_flows_at_line_rate_lose_nothing",
+    "test_mixed_trace_at_line_rate_loses_nothing",
+    "test_full_ack_queue_at_line_rate_drops_from_front_without_overrun",
+    "test_frame_sizes_pass_intact_with_idle_and_backpressure",
+    "test_full_data_ring_drops_excess_1514_byte_frames_and_keeps_the_rest_intact",
+    "test_full_descriptor_fifo_drops_min_size_frames_beyond_512",
+]
+
+
+@pytest.mark.parametrize("name", TESTS)
+def test_linerate(name):
+    run_cocotb("tb_linerate", verilog_sources=[core_verilog()], build_name="core",
+               extra_env={"COCOTB_TEST_FILTER": rf"^tb_linerate\.{name}(/.*)?$"})
