@@ -6,7 +6,6 @@ replays the trace through the golden model and checks every decision and
 every frame that left.
 """
 
-import copy
 import itertools
 
 import cocotb
@@ -16,12 +15,11 @@ from cocotb.triggers import RisingEdge
 from ackfilter import params as P
 from ackfilter.model import FilterModel
 from ackfilter.model.filter import EVENTS
+from ackfilter.model.scoreboard import ARRIVALS, check_run
 
 __all__ = ["TB", "scoreboard", "EVENTS", "frame_words"]
 
 CLK_NS = 16      # 62.5 MHz
-ARRIVALS = {"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
-            "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"}
 
 
 def frame_words(frame):
@@ -173,43 +171,5 @@ class TB:
 def scoreboard(tb, model, *, counters=None):
     """Replay ``tb.events`` through ``model``; check every decision, every
     frame that left (bytes and order) and, if given, the hardware counters.
-    Returns the model."""
-    pending_front = 0
-    frames = iter(tb.sent)
-    expected_out = []
-    for i, (cycle, ev) in enumerate(tb.events):
-        if ev == "OVERRUN":
-            raise AssertionError(f"cycle {cycle}: unexpected drop_overrun")
-        if ev == "DROP_ACK_FRONT":
-            pending_front += 1
-            continue
-        if ev in ARRIVALS:
-            frame = next(frames)
-            snapshot = copy.deepcopy(model) if ev == "ARRIVE_ACK_UNTRACKED" else None
-            got = model.arrive(frame, data_full=(ev == "DROP_DATA_FULL"))
-            want = ["DROP_ACK_FRONT"] * pending_front + [ev]
-            if got != want and snapshot is not None:
-                # The hardware's 16-bit tag collided: replay it that way.
-                model = snapshot
-                got = model.arrive(frame, collision=True)
-            assert got == want, (
-                f"cycle {cycle}, event #{i}: frame #{tb.sent.index(frame)} "
-                f"({frame[:64].hex()}...): hardware did {want}, model says {got}")
-            pending_front = 0
-            continue
-        assert ev in ("DEPART_ACK", "DEPART_DATA"), ev
-        got = model.depart()
-        assert got is not None, f"cycle {cycle}: hardware sent {ev}, model has nothing queued"
-        assert got[0] == ev, f"cycle {cycle}, event #{i}: hardware {ev}, model {got[0]}"
-        expected_out.append(got[1])
-    assert pending_front == 0, "DROP_ACK_FRONT without an arrival"
-    out = [f for _, f in tb.received]
-    assert len(out) == len(expected_out), f"{len(out)} frames left, model expected {len(expected_out)}"
-    for n, (a, b) in enumerate(zip(out, expected_out)):
-        assert a == b, f"frame #{n} out differs from the model:\n hw    {a.hex()}\n model {b.hex()}"
-    if counters is not None:
-        for name, value in model.counters.items():
-            if name == "cam_collisions":
-                continue
-            assert counters[name] == value, f"counter {name}: hardware {counters[name]}, model {value}"
-    return model
+    Returns the model (see :func:`ackfilter.model.scoreboard.check_run`)."""
+    return check_run(model, tb.sent, tb.events, [f for _, f in tb.received], counters=counters)

@@ -1,0 +1,74 @@
+"""Check a hardware run against the golden model, decision by decision.
+
+The queue manager reports every operation on its event port
+(``docs/spec.md`` section 7) in the order it did them. :func:`check_run`
+replays that order through :class:`~ackfilter.model.FilterModel`: each
+arrival event must be what the model decides for the next input frame, each
+departure must be of the class the model's scheduler picks, the frames that
+left must be exactly the model's, in order, and the counters must agree.
+Used by the cocotb benches and by the replay tests alike.
+"""
+
+import copy
+
+from .filter import FilterModel
+
+__all__ = ["ARRIVALS", "check_run"]
+
+ARRIVALS = frozenset({"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED",
+                      "ARRIVE_ACK_SUPERSEDE", "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"})
+OVERRUN = {"OVERRUN", "DROP_OVERRUN"}
+
+
+def check_run(model, sent, events, received, *, counters=None):
+    """Raise ``AssertionError`` at the first disagreement; return the model.
+
+    ``sent``: input frames in order; ``events``: ``(cycle, name)`` in order;
+    ``received``: output frames in order; ``counters``: hardware counters by
+    name (optional). A 16-bit tag collision in the hardware shows as
+    ``ARRIVE_ACK_UNTRACKED`` where the model (which has no hash) would track
+    the ACK: the arrival is then replayed as a collision.
+    """
+    if not isinstance(model, FilterModel):
+        raise TypeError(f"model must be a FilterModel, not {model!r}")
+    pending_front = 0
+    frames = iter(sent)
+    n_in = 0
+    expected_out = []
+    for i, (cycle, ev) in enumerate(events):
+        if ev in OVERRUN:
+            raise AssertionError(f"cycle {cycle}: drop_overrun (the core fell behind its input)")
+        if ev == "DROP_ACK_FRONT":
+            pending_front += 1
+            continue
+        if ev in ARRIVALS:
+            frame = next(frames, None)
+            assert frame is not None, f"cycle {cycle}: {ev} but every input frame was accounted for"
+            n_in += 1
+            snapshot = copy.deepcopy(model) if ev == "ARRIVE_ACK_UNTRACKED" else None
+            got = model.arrive(frame, data_full=(ev == "DROP_DATA_FULL"))
+            want = ["DROP_ACK_FRONT"] * pending_front + [ev]
+            if got != want and snapshot is not None:
+                model = snapshot
+                got = model.arrive(frame, collision=True)
+            assert got == want, (
+                f"cycle {cycle}, event #{i}: input frame #{n_in - 1} ({frame[:64].hex()}...): "
+                f"hardware did {want}, model says {got}")
+            pending_front = 0
+            continue
+        assert ev in ("DEPART_ACK", "DEPART_DATA"), f"unknown event {ev!r}"
+        got = model.depart()
+        assert got is not None, f"cycle {cycle}: hardware sent {ev}, the model has nothing queued"
+        assert got[0] == ev, f"cycle {cycle}, event #{i}: hardware {ev}, model {got[0]}"
+        expected_out.append(got[1])
+    assert pending_front == 0, "DROP_ACK_FRONT without the arrival that caused it"
+    assert len(received) == len(expected_out), (
+        f"{len(received)} frames left, the model expected {len(expected_out)}")
+    for n, (a, b) in enumerate(zip(received, expected_out)):
+        assert a == b, f"output frame #{n} differs from the model:\n hw    {a.hex()}\n model {b.hex()}"
+    if counters is not None:
+        for name, value in model.counters.items():
+            if name == "cam_collisions":
+                continue
+            assert counters[name] == value, f"counter {name}: hardware {counters[name]}, model {value}"
+    return model
