@@ -1,0 +1,29 @@
+"""pytest wrappers of ``tb_supersede``: in-place supersession through the RTL.
+
+Each wrapper runs one cocotb test function (all its parametrizations) of
+``tb_supersede`` on the default elaboration (``build_name="core"``).
+"""
+
+import pytest
+
+from runner import core_verilog, run_cocotb
+
+TESTS = [
+    "test_dup_acks_are_never_superseded",
+    "test_supersession_rules",
+    "test_conservative_keeps_two_queued_per_flow_aggressive_one",
+    "test_only_the_newest_is_overwritten_in_its_place",
+    "test_mode_off_is_a_plain_fifo",
+    "test_ipv6_vlan_and_pppoe_flows_are_keyed_separately",
+    "test_vlan_tpid_and_priority_are_not_part_of_the_flow_key",
+    "test_three_vlan_tags_make_a_frame_data",
+    "test_tag_collision_never_supersedes_another_flow",
+    "test_more_flows_than_entries_everything_still_leaves",
+    "test_drop_from_front_with_a_small_queue_limit",
+]
+
+
+@pytest.mark.parametrize("name", TESTS)
+def test_supersede(name):
+    run_cocotb("tb_supersede", verilog_sources=[core_verilog()], build_name="core",
+               extra_env={"COCOTB_TEST_FILTER": rf"^tb_supersede\.{name}(/.*)?$"})
