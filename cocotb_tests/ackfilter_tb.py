@@ -54,47 +54,53 @@ class TB:
         dut.csr_w_en.value = 0
         dut.csr_w_data.value = 0
         cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
-        cocotb.start_soon(self._time())
-        cocotb.start_soon(self._monitor())
+        self.edge = RisingEdge(dut.clk)
+        cocotb.start_soon(self._every_cycle())
 
     async def reset(self):
         self.dut.rst.value = 1
         for _ in range(4):
-            await RisingEdge(self.dut.clk)
+            await self.edge
         self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
+        await self.edge
 
-    async def _time(self):
-        while True:
-            await RisingEdge(self.dut.clk)
-            self.cycle += 1
-            self.dut.now.value = self.cycle
+    async def _every_cycle(self):
+        """Count cycles into ``now``; record events and frames that leave.
 
-    async def _monitor(self):
+        One coroutine with cached handles: this runs every simulated cycle."""
         dut = self.dut
+        edge = self.edge
+        now, ev_valid, ev_kind, ev_overrun = dut.now, dut.ev_valid, dut.ev_kind, dut.ev_overrun
+        o_valid, o_ready, o_keep, o_data, o_last = dut.o_valid, dut.o_ready, dut.o_keep, dut.o_data, dut.o_last
+        events, received = self.events, self.received
         cur, start = b"", None
-        dut.o_ready.value = next(self.o_ready_pattern)
+        ready = next(self.o_ready_pattern)
+        o_ready.value = ready
         while True:
             # Values read at the edge are those the design sampled at it.
-            await RisingEdge(dut.clk)
-            if dut.ev_valid.value:
-                self.events.append((self.cycle, EVENTS[int(dut.ev_kind.value)]))
-            if dut.ev_overrun.value:
-                self.events.append((self.cycle, "OVERRUN"))
-            if dut.o_valid.value and dut.o_ready.value:
+            await edge
+            self.cycle += 1
+            now.value = self.cycle
+            if ev_valid.value:
+                events.append((self.cycle, EVENTS[int(ev_kind.value)]))
+            if ev_overrun.value:
+                events.append((self.cycle, "OVERRUN"))
+            if ready and o_valid.value:
                 if not cur:
                     start = self.cycle
-                n = bin(int(dut.o_keep.value)).count("1")
-                cur += int(dut.o_data.value).to_bytes(4, "little")[:n]
-                if dut.o_last.value:
-                    self.received.append((start, cur))
+                n = bin(int(o_keep.value)).count("1")
+                cur += int(o_data.value).to_bytes(4, "little")[:n]
+                if o_last.value:
+                    received.append((start, cur))
                     cur = b""
-            dut.o_ready.value = next(self.o_ready_pattern)
+            ready = next(self.o_ready_pattern)
+            o_ready.value = ready
 
     # --- LAN side ---------------------------------------------------------
     async def send(self, frame, *, word_interval=1, gap=0):
         """Offer one frame: a word every ``word_interval`` cycles, then ``gap``
-        idle cycles. ``word_interval=2, gap=10`` is 1 Gb/s line rate."""
+        idle cycles. ``word_interval=2`` with ``gap=12`` after a frame of whole
+        words is 1 Gb/s line rate (FCS, preamble and IFG are 24 byte times)."""
         dut = self.dut
         self.sent.append(frame)
         words = frame_words(frame)
@@ -105,7 +111,7 @@ class TB:
             dut.i_first.value = int(n == 0)
             dut.i_last.value = int(last)
             while True:
-                await RisingEdge(dut.clk)
+                await self.edge
                 if dut.i_ready.value:
                     break
             if word_interval > 1:
