@@ -1,0 +1,111 @@
+"""CRC-32 of IEEE 802.3 (the Ethernet FCS), 8 bits a cycle, and its Python reference.
+
+The FCS is the CRC-32 of polynomial 0x04C11DB7 (IEEE 802.3 clause 3.2.9),
+computed LSB first (the reflected form, polynomial 0xEDB88320), register
+preset to all ones, complemented at the end and sent least significant byte
+first. Running the (uncomplemented) register over a frame *and* its FCS
+leaves the constant :data:`CRC32_RESIDUE`, which is how the receiver checks a
+frame without knowing where its FCS starts.
+
+The gateware step is one level of XORs: each next-state bit is the XOR of a
+fixed set of at most 14 data and register bits (the set is derived
+from :func:`crc32_update` by linearity, so the hardware and the reference
+cannot disagree).
+"""
+
+from functools import lru_cache
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["CRC32_POLY_REFLECTED", "CRC32_INIT", "CRC32_RESIDUE",
+           "crc32_update", "crc32", "fcs_bytes", "crc32_step", "CRC32"]
+
+#: 0x04C11DB7 bit-reversed (IEEE 802.3 clause 3.2.9).
+CRC32_POLY_REFLECTED = 0xEDB88320
+#: Preset of the shift register (IEEE 802.3 clause 3.2.9 a).
+CRC32_INIT = 0xFFFFFFFF
+#: Register value after a frame followed by its correct FCS (not complemented).
+CRC32_RESIDUE = 0xDEBB20E3
+
+
+def crc32_update(crc, data):
+    """Run the register ``crc`` (not complemented) over the bytes ``data``."""
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (CRC32_POLY_REFLECTED if crc & 1 else 0)
+    return crc
+
+
+def crc32(data):
+    """The FCS value of ``data`` (equal to ``zlib.crc32(data)``)."""
+    return crc32_update(CRC32_INIT, data) ^ 0xFFFFFFFF
+
+
+def fcs_bytes(data):
+    """The four FCS bytes of ``data`` in wire order."""
+    return crc32(data).to_bytes(4, "little")
+
+
+@lru_cache(maxsize=None)
+def _step_matrix():
+    """For each next-state bit, (register bits, data bits) whose XOR it is."""
+    rows = []
+    for out_bit in range(32):
+        crc_bits = tuple(i for i in range(32) if crc32_update(1 << i, b"\0") >> out_bit & 1)
+        data_bits = tuple(j for j in range(8) if crc32_update(0, bytes([1 << j])) >> out_bit & 1)
+        rows.append((crc_bits, data_bits))
+    return rows
+
+
+def crc32_step(crc, byte):
+    """The Amaranth expression of the register after one byte (bit 0 of
+    ``byte`` first on the wire)."""
+    bits = []
+    for crc_bits, data_bits in _step_matrix():
+        terms = [crc[i] for i in crc_bits] + [byte[j] for j in data_bits]
+        bits.append(Cat(*terms).xor())
+    return Cat(*bits)
+
+
+class CRC32(wiring.Component):
+    """The FCS register, one byte a cycle.
+
+    Ports
+    -----
+    init : In(1)
+        Load :data:`CRC32_INIT` (has priority over ``en``).
+    en, data : In(1), In(8)
+        Run the register over ``data``.
+    crc : Out(32)
+        The register (not complemented): ``~crc`` is the FCS so far, sent
+        least significant byte first.
+    residue_ok : Out(1)
+        Registered: ``crc`` was equal to :data:`CRC32_RESIDUE` in the previous
+        cycle, i.e. the bytes up to then ended with a correct FCS. Compared
+        in four registered byte slices plus a 4-input AND, so it stays
+        shallow at 125 MHz; it lags ``crc`` by one cycle.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "init":       In(1),
+            "en":         In(1),
+            "data":       In(8),
+            "crc":        Out(32, init=CRC32_INIT),
+            "residue_ok": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.init):
+            m.d.sync += self.crc.eq(CRC32_INIT)
+        with m.Elif(self.en):
+            m.d.sync += self.crc.eq(crc32_step(self.crc, self.data))
+        slice_ok = Signal(4)
+        for k in range(4):
+            m.d.sync += slice_ok[k].eq(self.crc[8 * k:8 * k + 8] == (CRC32_RESIDUE >> 8 * k) & 0xFF)
+        m.d.comb += self.residue_ok.eq(slice_ok.all())
+        return m

@@ -1,0 +1,317 @@
+"""RGMII: the thin ECP5 pads block and the RGMII <-> GMII converters.
+
+RGMII (RGMII v2.0) carries a byte per clock at 1000 Mb/s: the low nibble on
+the rising edge of the 125 MHz clock, the high nibble on the falling edge;
+``ctl`` carries ``dv`` (``tx_en``) on the rising edge and ``dv ^ er`` on the
+falling edge. At 100 Mb/s the clock is 25 MHz and each cycle carries one
+nibble (the same on both edges), low nibble first. Between frames
+(``dv = er = 0``) the PHY puts its link status on ``rxd`` (in-band status:
+bit 0 link up, bits 2:1 speed 0 = 10, 1 = 100, 2 = 1000 Mb/s, bit 3 full
+duplex).
+
+The converters work on plain signals, the nibbles of each edge as the pads
+deliver them, so the simulators run them; only :class:`RGMIIPads` touches the
+FPGA's I/O (``io.DDRBuffer`` and the ECP5 ``DELAYG``/``IDDRX1F`` primitives).
+
+Clocking (Colorlight 5A-75B, Broadcom B50612D PHYs):
+
+* RX: the PHY sends ``rxc`` edge-aligned with the data; the pads delay data
+  and ``ctl`` by ``rx_delay_taps`` x ~25 ps (default 80, about 2 ns, as LiteEth
+  does on this board) so that ``rxc`` samples them in the middle of the eye.
+  The user makes ``rxc`` the clock of the RX domain.
+* TX: the TX domain is a free-running local 125 MHz clock at both speeds
+  (a PLL output, so TX works with the link down and without the PHY's RX
+  clock). ``txc`` is driven through a DDR output like the data, edge-aligned
+  at 1000 Mb/s (the B50612D adds the 2 ns TX clock delay itself by default).
+  At 100 Mb/s the converter sends a nibble every five TX cycles and makes
+  the 25 MHz ``txc`` from the DDR pattern, its rising edge 12 ns after the
+  data change (centred enough for the PHY's setup and hold).
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import io, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["RGMIIRxConverter", "RGMIITxConverter", "RGMIIPads", "RX_DELAY_TAPS"]
+
+#: ECP5 DELAYG taps for the RX data/ctl delay: 2 ns at ~25 ps a tap
+#: (Lattice TN1265; LiteEth ``ecp5rgmii`` uses the same value).
+RX_DELAY_TAPS = 80
+
+#: In-band status nibble (RGMII v2.0 section 3.4.1): speed field values.
+SPEED_10, SPEED_100, SPEED_1000 = 0, 1, 2
+
+# 100 Mb/s TX clock: five 125 MHz cycles per 25 MHz nibble period, ``txc`` as
+# (rising-edge half, falling-edge half) per cycle. High during half-cycles 3..7
+# of the 10: rises 12 ns after the data changes (at half 0), falls 20 ns later.
+TXC_100M_PATTERN = ((0, 0), (0, 1), (1, 1), (1, 1), (0, 0))
+
+
+class RGMIIRxConverter(wiring.Component):
+    """RGMII receive nibbles -> GMII bytes, in the RX clock domain (``sync`` here).
+
+    Ports
+    -----
+    rxd_rise, rxd_fall, rx_ctl_rise, rx_ctl_fall : In
+        The nibble and ``ctl`` sampled at a rising edge of ``rxc`` and at the
+        falling edge after it, both presented in the same cycle (as ECP5
+        ``IDDRX1F`` ``Q0``/``Q1`` do).
+    speed_1000 : In(1)
+        1: 1000 Mb/s (a byte a cycle); 0: 100 Mb/s (a nibble a cycle). Must
+        be synchronous to this domain.
+    valid, data, dv, er : Out
+        Registered byte beats: a beat with ``valid`` carries one byte time.
+        At 1000 Mb/s every cycle is a beat, preamble included. At 100 Mb/s
+        the nibbles are paired from the start frame delimiter on (nibbles 5
+        then D give the byte 0xD5, whatever the preamble's length): while
+        ``dv`` is high and the SFD has not been seen no beat is given, every
+        idle cycle is a beat with ``dv = 0``, and a dangling nibble at the
+        end of a frame is dropped (a dribble nibble).
+    link_up, speed, full_duplex : Out
+        In-band status, registered from the last idle cycle
+        (``dv = er = 0``).
+    """
+
+    def __init__(self):
+        super().__init__({
+            "rxd_rise":    In(4),
+            "rxd_fall":    In(4),
+            "rx_ctl_rise": In(1),
+            "rx_ctl_fall": In(1),
+            "speed_1000":  In(1),
+            "valid":       Out(1),
+            "data":        Out(8),
+            "dv":          Out(1),
+            "er":          Out(1),
+            "link_up":     Out(1),
+            "speed":       Out(2),
+            "full_duplex": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # Input register: the pads' outputs travel some distance to here.
+        rise, fall = Signal(4), Signal(4)
+        ctl_rise, ctl_fall = Signal(), Signal()
+        m.d.sync += [
+            rise.eq(self.rxd_rise), fall.eq(self.rxd_fall),
+            ctl_rise.eq(self.rx_ctl_rise), ctl_fall.eq(self.rx_ctl_fall),
+        ]
+        dv = ctl_rise
+        er = ctl_rise ^ ctl_fall
+
+        with m.If(~ctl_rise & ~ctl_fall):
+            m.d.sync += [
+                self.link_up.eq(rise[0]),
+                self.speed.eq(rise[1:3]),
+                self.full_duplex.eq(rise[3]),
+            ]
+
+        # 100 Mb/s nibble pairing.
+        synced = Signal()          # SFD seen in this frame: nibbles are paired
+        high_next = Signal()       # the next nibble is a high nibble
+        low = Signal(4)            # the previous nibble
+        low_er = Signal()
+
+        m.d.sync += self.valid.eq(0)
+        with m.If(self.speed_1000):
+            m.d.sync += [
+                self.valid.eq(1),
+                self.data.eq(Cat(rise, fall)),
+                self.dv.eq(dv),
+                self.er.eq(er),
+                synced.eq(0),
+            ]
+        with m.Elif(~dv):
+            m.d.sync += [
+                self.valid.eq(1),
+                self.dv.eq(0),
+                self.er.eq(er),
+                synced.eq(0),
+                low.eq(0),
+            ]
+        with m.Elif(~synced):
+            m.d.sync += [low.eq(rise), low_er.eq(er)]
+            with m.If((low == 0x5) & (rise == 0xD)):
+                m.d.sync += [
+                    self.valid.eq(1),
+                    self.data.eq(0xD5),
+                    self.dv.eq(1),
+                    self.er.eq(low_er | er),
+                    synced.eq(1),
+                    high_next.eq(0),
+                ]
+        with m.Else():
+            m.d.sync += high_next.eq(~high_next)
+            with m.If(high_next):
+                m.d.sync += [
+                    self.valid.eq(1),
+                    self.data.eq(Cat(low, rise)),
+                    self.dv.eq(1),
+                    self.er.eq(low_er | er),
+                ]
+            with m.Else():
+                m.d.sync += [low.eq(rise), low_er.eq(er)]
+        return m
+
+
+class RGMIITxConverter(wiring.Component):
+    """GMII bytes -> RGMII transmit nibbles, in the 125 MHz TX domain (``sync`` here).
+
+    Ports
+    -----
+    speed_1000 : In(1)
+        1: a byte every cycle; 0: 100 Mb/s, a byte every ten cycles. Must be
+        synchronous to this domain.
+    stb : Out(1)
+        The transmitter must present the next byte (``data``, ``en``, ``er``)
+        from the cycle after ``stb`` on, and hold it until the cycle after
+        the next ``stb``. Every cycle at 1000 Mb/s.
+    data, en, er : In
+        The byte (bit 0 first on the wire), ``tx_en`` and ``tx_er``.
+    txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : Out
+        Registered, for the DDR outputs: the value to drive after the rising
+        and after the falling edge of each cycle (``txc`` included).
+    """
+
+    def __init__(self):
+        super().__init__({
+            "speed_1000":  In(1),
+            "stb":         Out(1),
+            "data":        In(8),
+            "en":          In(1),
+            "er":          In(1),
+            "txd_rise":    Out(4),
+            "txd_fall":    Out(4),
+            "tx_ctl_rise": Out(1),
+            "tx_ctl_fall": Out(1),
+            "txc_rise":    Out(1),
+            "txc_fall":    Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+
+        phase = Signal(range(10))      # 100 Mb/s: position in the byte period
+        nib_phase = Signal(range(5))   # 100 Mb/s: position in the nibble period
+        high = Signal()                # 100 Mb/s: second nibble of the byte
+
+        with m.If(self.speed_1000):
+            m.d.comb += self.stb.eq(1)
+            m.d.sync += [
+                self.txd_rise.eq(self.data[0:4]),
+                self.txd_fall.eq(self.data[4:8]),
+                self.tx_ctl_rise.eq(self.en),
+                self.tx_ctl_fall.eq(self.en ^ self.er),
+                self.txc_rise.eq(1),
+                self.txc_fall.eq(0),
+                phase.eq(0), nib_phase.eq(0), high.eq(0),
+            ]
+        with m.Else():
+            m.d.comb += self.stb.eq(phase == 9)
+            m.d.sync += [
+                phase.eq(Mux(phase == 9, 0, phase + 1)),
+                nib_phase.eq(Mux(nib_phase == 4, 0, nib_phase + 1)),
+                self.tx_ctl_rise.eq(self.en),
+                self.tx_ctl_fall.eq(self.en ^ self.er),
+            ]
+            with m.If(nib_phase == 4):
+                m.d.sync += high.eq(~high)
+            nibble = Mux(high, self.data[4:8], self.data[0:4])
+            m.d.sync += [self.txd_rise.eq(nibble), self.txd_fall.eq(nibble)]
+            with m.Switch(nib_phase):
+                for p, (r, f) in enumerate(TXC_100M_PATTERN):
+                    with m.Case(p):
+                        m.d.sync += [self.txc_rise.eq(r), self.txc_fall.eq(f)]
+        return m
+
+
+class RGMIIPads(wiring.Component):
+    """The FPGA side of one RGMII port (ECP5 only; not simulable).
+
+    Parameters
+    ----------
+    pins : object
+        With attributes ``rx_clk``, ``rx_ctl``, ``rx_data`` (4), ``tx_clk``,
+        ``tx_ctl``, ``tx_data`` (4): I/O ports as given by
+        ``platform.request(..., dir="-")``.
+    rx_domain, tx_domain : str
+        The domains the DDR registers are clocked by (``rx_domain``'s clock
+        must be the ``rx_clk`` output of this block).
+    rx_delay_taps : int
+        ``DELAYG`` value on ``rx_data``/``rx_ctl`` (0..127, ~25 ps a tap);
+        ``None`` drops the delay lines (a PHY that delays RXC itself) and uses
+        plain ``io.DDRBuffer``s.
+
+    Ports
+    -----
+    rx_clk : Out(1)
+        ``rxc`` from its input buffer: the clock to give the RX domain.
+    rxd_rise, rxd_fall, rx_ctl_rise, rx_ctl_fall : Out
+        RX domain (see :class:`RGMIIRxConverter`).
+    txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : In
+        TX domain (see :class:`RGMIITxConverter`).
+    """
+
+    def __init__(self, pins, *, rx_domain="rx", tx_domain="tx", rx_delay_taps=RX_DELAY_TAPS):
+        if rx_delay_taps is not None and not (isinstance(rx_delay_taps, int) and 0 <= rx_delay_taps < 128):
+            raise TypeError(f"rx_delay_taps must be None or an integer 0..127, not {rx_delay_taps!r}")
+        self._pins = pins
+        self._rx_domain = rx_domain
+        self._tx_domain = tx_domain
+        self._rx_delay_taps = rx_delay_taps
+        super().__init__({
+            "rx_clk":      Out(1),
+            "rxd_rise":    Out(4),
+            "rxd_fall":    Out(4),
+            "rx_ctl_rise": Out(1),
+            "rx_ctl_fall": Out(1),
+            "txd_rise":    In(4),
+            "txd_fall":    In(4),
+            "tx_ctl_rise": In(1),
+            "tx_ctl_fall": In(1),
+            "txc_rise":    In(1),
+            "txc_fall":    In(1),
+        })
+
+    def elaborate(self, platform):
+        if platform is None:
+            raise TypeError("RGMIIPads needs a platform: simulate the converters instead")
+        m = Module()
+        pins = self._pins
+
+        m.submodules.rx_clk = rx_clk = io.Buffer("i", pins.rx_clk)
+        m.d.comb += self.rx_clk.eq(rx_clk.i)
+
+        def ddr_in(name, port, rise, fall):
+            if self._rx_delay_taps is None:
+                m.submodules[name] = buf = io.DDRBuffer("i", port, i_domain=self._rx_domain)
+                m.d.comb += [rise.eq(buf.i[0]), fall.eq(buf.i[1])]
+                return
+            m.submodules[name] = buf = io.Buffer("i", port)
+            for bit in range(len(port)):
+                delayed = Signal(name=f"{name}_delayed{bit}")
+                m.submodules[f"{name}_delay{bit}"] = Instance("DELAYG",
+                    p_DEL_MODE="SCLK_ALIGNED",
+                    p_DEL_VALUE=self._rx_delay_taps,   # an integer (nextpnr ignores "DELAYnn")
+                    i_A=buf.i[bit],
+                    o_Z=delayed)
+                m.submodules[f"{name}_ddr{bit}"] = Instance("IDDRX1F",
+                    i_SCLK=ClockSignal(self._rx_domain),
+                    i_RST=Const(0),
+                    i_D=delayed,
+                    o_Q0=rise[bit],      # sampled at the rising edge
+                    o_Q1=fall[bit])      # sampled at the falling edge after it
+
+        ddr_in("rx_data", pins.rx_data, self.rxd_rise, self.rxd_fall)
+        ddr_in("rx_ctl", pins.rx_ctl, self.rx_ctl_rise, self.rx_ctl_fall)
+
+        def ddr_out(name, port, rise, fall):
+            m.submodules[name] = buf = io.DDRBuffer("o", port, o_domain=self._tx_domain)
+            m.d.comb += [buf.o[0].eq(rise), buf.o[1].eq(fall)]
+
+        ddr_out("tx_data", pins.tx_data, self.txd_rise, self.txd_fall)
+        ddr_out("tx_ctl", pins.tx_ctl, self.tx_ctl_rise, self.tx_ctl_fall)
+        ddr_out("tx_clk", pins.tx_clk, self.txc_rise, self.txc_fall)
+        return m

@@ -1,0 +1,352 @@
+"""Ethernet transmit path: frame stream (system clock) -> GMII bytes (TX clock).
+
+Two blocks:
+
+* :class:`TxFramer`, in the 125 MHz TX domain: per frame sends 7 preamble
+  bytes and the SFD, the frame's bytes, zero padding up to 60 bytes, the FCS
+  and at least 12 idle byte times (IEEE 802.3 clauses 3.2 and 4.4.2). It
+  moves one byte time per ``stb`` of the RGMII converter (every cycle at
+  1000 Mb/s, every tenth at 100 Mb/s). Two pipeline stages: stage A picks
+  the byte, stage B runs the CRC over it and puts the complemented register
+  in the FCS slots, so no path goes through both the byte multiplexers and
+  the CRC.
+* :class:`MACTx`: a writer in the system domain, two async FIFOs, each
+  followed by two prefetch registers in ``tx_domain`` (so the framer's
+  decisions stay off the FIFOs' pointer and block RAM address paths), and
+  the framer.
+
+**Store-and-forward.** The writer puts each frame's words into a *data* FIFO
+and, one cycle after its last word, a token into a small *token* FIFO. The
+framer starts a frame only when it holds its token, so the whole frame is
+already in the data FIFO and a slow or stalling system side can never starve
+a frame in flight (no underrun). Frames longer than ``max_frame_bytes`` would
+not be guaranteed to fit: the writer cuts them at that length, marks the token
+"drop", discards the rest of the frame and counts ``oversize``; the framer
+reads a dropped frame out without sending it.
+
+Back to back, frames leave with exactly 12 idle byte times between them: the
+framer takes the next token in the last gap slot.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import data, fifo, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..stream import FrameStream, WORD_BYTES
+from .crc import CRC32
+from .rx import DEFAULT_MAX_FRAME_BYTES, FCS_BYTES, SFD, fifo_entry_layout
+
+__all__ = ["TxFramer", "MACTx", "TX_STROBES"]
+
+#: IEEE 802.3 clause 4.2.3.3: frames are padded to 64 bytes with FCS.
+MIN_FRAME_BYTES = 60
+#: IEEE 802.3 clause 4.4.2: interPacketGap, 96 bit times.
+IFG_BYTES = 12
+#: Preamble bytes before the SFD (IEEE 802.3 clause 3.2.1).
+PREAMBLE_BYTES = 7
+PREAMBLE = 0x55
+
+#: The transmit counter strobes.
+TX_STROBES = ("frame_ok", "oversize")
+
+
+class _Slot:
+    """Stage A's kind of byte time."""
+    IDLE, PREAMBLE, DATA, FCS = range(4)
+
+
+class TxFramer(wiring.Component):
+    """FIFO words -> GMII bytes, one byte time per ``stb`` (in its own ``sync``).
+
+    Ports
+    -----
+    stb : In(1)
+        Byte strobe of the RGMII converter.
+    d_rdy, d_data, d_en : data FIFO read port (:data:`fifo_entry_layout`).
+    t_rdy, t_drop, t_en : token FIFO read port (one entry per frame).
+    data, en, er : Out
+        Stage B: the byte for the converter, held between strobes.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "stb":    In(1),
+            "d_rdy":  In(1),
+            "d_data": In(fifo_entry_layout),
+            "d_en":   Out(1),
+            "t_rdy":  In(1),
+            "t_drop": In(1),
+            "t_en":   Out(1),
+            "data":   Out(8),
+            "en":     Out(1),
+            "er":     Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.crc = crc = CRC32()
+        stb = self.stb
+
+        # Stage A.
+        a_kind = Signal(2)
+        a_byte = Signal(8)
+        a_fcs_index = Signal(2)
+
+        pre_count = Signal(range(PREAMBLE_BYTES + 1))
+        word = Signal(8 * WORD_BYTES)
+        word_last_lane = Signal(2)
+        word_last = Signal()
+        lane = Signal(2)
+        sent = Signal(6)              # data and pad bytes sent, saturating at 63
+        fcs_count = Signal(2)
+        gap_count = Signal(range(IFG_BYTES))
+
+        def load_word():
+            m.d.comb += self.d_en.eq(1)
+            m.d.sync += [
+                word.eq(self.d_data.data),
+                word_last_lane.eq(self.d_data.last_lane),
+                word_last.eq(self.d_data.last),
+                lane.eq(0),
+            ]
+
+        def take_token():
+            m.d.comb += self.t_en.eq(1)
+            with m.If(self.t_drop):
+                m.next = "Drain"
+            with m.Else():
+                m.d.sync += pre_count.eq(0)
+                m.next = "Preamble"
+
+        def emit(kind, byte=0, fcs_index=0):
+            m.d.sync += [a_kind.eq(kind), a_byte.eq(byte), a_fcs_index.eq(fcs_index)]
+
+        with m.FSM(name="tx_fsm"):
+            with m.State("Idle"):
+                with m.If(stb):
+                    emit(_Slot.IDLE)
+                    with m.If(self.t_rdy):
+                        take_token()
+            with m.State("Preamble"):
+                with m.If(stb):
+                    m.d.sync += pre_count.eq(pre_count + 1)
+                    with m.If(pre_count == PREAMBLE_BYTES):
+                        emit(_Slot.PREAMBLE, SFD)
+                        load_word()
+                        m.d.sync += sent.eq(0)
+                        m.next = "Data"
+                    with m.Else():
+                        emit(_Slot.PREAMBLE, PREAMBLE)
+            with m.State("Data"):
+                with m.If(stb):
+                    emit(_Slot.DATA, word.word_select(lane, 8))
+                    with m.If(sent != 63):
+                        m.d.sync += sent.eq(sent + 1)
+                    with m.If(lane == word_last_lane):
+                        with m.If(word_last):
+                            m.d.sync += fcs_count.eq(0)
+                            with m.If(sent >= MIN_FRAME_BYTES - 1):
+                                m.next = "FCS"
+                            with m.Else():
+                                m.next = "Pad"
+                        with m.Else():
+                            load_word()
+                    with m.Else():
+                        m.d.sync += lane.eq(lane + 1)
+            with m.State("Pad"):
+                with m.If(stb):
+                    emit(_Slot.DATA, 0)
+                    m.d.sync += sent.eq(sent + 1)
+                    with m.If(sent >= MIN_FRAME_BYTES - 1):
+                        m.next = "FCS"
+            with m.State("FCS"):
+                with m.If(stb):
+                    emit(_Slot.FCS, fcs_index=fcs_count)
+                    m.d.sync += fcs_count.eq(fcs_count + 1)
+                    with m.If(fcs_count == FCS_BYTES - 1):
+                        m.d.sync += gap_count.eq(0)
+                        m.next = "Gap"
+            with m.State("Gap"):
+                with m.If(stb):
+                    emit(_Slot.IDLE)
+                    m.d.sync += gap_count.eq(gap_count + 1)
+                    with m.If(gap_count == IFG_BYTES - 1):
+                        with m.If(self.t_rdy):
+                            take_token()
+                        with m.Else():
+                            m.next = "Idle"
+            with m.State("Drain"):
+                with m.If(stb):
+                    emit(_Slot.IDLE)
+                with m.If(self.d_rdy):
+                    m.d.comb += self.d_en.eq(1)
+                    with m.If(self.d_data.last):
+                        m.next = "Idle"
+
+        # Stage B.
+        with m.If(stb):
+            m.d.sync += self.en.eq(a_kind != _Slot.IDLE)
+            with m.Switch(a_kind):
+                with m.Case(_Slot.PREAMBLE):
+                    m.d.comb += crc.init.eq(1)
+                    m.d.sync += self.data.eq(a_byte)
+                with m.Case(_Slot.DATA):
+                    m.d.comb += [crc.en.eq(1), crc.data.eq(a_byte)]
+                    m.d.sync += self.data.eq(a_byte)
+                with m.Case(_Slot.FCS):
+                    m.d.sync += self.data.eq(~crc.crc.word_select(a_fcs_index, 8))
+                with m.Default():
+                    m.d.sync += self.data.eq(0)
+        return m
+
+
+class _Prefetch(wiring.Component):
+    """Two registers between an async FIFO's read port and its reader.
+
+    The FIFO is read whenever a register is free, so its ``r_en`` depends on
+    registers only: the reader's decision (``r_en`` here) never reaches the
+    FIFO's pointer adder and block RAM address in the same cycle.
+    """
+
+    def __init__(self, width):
+        super().__init__({
+            "fifo_r_rdy":  In(1),
+            "fifo_r_data": In(width),
+            "fifo_r_en":   Out(1),
+            "r_rdy":       Out(1),
+            "r_data":      Out(width),
+            "r_en":        In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        count = Signal(range(3))
+        second = Signal.like(self.r_data)
+        take = self.r_en & self.r_rdy
+        fill = Signal()
+        m.d.comb += [
+            self.r_rdy.eq(count != 0),
+            self.fifo_r_en.eq(count != 2),
+            fill.eq(self.fifo_r_rdy & (count != 2)),
+        ]
+        m.d.sync += count.eq(count + fill - take)
+        with m.If((count == 0) | ((count == 1) & take)):
+            with m.If(fill):
+                m.d.sync += self.r_data.eq(self.fifo_r_data)
+        with m.Elif((count == 2) & take):
+            m.d.sync += self.r_data.eq(second)
+        with m.If(fill & (count == 1) & ~take):
+            m.d.sync += second.eq(self.fifo_r_data)
+        return m
+
+
+class MACTx(wiring.Component):
+    """Transmit path: frame stream ``i`` in ``sync`` -> GMII bytes in ``tx_domain``.
+
+    Parameters
+    ----------
+    tx_domain : str
+        The 125 MHz transmit clock domain.
+    max_frame_bytes : int
+        Longest frame sent (without FCS); longer ones are dropped and counted.
+    fifo_words : int
+        Data FIFO depth in 32-bit words, a power of 2 holding at least two
+        maximum frames; the token FIFO has 16 entries (at most 16 queued frames).
+
+    Ports
+    -----
+    i : In(FrameStream), ``sync``
+        Frames without FCS (``docs/spec.md`` section 1), any length >= 1.
+    stb : In(1), ``tx_domain``
+        Byte strobe of the RGMII converter.
+    data, en, er : Out, ``tx_domain``
+        GMII bytes for the converter.
+    frame_ok, oversize : Out(1), ``sync``
+        Counter strobes: a frame was queued for sending / was too long and
+        is dropped.
+    """
+
+    @staticmethod
+    def check_params(*, max_frame_bytes, fifo_words):
+        """Raise ``TypeError`` unless the parameters make a working transmit path."""
+        if not isinstance(max_frame_bytes, int) or not 60 <= max_frame_bytes <= 16000:
+            raise TypeError(f"max_frame_bytes must be an integer 60..16000, not {max_frame_bytes!r}")
+        max_words = -(-max_frame_bytes // WORD_BYTES)
+        if not isinstance(fifo_words, int) or fifo_words & (fifo_words - 1) or fifo_words < 2 * max_words:
+            raise TypeError(f"fifo_words must be a power of 2 >= {2 * max_words} "
+                            f"(two frames of {max_frame_bytes} bytes), not {fifo_words!r}")
+
+    def __init__(self, *, tx_domain="tx", max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, fifo_words=1024):
+        self.check_params(max_frame_bytes=max_frame_bytes, fifo_words=fifo_words)
+        self._tx_domain = tx_domain
+        self.max_frame_bytes = max_frame_bytes
+        self.fifo_words = fifo_words
+        # 16 tokens: one LUT RAM (DPR16X4) without a read multiplexer, which
+        # keeps the 125 MHz read path short; a full token FIFO only holds
+        # the system side back (16 frames queued are plenty at line rate).
+        self.token_entries = 16
+        super().__init__({
+            "i":    In(FrameStream()),
+            "stb":  In(1),
+            "data": Out(8),
+            "en":   Out(1),
+            "er":   Out(1),
+            **{name: Out(1) for name in TX_STROBES},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        tx = self._tx_domain
+        m.submodules.framer = framer = DomainRenamer(tx)(TxFramer())
+        m.submodules.data_fifo = data_fifo = fifo.AsyncFIFO(
+            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain=tx)
+        m.submodules.token_fifo = token_fifo = fifo.AsyncFIFO(
+            width=1, depth=self.token_entries, w_domain="sync", r_domain=tx)
+
+        data_pre = m.submodules.data_prefetch = DomainRenamer(tx)(_Prefetch(fifo_entry_layout.size))
+        token_pre = m.submodules.token_prefetch = DomainRenamer(tx)(_Prefetch(1))
+        for f, pre in ((data_fifo, data_pre), (token_fifo, token_pre)):
+            m.d.comb += [pre.fifo_r_rdy.eq(f.r_rdy), pre.fifo_r_data.eq(f.r_data),
+                         f.r_en.eq(pre.fifo_r_en)]
+
+        m.d.comb += [
+            framer.stb.eq(self.stb),
+            framer.d_rdy.eq(data_pre.r_rdy), framer.d_data.eq(data_pre.r_data),
+            data_pre.r_en.eq(framer.d_en),
+            framer.t_rdy.eq(token_pre.r_rdy), framer.t_drop.eq(token_pre.r_data),
+            token_pre.r_en.eq(framer.t_en),
+            self.data.eq(framer.data), self.en.eq(framer.en), self.er.eq(framer.er),
+        ]
+
+        # Writer.
+        max_words = -(-self.max_frame_bytes // WORD_BYTES)
+        words = Signal(range(max_words + 1))
+        discarding = Signal()           # the rest of a cut frame
+        token_pending = Signal()
+        token_drop = Signal()
+        keep = self.i.payload.keep
+        last_lane = Mux(keep[3], 3, Mux(keep[2], 2, Mux(keep[1], 1, 0)))
+        cut = (words == max_words - 1) & ~self.i.payload.last
+
+        m.d.comb += self.i.ready.eq(discarding |
+                                    (data_fifo.w_rdy & token_fifo.w_rdy & ~token_pending))
+        with m.If(self.i.valid & self.i.ready):
+            with m.If(discarding):
+                with m.If(self.i.payload.last):
+                    m.d.sync += discarding.eq(0)
+            with m.Else():
+                m.d.comb += [
+                    data_fifo.w_en.eq(1),
+                    data_fifo.w_data.eq(Cat(self.i.payload.data, last_lane,
+                                            self.i.payload.last | cut)),
+                ]
+                m.d.sync += words.eq(words + 1)
+                with m.If(self.i.payload.last | cut):
+                    m.d.sync += [words.eq(0), token_pending.eq(1), token_drop.eq(cut),
+                                 discarding.eq(cut)]
+
+        with m.If(token_pending):
+            m.d.comb += [token_fifo.w_en.eq(1), token_fifo.w_data.eq(token_drop)]
+            m.d.comb += [self.frame_ok.eq(~token_drop), self.oversize.eq(token_drop)]
+            m.d.sync += token_pending.eq(0)
+        return m

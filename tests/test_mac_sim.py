@@ -1,0 +1,375 @@
+# amaranth: UnusedElaboratable=no
+"""MAC building blocks in the Amaranth simulator, against independent references.
+
+* the CRC-32 (Python reference and gateware step) against ``zlib.crc32``;
+* the receive framer's 8 -> 32 packing, FCS strip and verdicts;
+* the transmit framer's 32 -> 8 unpacking, preamble, padding, FCS and gap;
+* the RGMII converters' nibble pairing and 100 Mb/s clock pattern.
+
+Set ``ACKFILTER_VCD=1`` to write a VCD per test into build/vcd/.
+"""
+
+import os
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+from amaranth.hdl import *
+from amaranth.sim import Simulator
+
+from ackfilter.mac.crc import CRC32, CRC32_RESIDUE, crc32, crc32_update, fcs_bytes, CRC32_INIT
+from ackfilter.mac.rgmii import RGMIIRxConverter, RGMIITxConverter
+from ackfilter.mac.rx import RxFramer
+from ackfilter.mac.tx import TxFramer
+from ackfilter.mac.mac import EthernetMAC
+
+
+def simulate(dut, *testbenches, name="sim"):
+    sim = Simulator(dut)
+    sim.add_clock(8e-9)
+    for tb in testbenches:
+        sim.add_testbench(tb)
+    if os.environ.get("ACKFILTER_VCD") == "1":
+        out = Path("build/vcd")
+        out.mkdir(parents=True, exist_ok=True)
+        with sim.write_vcd(str(out / f"{name}.vcd")):
+            sim.run()
+    else:
+        sim.run()
+
+
+# --------------------------------------------------------------------------
+# CRC
+
+def test_crc32_reference_matches_zlib_and_leaves_the_residue():
+    rng = random.Random(1)
+    for n in list(range(0, 70)) + [1514]:
+        data = rng.randbytes(n)
+        assert crc32(data) == zlib.crc32(data)
+        assert crc32_update(CRC32_INIT, data + fcs_bytes(data)) == CRC32_RESIDUE
+
+
+def test_crc32_gateware_matches_zlib_byte_by_byte():
+    dut = CRC32()
+    rng = random.Random(2)
+    frames = [rng.randbytes(n) for n in (1, 2, 3, 4, 5, 17, 60, 64, 200)]
+
+    async def tb(ctx):
+        for data in frames:
+            ctx.set(dut.init, 1)
+            await ctx.tick()
+            ctx.set(dut.init, 0)
+            for i, b in enumerate(data):
+                ctx.set(dut.en, 1)
+                ctx.set(dut.data, b)
+                await ctx.tick()
+                assert ctx.get(dut.crc) ^ 0xFFFFFFFF == zlib.crc32(data[:i + 1])
+            for b in fcs_bytes(data):
+                ctx.set(dut.data, b)
+                await ctx.tick()
+            ctx.set(dut.en, 0)
+            await ctx.tick()
+            assert ctx.get(dut.residue_ok)
+            # a corrupted frame does not leave the residue
+            ctx.set(dut.init, 1)
+            await ctx.tick()
+            ctx.set(dut.init, 0)
+            for b in data[:-1] + bytes([data[-1] ^ 0x10]) + fcs_bytes(data):
+                ctx.set(dut.en, 1)
+                ctx.set(dut.data, b)
+                await ctx.tick()
+            ctx.set(dut.en, 0)
+            await ctx.tick()
+            assert not ctx.get(dut.residue_ok)
+
+    simulate(dut, tb, name="crc32")
+
+
+# --------------------------------------------------------------------------
+# Receive framer (8 -> 32)
+
+def run_rx_framer(wire_frames, *, max_frame_bytes=1536, room=True, beat_every=1):
+    """Feed (bytes after the SFD, er) frames with a 7-byte preamble and a
+    12-beat gap; return ([frame words], [(drop, ...)], strobes list)."""
+    dut = RxFramer(max_frame_bytes=max_frame_bytes)
+    words, statuses, strobes = [], [], []
+
+    async def tb(ctx):
+        ctx.set(dut.room, room)
+
+        async def beat(dv, data=0, er=0):
+            for k in range(beat_every):
+                last_cycle = k == beat_every - 1
+                ctx.set(dut.valid, last_cycle)
+                ctx.set(dut.dv, dv)
+                ctx.set(dut.data, data)
+                ctx.set(dut.er, er)
+                if ctx.get(dut.w_en):
+                    words.append(ctx.get(dut.w_data))
+                if ctx.get(dut.s_en):
+                    statuses.append(ctx.get(dut.s_drop))
+                for name in ("frame_ok", "overflow", "oversize", "runt", "phy_error", "crc_error"):
+                    if ctx.get(getattr(dut, name)):
+                        strobes.append(name)
+                await ctx.tick()
+
+        for data, er_at in wire_frames:
+            for b in b"\x55" * 7 + b"\xd5":
+                await beat(1, b)
+            for i, b in enumerate(data):
+                await beat(1, b, int(i == er_at))
+            for _ in range(12):
+                await beat(0)
+
+    simulate(dut, tb, name="rx_framer")
+    frames, cur = [], b""
+    for w in words:
+        n = w.last_lane + 1 if w.last else 4
+        cur += w.data.to_bytes(4, "little")[:n]
+        assert w.last or w.last_lane == 3
+        if w.last:
+            frames.append(cur)
+            cur = b""
+    return frames, statuses, strobes
+
+
+@pytest.mark.parametrize("beat_every", [1, 2])
+def test_rx_framer_packs_bytes_into_words_and_strips_the_fcs(beat_every):
+    rng = random.Random(3)
+    payloads = [rng.randbytes(n) for n in list(range(60, 70)) + [100, 127, 128]]
+    frames, statuses, strobes = run_rx_framer([(p + fcs_bytes(p), None) for p in payloads],
+                                              beat_every=beat_every)
+    assert frames == payloads
+    assert statuses == [0] * len(payloads)
+    assert strobes == ["frame_ok"] * len(payloads)
+
+
+def test_rx_framer_words_of_bad_frames_are_followed_by_a_drop_status():
+    rng = random.Random(4)
+    good = rng.randbytes(70)
+    bad_fcs = rng.randbytes(70)
+    runt = rng.randbytes(10)
+    tiny = rng.randbytes(2)             # with FCS 6 bytes: 2 written -> one word
+    empty = b""                         # only an FCS: nothing written
+    long_ = rng.randbytes(81)
+    errored = rng.randbytes(70)
+    wire = [
+        (good + fcs_bytes(good), None),
+        (bad_fcs + bytes(4), None),
+        (runt + fcs_bytes(runt), None),
+        (tiny + fcs_bytes(tiny), None),
+        (empty + fcs_bytes(empty), None),
+        (long_ + fcs_bytes(long_), None),
+        (errored + fcs_bytes(errored), 5),
+        (good + fcs_bytes(good), None),
+    ]
+    frames, statuses, strobes = run_rx_framer(wire, max_frame_bytes=80)
+    # Everything that wrote words is closed by a last word and one status.
+    assert frames == [good, bad_fcs, runt, tiny, long_[:80], errored, good]
+    assert statuses == [0, 1, 1, 1, 1, 1, 0]
+    assert strobes == ["frame_ok", "crc_error", "runt", "runt", "runt", "oversize", "phy_error", "frame_ok"]
+
+
+def test_rx_framer_without_room_writes_nothing_and_counts_overflow():
+    p = bytes(range(64))
+    frames, statuses, strobes = run_rx_framer([(p + fcs_bytes(p), None)] * 2, room=False)
+    assert frames == [] and statuses == []
+    assert strobes == ["overflow", "overflow"]
+
+
+# --------------------------------------------------------------------------
+# Transmit framer (32 -> 8)
+
+def run_tx_framer(frames, *, drops=(), stb_every=1, cycles=None):
+    """Serve ``frames`` from Python FIFOs; return the (en, data) byte times."""
+    dut = TxFramer()
+    data_q, token_q = [], []
+    for n, f in enumerate(frames):
+        for i in range(0, len(f), 4):
+            chunk = f[i:i + 4]
+            last = i + 4 >= len(f)
+            data_q.append((int.from_bytes(chunk.ljust(4, b"\0"), "little"), len(chunk) - 1 if last else 3, last))
+        token_q.append(n in drops)
+    total = cycles or stb_every * (sum(max(len(f), 60) + 24 for f in frames) + 40)
+    slots = []
+
+    async def tb(ctx):
+        for cyc in range(total):
+            stb = cyc % stb_every == stb_every - 1
+            ctx.set(dut.stb, stb)
+            ctx.set(dut.d_rdy, bool(data_q))
+            if data_q:
+                d, ll, last = data_q[0]
+                ctx.set(dut.d_data.data, d)
+                ctx.set(dut.d_data.last_lane, ll)
+                ctx.set(dut.d_data.last, last)
+            ctx.set(dut.t_rdy, bool(token_q))
+            ctx.set(dut.t_drop, token_q[0] if token_q else 0)
+            d_en, t_en = ctx.get(dut.d_en), ctx.get(dut.t_en)
+            if stb:
+                slots.append((ctx.get(dut.en), ctx.get(dut.data), ctx.get(dut.er)))
+            await ctx.tick()
+            if d_en:
+                data_q.pop(0)
+            if t_en:
+                token_q.pop(0)
+
+    simulate(dut, tb, name="tx_framer")
+    return slots
+
+
+def split_wire(slots):
+    """[(bytes, gap before)] of the frames in byte-time slots."""
+    frames, cur, gap = [], None, 0
+    for en, data, er in slots:
+        assert not er
+        if en:
+            if cur is None:
+                cur = bytearray()
+                frames.append((cur, gap))
+            cur.append(data)
+            gap = 0
+        else:
+            cur = None
+            gap += 1
+    return [(bytes(f), g) for f, g in frames]
+
+
+@pytest.mark.parametrize("stb_every", [1, 10])
+def test_tx_framer_sends_preamble_padded_frame_fcs_and_12_byte_gaps(stb_every):
+    rng = random.Random(5)
+    payloads = [rng.randbytes(n) for n in (1, 2, 3, 4, 5, 59, 60, 61, 62, 63, 64, 100)]
+    wire = split_wire(run_tx_framer(payloads, stb_every=stb_every))
+    assert len(wire) == len(payloads)
+    for n, ((f, gap), p) in enumerate(zip(wire, payloads)):
+        padded = p.ljust(60, b"\0")
+        assert f == b"\x55" * 7 + b"\xd5" + padded + fcs_bytes(padded), n
+        if n:
+            assert gap == 12, (n, gap)
+
+
+def test_tx_framer_reads_out_dropped_frames_without_sending_them():
+    frames = [bytes(range(64)), bytes(200), bytes(range(70))]
+    wire = split_wire(run_tx_framer(frames, drops={1}))
+    assert [f[8:-4] for f, _ in wire] == [frames[0], frames[2]]
+
+
+# --------------------------------------------------------------------------
+# RGMII converters
+
+def test_rgmii_rx_converter_pairs_100m_nibbles_from_the_sfd():
+    dut = RGMIIRxConverter()
+    payload = bytes([0x12, 0xAB, 0xF0, 0x0F, 0x5D])
+    got = []
+
+    async def tb(ctx):
+        ctx.set(dut.speed_1000, 0)
+        for preamble_nibbles in (15, 14, 3):     # odd and even preamble lengths
+            nibbles = [0x5] * preamble_nibbles + [0xD]
+            for b in payload:
+                nibbles += [b & 0xF, b >> 4]
+            nibbles += [0x7]                      # a dribble nibble: dropped
+            seq = [(n, 1) for n in nibbles] + [(0, 0)] * 6
+            frame = []
+            for nib, dv in seq:
+                ctx.set(dut.rxd_rise, nib)
+                ctx.set(dut.rxd_fall, nib)
+                ctx.set(dut.rx_ctl_rise, dv)
+                ctx.set(dut.rx_ctl_fall, dv)
+                await ctx.tick()
+                if ctx.get(dut.valid) and ctx.get(dut.dv):
+                    frame.append(ctx.get(dut.data))
+            got.append(bytes(frame))
+
+    simulate(dut, tb, name="rgmii_rx_100m")
+    assert got == [b"\xd5" + payload] * 3
+
+
+def test_rgmii_rx_converter_1000m_is_a_byte_a_cycle_and_reads_in_band_status():
+    dut = RGMIIRxConverter()
+
+    async def tb(ctx):
+        ctx.set(dut.speed_1000, 1)
+        ctx.set(dut.rxd_rise, 0b1101)     # idle: link up, 1000 Mb/s, full duplex
+        ctx.set(dut.rxd_fall, 0b1101)
+        await ctx.tick().repeat(3)
+        assert (ctx.get(dut.link_up), ctx.get(dut.speed), ctx.get(dut.full_duplex)) == (1, 2, 1)
+        ctx.set(dut.rxd_rise, 0x5)
+        ctx.set(dut.rxd_fall, 0xD)
+        ctx.set(dut.rx_ctl_rise, 1)
+        ctx.set(dut.rx_ctl_fall, 0)       # dv ^ er = 0 -> er
+        await ctx.tick().repeat(2)
+        assert (ctx.get(dut.valid), ctx.get(dut.data), ctx.get(dut.dv), ctx.get(dut.er)) == (1, 0xD5, 1, 1)
+        assert ctx.get(dut.link_up) == 1  # status held during frames
+
+    simulate(dut, tb, name="rgmii_rx_1000m")
+
+
+def test_rgmii_tx_converter_100m_sends_nibbles_with_a_centred_25mhz_clock():
+    dut = RGMIITxConverter()
+    halves = []     # (txc, txd, ctl) per half cycle
+
+    async def tb(ctx):
+        ctx.set(dut.speed_1000, 0)
+        ctx.set(dut.en, 1)
+        to_send = [0xA5, 0x3C]
+        for _ in range(60):
+            halves.append((ctx.get(dut.txc_rise), ctx.get(dut.txd_rise), ctx.get(dut.tx_ctl_rise)))
+            halves.append((ctx.get(dut.txc_fall), ctx.get(dut.txd_fall), ctx.get(dut.tx_ctl_fall)))
+            stb = ctx.get(dut.stb)
+            await ctx.tick()
+            if stb and to_send:
+                ctx.set(dut.data, to_send.pop(0))
+
+    simulate(dut, tb, name="rgmii_tx_100m")
+    txc = [h[0] for h in halves]
+    rises = [i for i in range(1, len(txc)) if txc[i] and not txc[i - 1]]
+    assert all(b - a == 10 for a, b in zip(rises, rises[1:])), rises     # 25 MHz: 40 ns
+    for i in rises:
+        # The nibble is stable from 3 half-cycles (12 ns) before the rising
+        # edge to the falling edge 5 half-cycles (20 ns) after it.
+        window = {halves[j][1] for j in range(i - 3, i + 5)}
+        assert len(window) == 1, (i, window)
+    nibbles = [halves[i][1] for i in rises]
+    # 0xA5 then 0x3C, low nibble first (after the idle byte before the first
+    # strobe; 0x3C repeats while it is held).
+    start = nibbles.index(0x5)
+    assert nibbles[start:start + 4] == [0x5, 0xA, 0xC, 0x3], nibbles
+
+
+def test_ethernet_mac_rejects_bad_parameters():
+    with pytest.raises(TypeError, match=r"rx_domain must be a domain name other than 'sync', not 'sync'"):
+        EthernetMAC(rx_domain="sync")
+    with pytest.raises(TypeError, match=r"rx_domain and tx_domain must differ"):
+        EthernetMAC(rx_domain="a", tx_domain="a")
+    with pytest.raises(TypeError, match=r"fifo_words must be a power of 2 >= 776 \(two frames of 1536 bytes\), not 500"):
+        EthernetMAC(rx_fifo_words=500)
+    with pytest.raises(TypeError, match=r"max_frame_bytes must be an integer 60..16000, not 20"):
+        EthernetMAC(max_frame_bytes=20)
+
+
+def test_tx_prefetch_registers_keep_order_under_random_stalls():
+    from ackfilter.mac.tx import _Prefetch
+    dut = _Prefetch(8)
+    src = list(range(200))
+    got = []
+    rng = random.Random(6)
+
+    async def tb(ctx):
+        q = list(src)
+        for _ in range(1000):
+            rdy = bool(q) and rng.random() < 0.7
+            ctx.set(dut.fifo_r_rdy, rdy)
+            ctx.set(dut.fifo_r_data, q[0] if q else 0)
+            take = rng.random() < 0.5
+            ctx.set(dut.r_en, take)
+            fifo_en, ok, data = ctx.get(dut.fifo_r_en), ctx.get(dut.r_rdy), ctx.get(dut.r_data)
+            await ctx.tick()
+            if rdy and fifo_en:
+                q.pop(0)
+            if take and ok:
+                got.append(data)
+
+    simulate(dut, tb, name="tx_prefetch")
+    assert got == src
