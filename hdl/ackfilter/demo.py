@@ -124,7 +124,7 @@ def format_table(results, *, title):
     rows = [
         ("frames in / out",          lambda r: f"{r['frames_in']} / {r['frames_out']}"),
         ("pure ACKs in / out",       lambda r: f"{r['acks_in']} / {r['acks_out']}"),
-        ("ACKs removed",             lambda r: f"{100 * r['ack_reduction']:.1f} %"),
+        ("ACKs not sent (superseded or dropped)", lambda r: f"{100 * r['ack_reduction']:.1f} %"),
         ("ACKs superseded in place", lambda r: f"{r['acks_superseded']}"),
         ("frames dropped",           lambda r: ", ".join(f"{k} {v}" for k, v in r["drops"].items()) or "none"),
         ("upload data sent",         lambda r: f"{r['upload_kbps']:.0f} kb/s"),
