@@ -16,7 +16,7 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test demo bench verilog clean
+.PHONY: help venv test demo bench verilog reports clean
 
 help: ## list the targets
 	@echo "ackfilter make targets:"
@@ -34,6 +34,9 @@ demo: venv ## replay the built-in scenario through the RTL and report
 
 bench: venv ## throughput/latency benchmark of the RTL in Verilator
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter bench
+
+reports: venv ## area per block and Fmax on the LFE5U-25F-6 (yowasp; ~40 min with the sweep) -> build/reports/
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.reports uplink-core $(if $(NO_SWEEP),,--sweep)
 
 verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog

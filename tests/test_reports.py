@@ -1,0 +1,221 @@
+"""Parsing and formatting of the area/timing reports (ackfilter.reports).
+
+Canned Yosys ``stat -json`` and nextpnr outputs only: nothing is synthesized.
+"""
+
+import json
+
+import pytest
+
+from ackfilter import reports as R
+
+# A two-level hierarchy as `synth_ecp5 -noflatten; stat -json` writes it:
+# harness > core > {manager > cam, csr}, the core holding two RAMs and a LUT.
+STAT = {
+    "creator": "Yosys 0.69",
+    "invocation": "stat -json",
+    "modules": {
+        "\\harness": {"num_cells": 3, "num_cells_by_type": {
+            "LUT4": 5, "TRELLIS_FF": 40, "harness.core": 1}},
+        "\\harness.core": {"num_cells": 6, "num_cells_by_type": {
+            "DP16KD": 16, "TRELLIS_DPR16X4": 2, "LUT4": 7, "TRELLIS_FF": 3,
+            "harness.core.manager": 1, "harness.core.csr": 1}},
+        "\\harness.core.manager": {"num_cells": 5, "num_cells_by_type": {
+            "LUT4": 100, "CCU2C": 10, "TRELLIS_FF": 50, "DP16KD": 4,
+            "harness.core.manager.cam": 1}},
+        "\\harness.core.manager.cam": {"num_cells": 3, "num_cells_by_type": {
+            "LUT4": 1000, "TRELLIS_FF": 1100, "L6MUX21": 3}},
+        "\\harness.core.csr": {"num_cells": 3, "num_cells_by_type": {
+            "LUT4": 20, "CCU2C": 32, "TRELLIS_FF": 64, "MULT18X18D": 1}},
+    },
+}
+
+# Excerpts of a nextpnr-ecp5 log: an estimate after placement, the final
+# figure after routing, and the utilization block (tabs as nextpnr prints them).
+NEXTPNR_LOG = """\
+Info: Logic utilisation before packing:
+Info:     Total LUT4s:     17113/24288    70%
+Info:         logic LUTs:  12859/24288    52%
+Info:         carry LUTs:   2850/24288    11%
+Info:           RAM LUTs:    936/ 3036    30%
+Info:          RAMW LUTs:    468/ 6072     7%
+
+Info:      Total DFFs:      7205/24288    29%
+
+Info: Device utilisation:
+Info: \t          TRELLIS_IO:     4/  197     2%
+Info: \t                DCCA:     1/   56     1%
+Info: \t              DP16KD:    20/   56    35%
+Info: \t          MULT18X18D:     1/   28     3%
+Info: \t        TRELLIS_COMB:  2345/24288     9%
+Info: \t          TRELLIS_FF:  1257/24288     5%
+
+Info: Placed 0 cells based on constraints.
+Info: Max frequency for clock '$glbnet$clk': 80.12 MHz (PASS at 62.50 MHz)
+Info: Routing globals...
+Info: Max frequency for clock '$glbnet$clk': 58.31 MHz (FAIL at 62.50 MHz)
+Info: Max frequency for clock '$glbnet$rx_clk': 130.00 MHz (PASS at 125.00 MHz)
+"""
+
+# A --report JSON with one path: FF -> LUT -> LUT -> FF across two blocks.
+NEXTPNR_REPORT = {
+    "utilization": {"TRELLIS_COMB": {"used": 2345, "available": 24288},
+                    "DP16KD": {"used": 20, "available": 56}},
+    "fmax": {"$glbnet$clk": {"achieved": 58.31, "constraint": 62.5}},
+    "critical_paths": [{
+        "from": "posedge $glbnet$clk", "to": "posedge $glbnet$clk",
+        "path": [
+            {"type": "clk-to-q", "delay": 0.5,
+             "from": {"cell": "core.manager.cam.hit_index_TRELLIS_FF_Q", "port": "CLK", "loc": [1, 1]},
+             "to": {"cell": "core.manager.cam.hit_index_TRELLIS_FF_Q", "port": "Q", "loc": [1, 1]}},
+            {"type": "routing", "delay": 3.0, "net": "core.manager.idx",
+             "from": {"cell": "core.manager.cam.hit_index_TRELLIS_FF_Q", "port": "Q", "loc": [1, 1]},
+             "to": {"cell": "$nextpnr_CCU2C_1$CCU2_COMB0", "port": "A", "loc": [2, 2]}},
+            {"type": "logic", "delay": 0.0,
+             "from": {"cell": "$nextpnr_CCU2C_1$CCU2_COMB0", "port": "A", "loc": [2, 2]},
+             "to": {"cell": "core.manager.$abc$1$lut7", "port": "A", "loc": [2, 2]}},
+            {"type": "logic", "delay": 0.25,
+             "from": {"cell": "core.manager.$abc$1$lut7", "port": "A", "loc": [2, 2]},
+             "to": {"cell": "core.manager.$abc$1$lut7", "port": "Z", "loc": [2, 2]}},
+            {"type": "routing", "delay": 1.0, "net": "core.manager.n1",
+             "from": {"cell": "core.manager.$abc$1$lut7", "port": "Z", "loc": [2, 2]},
+             "to": {"cell": "core.csr.$abc$2$lut9", "port": "B", "loc": [3, 3]}},
+            {"type": "logic", "delay": 0.25,
+             "from": {"cell": "core.csr.$abc$2$lut9", "port": "B", "loc": [3, 3]},
+             "to": {"cell": "core.csr.$abc$2$lut9", "port": "Z", "loc": [3, 3]}},
+            {"type": "setup", "delay": 0.1,
+             "from": {"cell": "core.csr.$abc$2$lut9", "port": "Z", "loc": [3, 3]},
+             "to": {"cell": "core.csr.r_data_TRELLIS_FF_Q", "port": "DI", "loc": [3, 3]}},
+        ]}],
+}
+
+
+def test_stat_modules_lose_their_leading_backslash():
+    modules = R.parse_yosys_stat(json.dumps(STAT))
+    assert set(modules) == {"harness", "harness.core", "harness.core.manager",
+                            "harness.core.manager.cam", "harness.core.csr"}
+    assert modules["harness.core"]["harness.core.manager"] == 1
+
+
+def test_blocks_are_the_roots_children_counted_with_everything_below():
+    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    by = {r["block"]: r for r in rows}
+    # manager includes its cam; a carry cell counts as two LUT4s
+    assert by["manager"]["LUT4"] == 100 + 2 * 10 + 1000
+    assert by["manager"]["FF"] == 50 + 1100
+    assert by["manager"]["EBR"] == 4
+    assert by["manager.cam"]["depth"] == 1 and by["manager.cam"]["LUT4"] == 1000
+    assert by["csr"]["LUT4"] == 20 + 64 and by["csr"]["DSP"] == 1
+
+
+def test_root_cells_split_into_memories_and_glue():
+    rows, _, _ = R.block_usage(R.parse_yosys_stat(STAT), "harness.core")
+    by = {r["block"]: r for r in rows}
+    assert (by["memories"]["EBR"], by["memories"]["DPR"], by["memories"]["LUT4"]) == (16, 2, 0)
+    assert (by["glue"]["LUT4"], by["glue"]["FF"], by["glue"]["EBR"]) == (7, 3, 0)
+
+
+def test_total_counts_children_once_and_leaves_the_harness_out():
+    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    top_level = [r for r in rows if r["depth"] == 0]
+    for col in R.COLUMNS:
+        assert total[col] == sum(r[col] for r in top_level)
+    assert total["LUT4"] == 1120 + 84 + 7 and total["EBR"] == 20
+    assert excluded == [{"block": "harness", "depth": 0, "LUT4": 5, "FF": 40, "EBR": 0,
+                         "DSP": 0, "DPR": 0, "cells": {"LUT4": 5, "TRELLIS_FF": 40}}]
+
+
+def test_an_unknown_block_root_is_named_in_the_error():
+    with pytest.raises(KeyError, match="harness.nothing"):
+        R.block_usage(R.parse_yosys_stat(STAT), "harness.nothing")
+
+
+def test_log_fmax_is_the_last_figure_of_each_clock():
+    parsed = R.parse_nextpnr_log(NEXTPNR_LOG)
+    assert parsed["fmax"] == {"$glbnet$clk": {"achieved": 58.31, "constraint": 62.5},
+                              "$glbnet$rx_clk": {"achieved": 130.0, "constraint": 125.0}}
+
+
+def test_log_utilization_block_is_read():
+    util = R.parse_nextpnr_log(NEXTPNR_LOG)["utilization"]
+    assert util["TRELLIS_COMB"] == {"used": 2345, "available": 24288}
+    assert util["DP16KD"] == {"used": 20, "available": 56}
+    assert set(util) == {"TRELLIS_IO", "DCCA", "DP16KD", "MULT18X18D", "TRELLIS_COMB", "TRELLIS_FF"}
+
+
+def test_log_lut_breakdown_before_packing_is_read():
+    luts = R.parse_nextpnr_log(NEXTPNR_LOG)["luts"]
+    assert luts["Total LUT4s"] == {"used": 17113, "available": 24288}
+    assert luts["RAM LUTs"] == {"used": 936, "available": 3036}
+    assert luts["Total DFFs"]["used"] == 7205
+
+
+def test_missed_clock_has_a_negative_margin_and_is_not_ok():
+    rows = R.clock_margins(R.parse_nextpnr_log(NEXTPNR_LOG)["fmax"])
+    by = {r["clock"]: r for r in rows}
+    assert by["clk"]["margin_pct"] == pytest.approx(-6.7, abs=0.05) and not by["clk"]["ok"]
+    assert by["rx_clk"]["margin_pct"] == pytest.approx(4.0) and by["rx_clk"]["ok"]
+
+
+def test_clock_names_lose_nextpnr_decorations():
+    rows = R.clock_margins({"$glbnet$clk$TRELLIS_IO_IN": {"achieved": 23.42, "constraint": 62.5}},
+                           {"clk": 62.5})
+    assert rows[0]["clock"] == "clk" and rows[0]["margin_pct"] == pytest.approx(-62.5, abs=0.05)
+
+
+def test_configured_target_overrides_the_constraint_nextpnr_saw():
+    rows = R.clock_margins({"$glbnet$clk": {"achieved": 70.0, "constraint": 12.0}}, {"clk": 62.5})
+    assert rows[0]["target_mhz"] == 62.5 and rows[0]["margin_pct"] == pytest.approx(12.0)
+
+
+def test_critical_path_summary_names_start_end_and_blocks():
+    pnr = R.parse_nextpnr_report(json.dumps(NEXTPNR_REPORT))
+    (p,) = pnr["critical_paths"]
+    assert p["start"] == "core.manager.cam.hit_index_TRELLIS_FF_Q.CLK"
+    assert p["end"] == "core.csr.r_data_TRELLIS_FF_Q.DI"
+    assert p["blocks"] == ["core.manager.cam", "core.manager", "core.csr"]
+    assert (p["logic_levels"], p["routing_ns"], p["delay_ns"]) == (3, 4.0, 5.1)
+    assert p["worst_nets"][0] == {"net": "core.manager.idx", "delay_ns": 3.0}
+
+
+def test_markdown_has_block_and_clock_tables():
+    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    pnr = R.parse_nextpnr_report(NEXTPNR_REPORT)
+    pnr["clocks"] = R.clock_margins(pnr["fmax"], {"clk": 62.5})
+    pnr.update(wall_s=47.0, seed=1)
+    md = R.format_markdown({"target": "demo", "params": {"flow_entries": 64}, "blocks": rows,
+                            "total": total, "excluded": excluded, "pnr": pnr,
+                            "synth_wall_s": 90.0, "tools": {}})
+    assert "| block | LUT4 | FF | EBR | DSP | DPR |" in md
+    assert "| manager | 1,120 | 1,150 | 4 | 0 | 0 |" in md
+    assert "| clock | target MHz | Fmax MHz | margin |" in md
+    assert "| clk | 62.5 | 58.3 | **MISS** -6.7 % |" in md
+    assert "LUT4 | 1,211 / 24,288 (5 %)" in md
+    assert "`core.manager.cam.hit_index_TRELLIS_FF_Q.CLK`" in md
+
+
+def test_sweep_cost_per_entry_steps_and_slope():
+    points = [{"entries": n, "LUT4": 1000 + 40 * n, "FF": 500 + 30 * n, "EBR": 20, "DPR": n // 8}
+              for n in (16, 32, 64, 128)]
+    costs = R.sweep_costs(points)
+    assert costs["steps"][0] == {"from": 16, "to": 32, "LUT4": 40.0, "FF": 30.0, "EBR": 0.0, "DPR": 0.12}
+    assert costs["slope"]["LUT4"] == pytest.approx(40.0) and costs["slope"]["EBR"] == 0
+    md = R.format_sweep_markdown({"target": "demo", "points": [dict(p, fmax_mhz=None) for p in points],
+                                  "costs": costs})
+    assert "| 64 | 3,560 | 2,420 | 20 | 8 | not placed |" in md
+    assert "| least-squares slope | 40.00 | 30.00 | 0.00 | 0.12 |" in md
+
+
+def test_frequency_constraints_per_clock():
+    d = R.Design(sources=[], top="t", block_root="t", clocks={"clk": 62.5, "net:rx_clk": 125},
+                 lpf='LOCATE COMP "clk" SITE "P6";\n')
+    assert R.constraints_lpf(d) == ('LOCATE COMP "clk" SITE "P6";\n'
+                                    'FREQUENCY PORT "clk" 62.5 MHz;\n'
+                                    'FREQUENCY NET "rx_clk" 125 MHz;\n')
+
+
+def test_cli_refuses_an_unknown_target(capsys):
+    with pytest.raises(SystemExit) as e:
+        R.main(["no-such-board"])
+    assert e.value.code == 2
+    assert "unknown target 'no-such-board'" in capsys.readouterr().err
