@@ -11,6 +11,8 @@ from amaranth.hdl import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .prio import lowest_set
+
 __all__ = ["FlowCAM"]
 
 
@@ -62,17 +64,13 @@ class FlowCAM(wiring.Component):
         match = Signal(n)
         m.d.comb += match.eq(Cat(valid[i] & (tags[i] == self.lookup_tag) for i in range(n)))
 
-        # Registered priority encoders: the lowest matching and the lowest free entry.
-        hit_index = 0
-        for i in reversed(range(n)):
-            hit_index = Mux(match[i], i, hit_index)
-        free_index = 0
-        for i in reversed(range(n)):
-            free_index = Mux(~valid[i], i, free_index)
+        # Registered priority encoders (trees): the lowest matching and the lowest free entry.
+        any_match, hit_index = lowest_set(match)
+        any_free, free_index = lowest_set(~valid)
         m.d.sync += [
-            self.hit.eq(match.any()),
+            self.hit.eq(any_match),
             self.hit_index.eq(hit_index),
-            self.free.eq(~valid.all()),
+            self.free.eq(any_free),
             self.free_index.eq(free_index),
         ]
 

@@ -161,14 +161,19 @@ class QueueManager(wiring.Component):
         # Fields of the flow's newest queued ACK, as read from its record.
         idx        = Signal(flow_ids)
         key_eq     = Signal()
-        old_ack    = Signal(32)
         old_flags  = Signal(data.StructLayout({
             "supersedable": 1, "has_ts": 1, "sack_n": 3, "ece": 1, "cwr": 1, "ecn": 2}))
-        old_tsval  = Signal(32)
-        old_tsecr  = Signal(32)
         all_cov    = Signal()                # every old SACK block is covered
         new_cov    = Signal(4)               # new SACK block k lies inside an old one
         rk         = Signal(range(RECORD_WORDS + 1))
+        # Decided while the record streams in, so that Decide-Hit is short.
+        count_q    = Signal(range(n_slots + 1))  # flow_count[idx]
+        newest_q   = Signal(slot_ids)             # flow_newest[idx]
+        old_buf_q  = Signal(self.buf_bits)        # buffer of the flow's newest queued ACK
+        ack_gt_q   = Signal()                     # after(new.ack, old.ack)
+        ack_eq_q   = Signal()
+        flags_ok_q = Signal()                     # supersedable, same ECE/CWR/ECN
+        ts_ok_q    = Signal()
 
         # The new ACK's own supersedability (first bullet of the spec).
         s = [meta.sack[k].start for k in range(4)]
@@ -271,7 +276,12 @@ class QueueManager(wiring.Component):
 
             with m.State("Read-Record"):
                 m.d.comb += rec_r.addr.eq(idx * RECORD_WORDS + rk)
-                m.d.sync += rk.eq(rk + 1)
+                m.d.sync += [
+                    rk.eq(rk + 1),
+                    count_q.eq(flow_count[idx]),
+                    newest_q.eq(flow_newest[idx]),
+                    old_buf_q.eq(ring_new.data.buf),
+                ]
                 lo, hi = rec_r.data[0:32], rec_r.data[32:64]
                 j = rk - 1                           # the word arriving now
                 with m.If(rk != 0):
@@ -284,9 +294,19 @@ class QueueManager(wiring.Component):
                             with m.If(lo != meta.key[KEY_WORDS - 1]):
                                 m.d.sync += key_eq.eq(0)
                         with m.Case(REC_ACK):
-                            m.d.sync += [old_ack.eq(lo), old_flags.eq(hi)]
+                            of = data.View(old_flags.shape(), hi[:len(old_flags.as_value())])
+                            m.d.sync += [
+                                old_flags.eq(hi),
+                                ack_gt_q.eq(_after(meta.ack, lo)),
+                                ack_eq_q.eq(meta.ack == lo),
+                                flags_ok_q.eq(of.supersedable & (of.ece == meta.ece) &
+                                              (of.cwr == meta.cwr) & (of.ecn == meta.ecn)),
+                            ]
                         with m.Case(REC_TS):
-                            m.d.sync += [old_tsval.eq(lo), old_tsecr.eq(hi)]
+                            m.d.sync += [
+                                ts_ok_q.eq((old_flags.has_ts == meta.has_ts) & (
+                                    ~meta.has_ts | (~_after(lo, meta.tsval) & ~_after(hi, meta.tsecr)))),
+                            ]
                         for i in range(4):
                             with m.Case(REC_SACK + i):
                                 valid = old_flags.sack_n > i
@@ -339,32 +359,26 @@ class QueueManager(wiring.Component):
                         m.d.comb += self.stat_cam_full.eq(1)
 
             with m.State("Decide-Hit"):
-                strictly_more = _after(meta.ack, old_ack) | (
-                    (meta.ack == old_ack) &
+                strictly_more = ack_gt_q | (
+                    ack_eq_q &
                     Cat(*[(meta.sack_n > k) & ~new_cov[k] & _after(e[k], meta.ack)
                           for k in range(4)]).any())
-                ts_ok = (old_flags.has_ts == meta.has_ts) & (
-                    ~meta.has_ts | (~_after(old_tsval, meta.tsval) & ~_after(old_tsecr, meta.tsecr)))
-                may = (old_flags.supersedable & (old_flags.ece == meta.ece) &
-                       (old_flags.cwr == meta.cwr) & (old_flags.ecn == meta.ecn) &
-                       ts_ok & all_cov & strictly_more)
-                count = flow_count[idx]
-                enough = Mux(self.ack_mode == 2, count >= 1, count >= 2)
+                may = flags_ok_q & ts_ok_q & all_cov & strictly_more
+                enough = Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)
                 with m.If(~key_eq):
                     append(False, False, Event.ARRIVE_ACK_UNTRACKED)
                     with m.If(qlen < limit):
                         m.d.comb += self.stat_collision.eq(1)
                 with m.Elif(may & enough):
-                    old = ring_new.data
                     m.d.comb += [
                         ring_w.en.eq(1),
-                        ring_w.addr.eq(flow_newest[idx]),
+                        ring_w.addr.eq(newest_q),
                         ring_w.data.buf.eq(cur.buf),
                         ring_w.data.nbytes.eq(cur.nbytes),
                         ring_w.data.flow.eq(idx),
                         ring_w.data.tracked.eq(1),
                         self.free_buf_en.eq(1),
-                        self.free_buf_id.eq(old.buf),
+                        self.free_buf_id.eq(old_buf_q),
                         self.stat_superseded.eq(1),
                     ]
                     m.d.sync += [wk.eq(REC_ACK), done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
