@@ -16,7 +16,10 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test demo bench verilog reports clean
+.PHONY: help venv test demo bench verilog reports bitstream flash clean
+
+BOARD ?= colorlight-5a-75b
+CABLE ?= ft232
 
 help: ## list the targets
 	@echo "ackfilter make targets:"
@@ -37,6 +40,12 @@ bench: venv ## throughput/latency benchmark of the RTL in Verilator
 
 reports: venv ## area per block and Fmax on the LFE5U-25F-6 (yowasp; ~40 min with the sweep) -> build/reports/
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.reports uplink-core $(if $(NO_SWEEP),,--sweep)
+
+bitstream: venv ## build build/bitstream/$(BOARD)/top.bit; fails when a clock misses timing (SWAP_PORTS=1: port 1 = LAN)
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) $(if $(SWAP_PORTS),--swap-ports)
+
+flash: venv ## load the bitstream with openFPGALoader (SRAM; SPI=1 writes the SPI flash; CABLE=ft232)
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) --flash --cable $(CABLE) $(if $(SPI),--spi)
 
 verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog

@@ -56,6 +56,8 @@ fi
 # Optional: ccache makes each new Verilator build reuse the runtime objects.
 optional=()
 command -v ccache >/dev/null 2>&1 || optional+=(ccache)
+# Optional: openFPGALoader, for `make flash` (the Amaranth platform also wants it on PATH).
+command -v openFPGALoader >/dev/null 2>&1 || optional+=(openfpgaloader)
 is_root=0
 [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && is_root=1
 

@@ -1,0 +1,21 @@
+"""pytest wrapper of ``tb_board``: the board top (``board_top.BoardSimTop``) end
+to end, LAN -> modem through the uplink core and modem -> LAN passthrough,
+against cocotbext-eth's RGMII models. Built once (``build_name="board"``)."""
+
+import pytest
+
+import runner
+from board_top import board_verilog
+
+TESTS = [
+    "test_uplink_ack_burst_leaves_the_modem_port_unchanged",
+    "test_uplink_data_leaves_unchanged_and_queued_acks_are_filtered",
+    "test_downlink_passes_unchanged_while_uplink_is_busy",
+]
+
+
+@pytest.mark.parametrize("name", TESTS)
+def test_board(name):
+    runner.run_cocotb("tb_board", toplevel="board_top", verilog_sources=[board_verilog()],
+                      build_name="board",
+                      extra_env={"COCOTB_TEST_FILTER": rf"^tb_board\.{name}$"})

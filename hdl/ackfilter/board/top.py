@@ -1,0 +1,299 @@
+"""The Colorlight 5A-75B rev 7.0 board top: two RGMII ports, the uplink core between them.
+
+Split in two so the simulators run everything but the pads and the PLL:
+
+* :class:`BoardDatapath` (simulable): both :class:`~ackfilter.mac.mac.EthernetMAC`
+  cores on plain RGMII-side signals, the :class:`~ackfilter.core.UplinkCore`
+  (LAN MAC rx -> core -> modem MAC tx), the downlink passthrough (modem MAC
+  rx -> LAN MAC tx), the free-running ``now`` counter, the CSR bus tied to
+  its defaults and the link/activity LED. It uses the domains ``sync``
+  (system, 62.5 MHz), ``tx`` (125 MHz, both MACs' transmitters) and
+  ``lan_rx`` / ``modem_rx`` (each PHY's RXC), which the user creates.
+* :class:`BoardTop` (hardware only): the clock generation (25 MHz -> ECP5
+  ``EHXPLLL`` -> 125 / 62.5 MHz), resets, the pads (:class:`RGMIIPads`), the
+  PHY management pins and the LED pin, around a :class:`BoardDatapath`.
+
+PHY reset (board facts: both B50612Ds share one reset line on P5, and the
+FPGA's 25 MHz clock on P6 comes from a PHY's crystal output): the FPGA
+**never asserts** the PHY reset. It drives ``rst_n`` high (inactive) from
+the moment it is configured, so the 25 MHz clock the PLL needs is never
+stopped by the FPGA; the PHYs rely on their own power-on reset, as the LiteX
+target for this board does at boot (LiteEth's reset CSR defaults to 0).
+A reset pulse timed by the ECP5 ``OSCG`` would be the fallback if a PHY ever
+needed one; nothing here needs MDIO (the B50612D's power-on defaults give
+RGMII with the TX clock delay inside the PHY), so MDC is held low and MDIO
+is left released.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import cdc, io, wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import params as P
+from ..core import UplinkCore
+from ..mac.mac import EthernetMAC
+from ..mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads
+
+__all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop", "Colorlight5A75BR70Platform",
+           "SYS_HZ", "TX_HZ", "RXC_HZ", "CLOCK_TARGETS_HZ"]
+
+#: Clock targets. System: 32-bit words at 62.5 MHz = 2 Gb/s for a 1 Gb/s port
+#: (DESIGN.md "System domain"); TX: the RGMII byte clock at 1000 Mb/s.
+SYS_HZ = 62_500_000
+TX_HZ = 125_000_000
+RXC_HZ = 125_000_000
+#: Domain -> frequency the build must close timing at.
+CLOCK_TARGETS_HZ = {"sync": SYS_HZ, "tx": TX_HZ, "lan_rx": RXC_HZ, "modem_rx": RXC_HZ}
+
+#: LED activity stretch: 2**21 system cycles = 34 ms, long enough to see.
+LED_STRETCH_BITS = 21
+
+#: One RGMII port seen from the datapath (the :class:`EthernetMAC` pin-side
+#: ports; the pads or a simulation model drive the other end).
+PHY_SIDE = wiring.Signature({
+    "rxd_rise":    In(4),
+    "rxd_fall":    In(4),
+    "rx_ctl_rise": In(1),
+    "rx_ctl_fall": In(1),
+    "txd_rise":    Out(4),
+    "txd_fall":    Out(4),
+    "tx_ctl_rise": Out(1),
+    "tx_ctl_fall": Out(1),
+    "txc_rise":    Out(1),
+    "txc_fall":    Out(1),
+})
+
+_MAC_RX_PORTS = ("rxd_rise", "rxd_fall", "rx_ctl_rise", "rx_ctl_fall")
+_MAC_TX_PORTS = ("txd_rise", "txd_fall", "tx_ctl_rise", "tx_ctl_fall", "txc_rise", "txc_fall")
+_STREAM_FIELDS = ("data", "keep", "first", "last")
+
+
+class BoardDatapath(wiring.Component):
+    """Everything of the board top that runs in a simulator.
+
+    Domains: ``sync`` (62.5 MHz), ``tx`` (125 MHz), ``lan_rx`` and
+    ``modem_rx`` (the PHYs' RXC), all created by the user.
+
+    Parameters
+    ----------
+    auto_speed : bool
+        ``True`` (default): each MAC runs at 100 Mb/s while its PHY's RGMII
+        in-band status says "link up at 100 Mb/s", at 1000 Mb/s otherwise (so
+        a PHY that sends no in-band status runs at 1000). ``False``: always
+        1000 Mb/s.
+    **core_params
+        Passed to :class:`~ackfilter.core.UplinkCore`.
+
+    Ports
+    -----
+    lan, modem : Out(PHY_SIDE)
+        The RGMII-side signals of each port (see :class:`EthernetMAC`):
+        ``*_rise``/``*_fall`` RX in the port's RX domain, TX in ``tx``.
+    led : Out(1), ``sync``
+        Lit while either link is up (in-band status), inverted for
+        ~34 ms after any frame in or out (activity).
+    lan_link_up, modem_link_up : Out(1), ``sync``
+        In-band link status of each PHY.
+    """
+
+    def __init__(self, *, auto_speed=True, **core_params):
+        if not isinstance(auto_speed, bool):
+            raise TypeError(f"auto_speed must be a bool, not {auto_speed!r}")
+        self._auto_speed = auto_speed
+        self._core_params = core_params
+        super().__init__({
+            "lan":           Out(PHY_SIDE),
+            "modem":         Out(PHY_SIDE),
+            "led":           Out(1),
+            "lan_link_up":   Out(1),
+            "modem_link_up": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.lan_mac = lan_mac = EthernetMAC(rx_domain="lan_rx", tx_domain="tx")
+        m.submodules.modem_mac = modem_mac = EthernetMAC(rx_domain="modem_rx", tx_domain="tx")
+        m.submodules.core = core = UplinkCore(**self._core_params)
+
+        for mac, port in ((lan_mac, self.lan), (modem_mac, self.modem)):
+            for name in _MAC_RX_PORTS:
+                m.d.comb += getattr(mac, name).eq(getattr(port, name))
+            for name in _MAC_TX_PORTS:
+                m.d.comb += getattr(port, name).eq(getattr(mac, name))
+            if self._auto_speed:
+                # In-band status changes with the link, so the speed changes
+                # while the link is (just) down, as EthernetMAC requires.
+                m.d.sync += mac.speed_1000.eq(~(mac.link_up & (mac.link_speed == SPEED_100)))
+            else:
+                m.d.comb += mac.speed_1000.eq(1)
+        m.d.comb += [self.lan_link_up.eq(lan_mac.link_up), self.modem_link_up.eq(modem_mac.link_up)]
+
+        # Uplink: LAN MAC rx -> UplinkCore -> modem MAC tx.
+        m.d.comb += [
+            core.i_valid.eq(lan_mac.rx.valid), lan_mac.rx.ready.eq(core.i_ready),
+            core.o_ready.eq(modem_mac.tx.ready), modem_mac.tx.valid.eq(core.o_valid),
+        ]
+        for field in _STREAM_FIELDS:
+            m.d.comb += [
+                getattr(core, f"i_{field}").eq(getattr(lan_mac.rx.payload, field)),
+                getattr(modem_mac.tx.payload, field).eq(getattr(core, f"o_{field}")),
+            ]
+        # Downlink: modem MAC rx -> LAN MAC tx, unchanged.
+        wiring.connect(m, modem_mac.rx, lan_mac.tx)
+
+        # The core's clock (``docs/spec.md`` section 8): system cycles since reset.
+        now = Signal(48)
+        m.d.sync += now.eq(now + 1)
+        m.d.comb += core.now.eq(now)
+
+        # CSR bus idle: every parameter keeps its reset value (the params
+        # table's defaults) until the control plane arrives.
+        m.d.comb += [core.csr_addr.eq(0), core.csr_r_en.eq(0), core.csr_w_en.eq(0),
+                     core.csr_w_data.eq(0)]
+
+        # LED: link XOR activity.
+        activity = Signal(LED_STRETCH_BITS)
+        any_frame = (lan_mac.rx_frames | lan_mac.tx_frames | modem_mac.rx_frames | modem_mac.tx_frames)
+        with m.If(any_frame):
+            m.d.sync += activity.eq(2 ** LED_STRETCH_BITS - 1)
+        with m.Elif(activity != 0):
+            m.d.sync += activity.eq(activity - 1)
+        m.d.sync += self.led.eq((lan_mac.link_up | modem_mac.link_up) ^ (activity != 0))
+        return m
+
+
+def _colorlight_r70_resources():
+    from amaranth.build import Attrs, Pins, PinsN, Resource, Subsignal
+    from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
+
+    def rgmii(number, tx_clk, tx_ctl, tx_data, rx_clk, rx_ctl, rx_data):
+        return Resource("eth_rgmii", number,
+            Subsignal("tx_clk",  Pins(tx_clk, dir="o")),
+            Subsignal("tx_ctl",  Pins(tx_ctl, dir="o")),
+            Subsignal("tx_data", Pins(tx_data, dir="o")),
+            Subsignal("rx_clk",  Pins(rx_clk, dir="i")),
+            Subsignal("rx_ctl",  Pins(rx_ctl, dir="i")),
+            Subsignal("rx_data", Pins(rx_data, dir="i")),
+            Attrs(IO_TYPE="LVCMOS33", SLEWRATE="FAST"))
+
+    # amaranth-boards lists rst/mdc/mdio in both eth_rgmii resources (the
+    # PHYs share them), so requesting both ports would claim the pins twice:
+    # here they are one resource of their own. Pins as amaranth-boards 0.0.21
+    # and LiteX's colorlight_5a_75b v7.0 (same values).
+    base = [r for r in Colorlight_5A75B_R70Platform.resources if r.name != "eth_rgmii"]
+    return base + [
+        rgmii(0, "M2", "M3", "L1 L3 P2 L4", "M1", "N6", "N1 M5 N5 M6"),
+        rgmii(1, "M12", "R15", "T14 R12 R13 R14", "M16", "L15", "P13 N13 P14 M15"),
+        Resource("eth_mgmt", 0,
+            Subsignal("rst",  PinsN("P5", dir="o")),
+            Subsignal("mdc",  Pins("P3", dir="o")),
+            Subsignal("mdio", Pins("T2", dir="io")),
+            Attrs(IO_TYPE="LVCMOS33")),
+    ]
+
+
+def _platform_class():
+    from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
+
+    class Colorlight5A75BR70Platform(Colorlight_5A75B_R70Platform):
+        """amaranth-boards' 5A-75B rev 7.0 with the PHYs' shared management
+        pins split out into ``eth_mgmt`` (see :func:`_colorlight_r70_resources`)."""
+        resources = _colorlight_r70_resources()
+
+    return Colorlight5A75BR70Platform
+
+
+def __getattr__(name):
+    # The platform class needs amaranth-boards; build it on first use only.
+    if name == "Colorlight5A75BR70Platform":
+        return _platform_class()
+    raise AttributeError(name)
+
+
+class BoardTop(Elaboratable):
+    """Colorlight 5A-75B rev 7.0: port 0 to the LAN, port 1 to the modem.
+
+    Parameters
+    ----------
+    swap_ports : bool
+        ``True``: port 1 to the LAN, port 0 to the modem.
+    rx_delay_taps : int or None
+        ``DELAYG`` taps on RX data/ctl (see :class:`RGMIIPads`).
+    auto_speed : bool
+        See :class:`BoardDatapath`.
+    **core_params
+        Passed to :class:`~ackfilter.core.UplinkCore`.
+
+    Clocks: the 25 MHz input (P6) feeds one ``EHXPLLL``: VCO 500 MHz,
+    CLKOP / 4 = 125 MHz (``tx``, also the feedback), CLKOS / 8 = 62.5 MHz
+    (``sync``). Every domain is held in reset until the PLL locks (each reset
+    released synchronously to its own clock); the RX domains additionally
+    until their RXC runs.
+    """
+
+    def __init__(self, *, swap_ports=False, rx_delay_taps=RX_DELAY_TAPS, auto_speed=True, **core_params):
+        if not isinstance(swap_ports, bool):
+            raise TypeError(f"swap_ports must be a bool, not {swap_ports!r}")
+        self.swap_ports = swap_ports
+        self._rx_delay_taps = rx_delay_taps
+        self.datapath = BoardDatapath(auto_speed=auto_speed, **core_params)
+
+    def elaborate(self, platform):
+        if platform is None:
+            raise TypeError("BoardTop needs a platform: simulate BoardDatapath instead")
+        m = Module()
+
+        # Clocks: 25 MHz -> PLL -> 125 MHz (tx) and 62.5 MHz (sync).
+        clk25 = platform.request("clk25", 0)
+        clk_tx, clk_sys, locked = Signal(), Signal(), Signal()
+        m.submodules.pll = Instance("EHXPLLL",
+            # Lattice TN1263 / ecppll: fVCO = 25 MHz * CLKFB_DIV * CLKOP_DIV = 500 MHz.
+            p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
+            p_DPHASE_SOURCE="DISABLED",
+            p_OUTDIVIDER_MUXA="DIVA", p_OUTDIVIDER_MUXB="DIVB",
+            p_OUTDIVIDER_MUXC="DIVC", p_OUTDIVIDER_MUXD="DIVD",
+            p_CLKI_DIV=1, p_FEEDBK_PATH="CLKOP", p_CLKFB_DIV=5,
+            p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=4, p_CLKOP_CPHASE=3, p_CLKOP_FPHASE=0,
+            p_CLKOS_ENABLE="ENABLED", p_CLKOS_DIV=8, p_CLKOS_CPHASE=7, p_CLKOS_FPHASE=0,
+            a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP="125", a_FREQUENCY_PIN_CLKOS="62.5",
+            a_ICP_CURRENT="12", a_LPF_RESISTOR="8",
+            a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
+            i_CLKI=clk25.i, i_CLKFB=clk_tx, i_RST=0, i_STDBY=0,
+            i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=0, i_PHASESTEP=0, i_PHASELOADREG=0,
+            i_PLLWAKESYNC=0, i_ENCLKOP=0, i_ENCLKOS=0,
+            o_CLKOP=clk_tx, o_CLKOS=clk_sys, o_LOCK=locked)
+
+        m.domains.sync = ClockDomain("sync")
+        m.domains.tx = ClockDomain("tx")
+        m.d.comb += [ClockSignal("sync").eq(clk_sys), ClockSignal("tx").eq(clk_tx)]
+
+        eth = [platform.request("eth_rgmii", n, dir="-") for n in (0, 1)]
+        lan_pins, modem_pins = (eth[1], eth[0]) if self.swap_ports else (eth[0], eth[1])
+        m.submodules.datapath = datapath = self.datapath
+        for role, pins, side in (("lan", lan_pins, datapath.lan), ("modem", modem_pins, datapath.modem)):
+            rx = f"{role}_rx"
+            pads = RGMIIPads(pins, rx_domain=rx, tx_domain="tx", rx_delay_taps=self._rx_delay_taps)
+            m.submodules[f"{role}_pads"] = pads
+            m.domains += ClockDomain(rx)
+            m.d.comb += ClockSignal(rx).eq(pads.rx_clk)
+            platform.add_clock_constraint(pins.rx_clk.io, RXC_HZ)
+            for name in _MAC_RX_PORTS:
+                m.d.comb += getattr(side, name).eq(getattr(pads, name))
+            for name in _MAC_TX_PORTS:
+                m.d.comb += getattr(pads, name).eq(getattr(side, name))
+
+        for domain in ("sync", "tx", "lan_rx", "modem_rx"):
+            m.submodules[f"{domain}_rst"] = cdc.ResetSynchronizer(~locked, domain=domain)
+
+        # PHY management: reset never asserted (module docstring), MDC low, MDIO released.
+        mgmt = platform.request("eth_mgmt", 0, dir="-")
+        m.submodules.phy_rst = phy_rst = io.Buffer("o", mgmt.rst)   # PinsN: 0 = not in reset
+        m.submodules.phy_mdc = phy_mdc = io.Buffer("o", mgmt.mdc)
+        m.submodules.phy_mdio = io.Buffer("io", mgmt.mdio)          # oe = 0: released
+        m.d.comb += [phy_rst.o.eq(0), phy_mdc.o.eq(0)]
+
+        # The LED (P11). The UART (tx = P11, rx = M13, the LED and button
+        # pins) is left for the control plane, which will take P11 over.
+        led = platform.request("led", 0)
+        m.d.comb += led.o.eq(datapath.led)
+        return m
