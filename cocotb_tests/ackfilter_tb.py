@@ -13,9 +13,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
-from ackfilter.model import FilterModel
 from ackfilter.model.filter import EVENTS
-from ackfilter.model.scoreboard import ARRIVALS, check_run
+from ackfilter.model.scoreboard import check_run
 
 __all__ = ["TB", "scoreboard", "EVENTS", "frame_words"]
 

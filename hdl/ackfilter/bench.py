@@ -99,7 +99,7 @@ def main(args):
                               f"{res.cycles / res.wallclock_s / 1e6:.2f} M cycles/s")
     print()
 
-    print(f"2. Capacity: the same frames offered one word per cycle (no gap)")
+    print("2. Capacity: the same frames offered one word per cycle (no gap)")
     log("   replaying at full input speed ...")
     fast = replay(frames, ack_mode="conservative", feed=(1, 0), events=True)
     fc = fast.counters

@@ -11,13 +11,12 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from . import params as P
 from .buffer_pool import BufferPool
 from .csr import CSRBank
 from .egress import Egress
 from .ingress import Ingress, ingress_entry_layout
 from .parser import ACK_SLOT_BYTES, MAX_FRAME_BYTES
-from .queue_manager import QueueManager
+from .queue_manager import Event, QueueManager
 from .shaper import Shaper
 from .stream import WORD_BYTES
 
@@ -203,7 +202,6 @@ class UplinkCore(wiring.Component):
             self.backlog.eq(manager.backlog),
             self.idle.eq(~in_valid & ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid),
         ]
-        from .queue_manager import Event
         for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
                            ("drop_data_full", Event.DROP_DATA_FULL),
                            ("drop_ack_front", Event.DROP_ACK_FRONT)):

@@ -15,7 +15,7 @@ import sys
 import time
 
 from . import params
-from .model.pktparse import after, before, classify
+from .model.pktparse import before, classify
 from .replay import replay
 from .traces import demo_scenario
 from .units import format_rate, parse_rate

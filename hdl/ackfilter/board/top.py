@@ -29,7 +29,6 @@ from amaranth.hdl import *
 from amaranth.lib import cdc, io, wiring
 from amaranth.lib.wiring import In, Out
 
-from .. import params as P
 from ..core import UplinkCore
 from ..mac.mac import EthernetMAC
 from ..mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads

@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..stream import FrameStream
 from .rgmii import RGMIIRxConverter, RGMIITxConverter
-from .rx import DEFAULT_MAX_FRAME_BYTES, MACRx, RX_STROBES
-from .tx import MACTx, TX_STROBES
+from .rx import DEFAULT_MAX_FRAME_BYTES, MACRx
+from .tx import MACTx
 
 __all__ = ["EthernetMAC"]
 

@@ -29,7 +29,7 @@ framer takes the next token in the last gap slot.
 """
 
 from amaranth.hdl import *
-from amaranth.lib import data, fifo, wiring
+from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..stream import FrameStream, WORD_BYTES
