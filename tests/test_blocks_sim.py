@@ -21,7 +21,7 @@ from ackfilter.flow_cam import FlowCAM
 from ackfilter.model.pktparse import classify
 from ackfilter.model.shaper import GcraShaper
 from ackfilter.parser import FrameClass, FrameParser
-from ackfilter.shaper import Shaper
+from ackfilter.shaper import RECOVERY_CYCLES, Shaper
 
 CLS = {FrameClass.DATA: "data", FrameClass.ACK: "ack", FrameClass.RUNT: "runt",
        FrameClass.OVERSIZE: "oversize"}
@@ -43,15 +43,21 @@ def simulate(dut, *testbenches, processes=(), name="sim"):
         sim.run()
 
 
-def run_parser(frames):
-    """Feed ``frames`` back to back (as fast as ``ready`` allows); return the results."""
+def run_parser(frames, *, gaps=None):
+    """Feed ``frames`` back to back (as fast as ``ready`` allows), or with idle
+    cycles before some words when ``gaps`` is a seed; return the results."""
     dut = FrameParser()
     results = []
+    rng = random.Random(gaps)
 
     async def feed(ctx):
         for frame in frames:
             words = [frame[i:i + 4] for i in range(0, len(frame), 4)]
             for n, w in enumerate(words):
+                if gaps is not None:
+                    ctx.set(dut.valid, 0)
+                    for _ in range(rng.choice((0, 0, 1, 2))):
+                        await ctx.tick()
                 ctx.set(dut.valid, 1)
                 ctx.set(dut.data, int.from_bytes(w.ljust(4, b"\0"), "little"))
                 ctx.set(dut.keep, (1 << len(w)) - 1)
@@ -103,6 +109,14 @@ def test_parser_agrees_with_the_model_on_every_edge_case():
 def test_parser_agrees_with_the_model_on_a_random_trace():
     frames = [f for _t, f in traces.random_trace(7, 150, 30) if len(f) <= 2100]
     check_against_model(frames, run_parser(frames))
+
+
+def test_parser_agrees_with_the_model_when_words_come_with_gaps():
+    # Idle cycles between words, including before each word of TCP options
+    # (the walker takes two cycles per options word and must not wait for a
+    # word that is not offered yet).
+    frames = [f for _t, f in traces.random_trace(8, 150, 30) if len(f) <= 2100]
+    check_against_model(frames, run_parser(frames, gaps=3))
 
 
 def test_equal_keys_give_equal_tags_and_neighbouring_flows_spread():
@@ -164,7 +178,7 @@ def test_shaper_starts_frames_when_the_gcra_reference_does(cpb_q16, burst, overh
         assert ref.may_start(start), f"frame {n} started at {start}, before the GCRA allows"
         assert start - earliest <= 1, f"frame {n} started at {start}, allowed from {earliest}"
         ref.start(start, length)
-        ready = start + 2
+        ready = start + RECOVERY_CYCLES
     # Over the whole burst the rate is the configured one.
     if burst == 0:
         span = (starts[-1] - starts[0]) * 65536

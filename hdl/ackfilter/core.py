@@ -200,7 +200,8 @@ class UplinkCore(wiring.Component):
             self.ev_kind.eq(manager.ev_kind),
             self.ev_overrun.eq(ingress.ev_overrun),
             self.backlog.eq(manager.backlog),
-            self.idle.eq(~in_valid & ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid),
+            self.idle.eq(~in_valid & ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid &
+                         ~csr.busy),
         ]
         for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
                            ("drop_data_full", Event.DROP_DATA_FULL),

@@ -4,7 +4,10 @@ Built from :mod:`ackfilter.params`, the single table of names, addresses,
 widths and defaults. The bus is a plain word-addressed register port:
 ``r_en`` with ``addr`` gives ``r_data`` on the next cycle; ``w_en`` with
 ``addr``/``w_data`` writes. Writes to parameters are clamped to the range the
-table gives. Reading a counter's low word latches its high word.
+table gives. Reading a counter's low word latches its high word. Counter
+increments are registered before they are added (they come from decisions
+deep in other blocks), so a counter shows an event one cycle after it;
+``busy`` is high while an increment is still on its way.
 """
 
 from amaranth.hdl import *
@@ -25,6 +28,7 @@ class CSRBank(wiring.Component):
     p_<name> : Out(width)      current value of each parameter
     inc_<name> : In(16)        amount to add to each counter this cycle
     info_<name> : In(32)       read-only words (capacities, live levels)
+    busy : Out(1)              an increment is registered but not yet added
     """
 
     def __init__(self):
@@ -34,6 +38,7 @@ class CSRBank(wiring.Component):
             "r_data": Out(32),
             "w_en":   In(1),
             "w_data": In(32),
+            "busy":   Out(1),
         }
         for p in P.PARAMS:
             members[f"p_{p.name}"] = Out(p.width, init=p.default)
@@ -54,10 +59,14 @@ class CSRBank(wiring.Component):
                 m.d.sync += reg.eq(Mux(v < p.minimum, p.minimum, Mux(v > p.maximum, p.maximum, v)))
 
         counters = {}
+        pending = []
         for c in P.COUNTERS:
             cnt = Signal(64, name=f"cnt_{c.name}")
-            m.d.sync += cnt.eq(cnt + getattr(self, f"inc_{c.name}"))
+            inc = Signal(16, name=f"inc_{c.name}_q")
+            m.d.sync += [inc.eq(getattr(self, f"inc_{c.name}")), cnt.eq(cnt + inc)]
             counters[c.name] = cnt
+            pending.append(inc.any())
+        m.d.comb += self.busy.eq(Cat(*pending).any())
 
         hi_latch = Signal(32)
         with m.If(self.r_en):

@@ -1,7 +1,7 @@
 """Streaming Ethernet/VLAN/PPPoE/IPv4/IPv6/TCP parser and pure-ACK classifier.
 
-The parser watches the words of a frame go by (it never stalls them) and, two
-cycles after the frame's last word, presents one :data:`parse_result_layout`
+The parser watches the words of a frame go by and, two cycles after the
+frame's last word, presents one :data:`parse_result_layout`
 record: the frame's class and, for a pure ACK, everything the queue manager
 needs to decide about supersession. The rules are those of ``docs/spec.md``
 section 2; anything the parser cannot prove to be a well-formed pure ACK is
@@ -11,7 +11,10 @@ Every L3 and L4 header starts two bytes into a 32-bit word (14-byte Ethernet
 header, 4-byte tags, 8-byte PPPoE+PPP header, IP headers in 32-bit units), so
 the parser realigns the stream by two bytes once and then works on whole
 header words, one per cycle. TCP options, which are byte-aligned, are walked
-four bytes per cycle by a chain of four byte steps.
+two bytes per cycle by a chain of two byte steps, so each options word takes
+two cycles (``ready`` is low for the first): at most ten extra cycles for 40
+bytes of options, well inside the 42 cycles of a minimum frame at line rate,
+and half the logic depth of a four-byte chain.
 """
 
 from amaranth.lib import enum
@@ -97,7 +100,9 @@ class FrameParser(wiring.Component):
     ready : Out(1)
         Low for three cycles after each ``last`` (flush, finalize, and the
         cycle ``done`` is presented, so the parser's user can commit the frame
-        before the next one starts). Words offered while low are ignored.
+        before the next one starts), and for the first cycle of each word of
+        TCP options (the walker takes two). Words offered while low are not
+        taken.
     done : Out(1)
         One-cycle strobe: ``result`` holds the class of the frame just seen.
     result : Out(parse_result_layout)
@@ -130,21 +135,19 @@ class FrameParser(wiring.Component):
             with m.Default():
                 m.d.comb += in_bytes.eq(4)
 
-        r_valid = Signal()
+        # The R word is always `hold` and the input's lanes 0-1; when it is not
+        # full (the frame's tail, or the flush cycle) every use is guarded by
+        # `r_full`, so the lanes past the frame's end need no multiplexer.
+        r_valid = Signal()                  # an R word is taken this cycle
+        r_shown = Signal()                  # an R word is presented (maybe not taken)
         r_word  = Signal(32)
-        r_bytes = Signal(range(5))
-        with m.If(self.valid & self.ready & in_frame):
-            m.d.comb += [
-                r_valid.eq(1),
-                r_word.eq(Cat(hold, self.data[0:16])),
-                r_bytes.eq(hold_n + Mux(in_bytes > 2, 2, in_bytes)),
-            ]
-        with m.Elif(flush & (hold_n != 0)):
-            m.d.comb += [
-                r_valid.eq(1),
-                r_word.eq(hold),
-                r_bytes.eq(hold_n),
-            ]
+        r_full  = Signal()
+        m.d.comb += [
+            r_word.eq(Cat(hold, self.data[0:16])),
+            r_shown.eq((self.valid & in_frame) | (flush & (hold_n != 0))),
+            r_valid.eq((self.valid & self.ready & in_frame) | (flush & (hold_n != 0))),
+            r_full.eq(in_frame & (hold_n == 2) & ~(self.last & (self.keep == 0b0001))),
+        ]
 
         with m.If(self.valid & self.ready):
             m.d.sync += [
@@ -160,10 +163,13 @@ class FrameParser(wiring.Component):
         with m.Else():
             m.d.sync += flush.eq(0)
         m.d.sync += finalize.eq(flush)
-        m.d.comb += self.ready.eq(~(flush | finalize | self.done))
+        # An options word is walked in two halves: `opt_half` says the first
+        # two bytes are done (`state` is defined below).
+        opt_half = Signal()
+        opt_stall = Signal()
+        m.d.comb += self.ready.eq(~(flush | finalize | self.done | opt_stall))
 
         rb = [r_word[8 * i:8 * i + 8] for i in range(4)]
-        r_full = r_bytes == 4
 
         # --- Header state ------------------------------------------------------
         state   = Signal(_S)
@@ -323,7 +329,15 @@ class FrameParser(wiring.Component):
                     with m.Elif(hw + 1 == doff):
                         m.d.sync += state.eq(_S.DONE)
 
-        # The option walker: four byte steps per R word, chained.
+        # The option walker: two chained byte steps per cycle, two cycles per
+        # options word (bytes 0-1 while the word is held, then bytes 2-3).
+        # Stall only a word that is there: `ready` must not wait for `valid`.
+        m.d.comb += opt_stall.eq(self.valid & (state == _S.OPTS) & in_frame & ~opt_half)
+        with m.If(opt_stall):
+            m.d.sync += opt_half.eq(1)
+        with m.Elif(r_valid):
+            m.d.sync += opt_half.eq(0)
+        half_b = [Mux(opt_half, rb[2], rb[0]), Mux(opt_half, rb[3], rb[1])]
         lane_pos  = [opt_pos]
         lane_len  = [opt_len]
         lane_kind = [opt_kind]
@@ -332,9 +346,9 @@ class FrameParser(wiring.Component):
         lane_ts   = [has_ts]
         lane_sack = [sack_n]
         lane_oth  = [other_opt]
-        walking = r_valid & (state == _S.OPTS) & r_full
-        for i in range(4):
-            b = rb[i]
+        walking = r_shown & (state == _S.OPTS) & r_full
+        for i in range(2):
+            b = half_b[i]
             pos, ln, kind, eol, bad = lane_pos[i], lane_len[i], lane_kind[i], lane_eol[i], lane_bad[i]
             ts, sk, oth = lane_ts[i], lane_sack[i], lane_oth[i]
             n_pos  = Signal(8, name=f"opt_pos_l{i + 1}")
@@ -388,9 +402,9 @@ class FrameParser(wiring.Component):
 
         with m.If(walking):
             m.d.sync += [
-                opt_pos.eq(lane_pos[4]), opt_len.eq(lane_len[4]), opt_kind.eq(lane_kind[4]),
-                opt_eol.eq(lane_eol[4]), opt_bad.eq(lane_bad[4]), has_ts.eq(lane_ts[4]),
-                sack_n.eq(lane_sack[4]), other_opt.eq(lane_oth[4]),
+                opt_pos.eq(lane_pos[2]), opt_len.eq(lane_len[2]), opt_kind.eq(lane_kind[2]),
+                opt_eol.eq(lane_eol[2]), opt_bad.eq(lane_bad[2]), has_ts.eq(lane_ts[2]),
+                sack_n.eq(lane_sack[2]), other_opt.eq(lane_oth[2]),
             ]
 
         # --- Finalize ----------------------------------------------------------
@@ -429,7 +443,7 @@ class FrameParser(wiring.Component):
         for i in range(KEY_WORDS):
             fold = fold ^ key[i].rotate_left((11 * i) % 32)
         fold_q = Signal(32)
-        m.d.comb += fold_q.eq(fold)
+        m.d.sync += fold_q.eq(fold)         # the key is final from the flush cycle on
         tag = Signal(16)
         m.d.comb += tag.eq((fold_q * 0x9E3779B1)[16:32])
 
@@ -473,7 +487,7 @@ class FrameParser(wiring.Component):
                                     dst[1], dst[2], dst[3])],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
                 opt_pos.eq(0), opt_len.eq(0), opt_kind.eq(0), opt_eol.eq(0), opt_bad.eq(0),
-                has_ts.eq(0), sack_n.eq(0), other_opt.eq(0),
+                has_ts.eq(0), sack_n.eq(0), other_opt.eq(0), opt_half.eq(0),
             ]
             # ts/sack bytes need no reset: has_ts and sack_n say which are valid.
             # Zero them anyway so equal ACKs always produce equal records.
