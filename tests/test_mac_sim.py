@@ -349,7 +349,7 @@ def test_ethernet_mac_rejects_bad_parameters():
         EthernetMAC(max_frame_bytes=20)
 
 
-def test_tx_prefetch_registers_keep_order_under_random_stalls():
+def test_tx_prefetch_keeps_order_under_random_stalls():
     from ackfilter.mac.tx import _Prefetch
     dut = _Prefetch(8)
     src = list(range(200))

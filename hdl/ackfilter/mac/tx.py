@@ -11,9 +11,9 @@ Two blocks:
   in the FCS slots, so no path goes through both the byte multiplexers and
   the CRC.
 * :class:`MACTx`: a writer in the system domain, two async FIFOs, each
-  followed by two prefetch registers in ``tx_domain`` (so the framer's
-  decisions stay off the FIFOs' pointer and block RAM address paths), and
-  the framer.
+  followed by a register stage and a small queue in ``tx_domain`` (so the
+  framer's decisions stay off the FIFOs' pointer and block RAM address paths,
+  and the block RAM's output off the framer's), and the framer.
 
 **Store-and-forward.** The writer puts each frame's words into a *data* FIFO
 and, one cycle after its last word, a token into a small *token* FIFO. The
@@ -97,6 +97,7 @@ class TxFramer(wiring.Component):
         word_last_lane = Signal(2)
         word_last = Signal()
         lane = Signal(2)
+        lane_is_last = Signal()       # lane == word_last_lane, kept ahead of time
         sent = Signal(6)              # data and pad bytes sent, saturating at 63
         fcs_count = Signal(2)
         gap_count = Signal(range(IFG_BYTES))
@@ -108,6 +109,7 @@ class TxFramer(wiring.Component):
                 word_last_lane.eq(self.d_data.last_lane),
                 word_last.eq(self.d_data.last),
                 lane.eq(0),
+                lane_is_last.eq(self.d_data.last_lane == 0),
             ]
 
         def take_token():
@@ -142,7 +144,7 @@ class TxFramer(wiring.Component):
                     emit(_Slot.DATA, word.word_select(lane, 8))
                     with m.If(sent != 63):
                         m.d.sync += sent.eq(sent + 1)
-                    with m.If(lane == word_last_lane):
+                    with m.If(lane_is_last):
                         with m.If(word_last):
                             m.d.sync += fcs_count.eq(0)
                             with m.If(sent >= MIN_FRAME_BYTES - 1):
@@ -152,7 +154,7 @@ class TxFramer(wiring.Component):
                         with m.Else():
                             load_word()
                     with m.Else():
-                        m.d.sync += lane.eq(lane + 1)
+                        m.d.sync += [lane.eq(lane + 1), lane_is_last.eq(lane + 1 == word_last_lane)]
             with m.State("Pad"):
                 with m.If(stb):
                     emit(_Slot.DATA, 0)
@@ -201,11 +203,15 @@ class TxFramer(wiring.Component):
 
 
 class _Prefetch(wiring.Component):
-    """Two registers between an async FIFO's read port and its reader.
+    """A register stage and a small FIFO between an async FIFO's read port and
+    its reader.
 
-    The FIFO is read whenever a register is free, so its ``r_en`` depends on
-    registers only: the reader's decision (``r_en`` here) never reaches the
-    FIFO's pointer adder and block RAM address in the same cycle.
+    The async FIFO's data comes straight from block RAM, which may sit far
+    from the reader (the two PHYs are on opposite edges of the chip): the
+    popped word is first registered (``stage``, placed by the RAM), then
+    queued. The FIFO is popped only while the queue has room for everything
+    in flight, a decision on registers alone, so the reader's ``r_en`` never
+    reaches the FIFO's pointer adder and RAM address either.
     """
 
     def __init__(self, width):
@@ -220,23 +226,20 @@ class _Prefetch(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        count = Signal(range(3))
-        second = Signal.like(self.r_data)
-        take = self.r_en & self.r_rdy
-        fill = Signal()
+        m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=len(self.r_data), depth=4)
+        stage_v = Signal()
+        stage_d = Signal.like(self.r_data)
+        room = Signal()
         m.d.comb += [
-            self.r_rdy.eq(count != 0),
-            self.fifo_r_en.eq(count != 2),
-            fill.eq(self.fifo_r_rdy & (count != 2)),
+            room.eq(queue.level + stage_v < 3),
+            self.fifo_r_en.eq(room),
+            queue.w_en.eq(stage_v),
+            queue.w_data.eq(stage_d),
+            self.r_rdy.eq(queue.r_rdy),
+            self.r_data.eq(queue.r_data),
+            queue.r_en.eq(self.r_en),
         ]
-        m.d.sync += count.eq(count + fill - take)
-        with m.If((count == 0) | ((count == 1) & take)):
-            with m.If(fill):
-                m.d.sync += self.r_data.eq(self.fifo_r_data)
-        with m.Elif((count == 2) & take):
-            m.d.sync += self.r_data.eq(second)
-        with m.If(fill & (count == 1) & ~take):
-            m.d.sync += second.eq(self.fifo_r_data)
+        m.d.sync += [stage_v.eq(self.fifo_r_rdy & room), stage_d.eq(self.fifo_r_data)]
         return m
 
 
