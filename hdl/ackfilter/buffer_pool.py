@@ -37,28 +37,20 @@ class BufferPool(wiring.Component):
         m = Module()
         n = self.count
         free = Signal(n, init=(1 << (n - 1)) - 1)
-        nxt = Signal(n)
-        # Frees are registered first: a buffer given back is offered one
-        # cycle later, which costs nothing and keeps the queue manager's
-        # decision logic out of this block's timing path.
-        free_a_en, free_b_en = Signal(), Signal()
-        free_a_id, free_b_id = Signal.like(self.free_a_id), Signal.like(self.free_b_id)
-        m.d.sync += [
-            free_a_en.eq(self.free_a_en), free_a_id.eq(self.free_a_id),
-            free_b_en.eq(self.free_b_en), free_b_id.eq(self.free_b_id),
-        ]
-        m.d.comb += nxt.eq(free)
-        for i in range(n):
-            with m.If(self.take & (self.alloc_id == i)):
-                m.d.comb += nxt[i].eq(0)
-            with m.If((free_a_en & (free_a_id == i)) | (free_b_en & (free_b_id == i))):
-                m.d.comb += nxt[i].eq(1)
-        m.d.sync += free.eq(nxt)
+        # Frees are registered first (as a bitmap): a buffer given back is
+        # offered one cycle later, which costs nothing and keeps the queue
+        # manager's decision logic out of this block's timing path.
+        returned = Signal(n)
+        m.d.sync += returned.eq(Cat((self.free_a_en & (self.free_a_id == i)) |
+                                    (self.free_b_en & (self.free_b_id == i)) for i in range(n)))
+        offered = Cat(self.alloc_id == i for i in range(n))
 
-        # Offer the lowest free buffer, already counting this cycle's take.
-        any_free, lowest = lowest_set(nxt)
-        m.d.sync += [
-            self.alloc_valid.eq(any_free),
-            self.alloc_id.eq(lowest),
-        ]
+        # Both possible next bitmaps and their lowest free buffer are worked
+        # out from registers; ``take`` (late: it depends on the entry FIFO's
+        # ``w_rdy`` through the ingress) only selects between them.
+        for nxt, cond in (((free & ~offered) | returned, self.take),
+                          (free | returned, ~self.take)):
+            any_free, lowest = lowest_set(nxt)
+            with m.If(cond):
+                m.d.sync += [free.eq(nxt), self.alloc_valid.eq(any_free), self.alloc_id.eq(lowest)]
         return m

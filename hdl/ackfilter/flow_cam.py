@@ -17,13 +17,15 @@ __all__ = ["FlowCAM"]
 
 
 class FlowCAM(wiring.Component):
-    """A register CAM of ``entries`` tags with a registered priority encoder.
+    """A register CAM of ``entries`` tags; compare and priority encoder are
+    separate pipeline stages.
 
     Ports
     -----
     lookup_tag : In(tag_bits)
-        Compared against every valid entry; ``hit``/``hit_index`` follow one
-        cycle later (``lookup_tag`` must be held for that cycle).
+        Compared against every entry; ``hit``/``hit_index`` answer the
+        ``lookup_tag`` of two cycles before, against the table with that
+        cycle's ``set`` and ``clear`` already applied.
     free, free_index : Out
         Registered: some entry is unused, and the lowest such entry.
     set_en, set_index, set_tag : In
@@ -61,10 +63,22 @@ class FlowCAM(wiring.Component):
         tags  = [Signal(self.tag_bits, name=f"tag{i}") for i in range(n)]
         valid = Signal(n)
 
+        # Stage 1: the match vector against the table's next state (this
+        # cycle's set and clear applied), registered.
         match = Signal(n)
-        m.d.comb += match.eq(Cat(valid[i] & (tags[i] == self.lookup_tag) for i in range(n)))
+        set_matches = self.set_tag == self.lookup_tag
+        for i in range(n):
+            set_i = self.set_en & (self.set_index == i)
+            clear_i = self.clear_en & (self.clear_index == i)
+            with m.If(set_i):
+                m.d.sync += [valid[i].eq(1), tags[i].eq(self.set_tag), match[i].eq(set_matches)]
+            with m.Else():
+                with m.If(clear_i):
+                    m.d.sync += valid[i].eq(0)
+                m.d.sync += match[i].eq(valid[i] & ~clear_i & (tags[i] == self.lookup_tag))
 
-        # Registered priority encoders (trees): the lowest matching and the lowest free entry.
+        # Stage 2: registered priority encoders (trees), the lowest matching
+        # and the lowest free entry.
         any_match, hit_index = lowest_set(match)
         any_free, free_index = lowest_set(~valid)
         m.d.sync += [
@@ -73,12 +87,6 @@ class FlowCAM(wiring.Component):
             self.free.eq(any_free),
             self.free_index.eq(free_index),
         ]
-
-        for i in range(n):
-            with m.If(self.clear_en & (self.clear_index == i)):
-                m.d.sync += valid[i].eq(0)
-            with m.If(self.set_en & (self.set_index == i)):
-                m.d.sync += [valid[i].eq(1), tags[i].eq(self.set_tag)]
 
         used = 0
         for i in range(n):

@@ -138,6 +138,8 @@ class QueueManager(wiring.Component):
         m.submodules.records = records = Memory(shape=64, depth=n_flows * RECORD_WORDS, init=[])
         rec_w = records.write_port()
         rec_r = records.read_port()
+        rec_word = Signal(64)                    # rec_r.data, registered
+        m.d.sync += rec_word.eq(rec_r.data)
 
         flow_count  = Array(Signal(range(n_slots + 1), name=f"flow_count{i}") for i in flow_ids)
         flow_newest = Array(Signal(slot_ids, name=f"flow_newest{i}") for i in flow_ids)
@@ -146,6 +148,25 @@ class QueueManager(wiring.Component):
         tail = Signal(slot_ids)
         qlen = Signal(range(n_slots + 1))
         credit = Signal(signed(28))
+
+        # The head ACK and whether it is its flow's last, registered every
+        # cycle. They lag a change of head, ring or flow counts by one cycle,
+        # which is never seen: the states that use them (Depart, Drop-Front)
+        # are entered only from states that change none of these (Idle,
+        # Decide-* when the queue is full).
+        head_q   = Signal(ring_layout)
+        head_one = Signal()
+        m.d.sync += [
+            head_q.eq(ring_head.data),
+            head_one.eq(Cat(c == 1 for c in flow_count).bit_select(ring_head.data.flow, 1)),
+        ]
+
+        def count_add(flow, delta):
+            """``flow_count[flow] += delta``, decoded per entry rather than
+            through a read multiplexer."""
+            for i in flow_ids:
+                with m.If(flow == i):
+                    m.d.sync += flow_count[i].eq(flow_count[i] + delta)
 
         def wrap_inc(v):
             return Mux(v == n_slots - 1, 0, v + 1)
@@ -166,12 +187,14 @@ class QueueManager(wiring.Component):
         all_cov    = Signal()                # every old SACK block is covered
         new_cov    = Signal(4)               # new SACK block k lies inside an old one
         rk         = Signal(range(RECORD_WORDS + 1))
+        key_word   = Signal(64)                  # the key word due in rec_word next cycle
         # Decided while the record streams in, so that Decide-Hit is short.
         count_q    = Signal(range(n_slots + 1))  # flow_count[idx]
         newest_q   = Signal(slot_ids)             # flow_newest[idx]
-        old_buf_q  = Signal(self.buf_bits)        # buffer of the flow's newest queued ACK
+        old_buf_q  = Signal(self.buf_bits)        # ring[newest_q].buf: the newest queued ACK's buffer
         ack_gt_q   = Signal()                     # after(new.ack, old.ack)
         ack_eq_q   = Signal()
+        sack_ahead = Signal(4)                    # new SACK block k ends after new.ack
         flags_ok_q = Signal()                     # supersedable, same ECE/CWR/ECN
         ts_ok_q    = Signal()
 
@@ -212,20 +235,36 @@ class QueueManager(wiring.Component):
 
         def leave_head():
             """Bookkeeping of the head ACK leaving the queue (sent or dropped)."""
-            h = ring_head.data
             m.d.sync += [head.eq(wrap_inc(head)), qlen.eq(qlen - 1)]
-            with m.If(h.tracked):
-                m.d.sync += flow_count[h.flow].eq(flow_count[h.flow] - 1)
-                with m.If(flow_count[h.flow] == 1):
-                    m.d.comb += [cam.clear_en.eq(1), cam.clear_index.eq(h.flow)]
+            with m.If(head_q.tracked):
+                count_add(head_q.flow, -1)
+                with m.If(head_one):
+                    m.d.comb += [cam.clear_en.eq(1), cam.clear_index.eq(head_q.flow)]
 
         m.d.comb += [
             ring_head.addr.eq(head),
-            ring_new.addr.eq(flow_newest[idx]),
+            ring_new.addr.eq(newest_q),
             self.data_queue_frames.eq(desc.level),
             self.flows_active.eq(cam.used),
             self.ack_queue_depth.eq(qlen),
             self.backlog.eq((qlen != 0) | desc.r_rdy),
+        ]
+
+        # The credit change of a departure, ``charge_n * charge_k`` (or a
+        # reset), is applied in the cycle after it and ``credit > 0`` is
+        # registered in the next, which keeps the multiplier and the wide
+        # compare off the scheduling decision. The next departure is three
+        # cycles later at the earliest: the egress is busy the cycle after a
+        # start, and Idle lies between.
+        charge_n = Signal(16)
+        charge_k = Signal(signed(10))
+        charge_clear = Signal()
+        credit_pos = Signal()
+        m.d.sync += [
+            credit.eq(Mux(charge_clear, 0, credit + charge_n * charge_k)),
+            charge_k.eq(0),
+            charge_clear.eq(0),
+            credit_pos.eq(credit > 0),
         ]
 
         wk = Signal(range(RECORD_WORDS))            # record word being written
@@ -262,11 +301,14 @@ class QueueManager(wiring.Component):
                         m.next = "Lookup"
 
             with m.State("Lookup"):
-                # The CAM sees meta.tag now; its registered answer is ready next cycle.
+                # The CAM has seen meta.tag since the previous state (Arrive
+                # or Drop-Front); its answer is ready next cycle.
                 m.next = "Await-Lookup"
 
             with m.State("Await-Lookup"):
-                m.d.sync += [rk.eq(0), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
+                # Word 0 of a hit's record is read already.
+                m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
+                m.d.sync += [rk.eq(1), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
                 with m.If(cam.hit):
                     m.d.sync += idx.eq(cam.hit_index)
                     m.next = "Read-Record"
@@ -275,23 +317,29 @@ class QueueManager(wiring.Component):
                     m.next = "Decide-Miss"
 
             with m.State("Read-Record"):
+                # Word rk is read, word rk - 1 comes out of the block RAM into
+                # a register, word rk - 2 is compared from there.
                 m.d.comb += rec_r.addr.eq(idx * RECORD_WORDS + rk)
                 m.d.sync += [
                     rk.eq(rk + 1),
                     count_q.eq(flow_count[idx]),
                     newest_q.eq(flow_newest[idx]),
                     old_buf_q.eq(ring_new.data.buf),
+                    sack_ahead.eq(Cat((meta.sack_n > k) & _after(e[k], meta.ack) for k in range(4))),
                 ]
-                lo, hi = rec_r.data[0:32], rec_r.data[32:64]
-                j = rk - 1                           # the word arriving now
-                with m.If(rk != 0):
+                with m.Switch(rk - 1):
+                    for jj in range(6):
+                        with m.Case(jj):
+                            m.d.sync += key_word.eq(record_word(jj))
+                lo, hi = rec_word[0:32], rec_word[32:64]
+                j = rk - 2                           # the word compared now
+                with m.If(rk >= 2):
                     with m.Switch(j):
-                        for jj in range(5):
-                            with m.Case(jj):
-                                with m.If((lo != meta.key[2 * jj]) | (hi != meta.key[2 * jj + 1])):
-                                    m.d.sync += key_eq.eq(0)
+                        with m.Case(0, 1, 2, 3, 4):
+                            with m.If(rec_word != key_word):
+                                m.d.sync += key_eq.eq(0)
                         with m.Case(5):
-                            with m.If(lo != meta.key[KEY_WORDS - 1]):
+                            with m.If(lo != key_word[:32]):
                                 m.d.sync += key_eq.eq(0)
                         with m.Case(REC_ACK):
                             of = data.View(old_flags.shape(), hi[:len(old_flags.as_value())])
@@ -318,7 +366,7 @@ class QueueManager(wiring.Component):
                                 for k in range(4):
                                     with m.If(valid & _inside(s[k], e[k], lo, hi)):
                                         m.d.sync += new_cov[k].eq(1)
-                with m.If(rk == REC_USED):
+                with m.If(rk == REC_USED + 1):
                     m.next = "Decide-Hit"
 
             # Where the ACK goes once it needs a queue position.
@@ -336,8 +384,8 @@ class QueueManager(wiring.Component):
                     ]
                     m.d.sync += [tail.eq(wrap_inc(tail)), qlen.eq(qlen + 1)]
                     if tracked:
+                        count_add(idx, 1)
                         m.d.sync += [
-                            flow_count[idx].eq(flow_count[idx] + 1),
                             flow_newest[idx].eq(tail),
                             wk.eq(0 if new_entry else REC_ACK),
                             done_event.eq(kind),
@@ -359,10 +407,7 @@ class QueueManager(wiring.Component):
                         m.d.comb += self.stat_cam_full.eq(1)
 
             with m.State("Decide-Hit"):
-                strictly_more = ack_gt_q | (
-                    ack_eq_q &
-                    Cat(*[(meta.sack_n > k) & ~new_cov[k] & _after(e[k], meta.ack)
-                          for k in range(4)]).any())
+                strictly_more = ack_gt_q | (ack_eq_q & (sack_ahead & ~new_cov).any())
                 may = flags_ok_q & ts_ok_q & all_cov & strictly_more
                 enough = Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)
                 with m.If(~key_eq):
@@ -399,22 +444,20 @@ class QueueManager(wiring.Component):
 
             with m.State("Drop-Front"):
                 leave_head()
-                m.d.comb += [self.free_buf_en.eq(1), self.free_buf_id.eq(ring_head.data.buf)]
+                m.d.comb += [self.free_buf_en.eq(1), self.free_buf_id.eq(head_q.buf)]
                 event(Event.DROP_ACK_FRONT)
                 m.next = "Lookup"
 
             with m.State("Depart"):
                 have_ack = qlen != 0
                 have_data = desc.r_rdy
-                pick_data = have_data & (~have_ack | (credit > 0))
-                nbytes = Mux(pick_data, desc.r_data[self.ring_bits:], ring_head.data.nbytes)
+                pick_data = have_data & (~have_ack | credit_pos)
+                nbytes = Mux(pick_data, desc.r_data[self.ring_bits:], head_q.nbytes)
+                m.d.sync += charge_n.eq(nbytes)
                 with m.If(have_ack & have_data):
-                    with m.If(pick_data):
-                        m.d.sync += credit.eq(credit - nbytes * (256 - self.data_share))
-                    with m.Else():
-                        m.d.sync += credit.eq(credit + nbytes * self.data_share)
+                    m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
                 with m.Else():
-                    m.d.sync += credit.eq(0)
+                    m.d.sync += charge_clear.eq(1)
                 m.d.comb += [self.egress_start.eq(1), self.egress_bytes.eq(nbytes)]
                 with m.If(pick_data):
                     m.d.comb += [
@@ -427,7 +470,7 @@ class QueueManager(wiring.Component):
                     leave_head()
                     m.d.comb += [
                         self.egress_is_ack.eq(1),
-                        self.egress_addr.eq(ring_head.data.buf),
+                        self.egress_addr.eq(head_q.buf),
                     ]
                     event(Event.DEPART_ACK)
                 m.next = "Idle"
