@@ -187,7 +187,7 @@ class QueueManager(wiring.Component):
         all_cov    = Signal()                # every old SACK block is covered
         new_cov    = Signal(4)               # new SACK block k lies inside an old one
         rk         = Signal(range(RECORD_WORDS + 1))
-        key_word   = Signal(64)                  # the key word due in rec_word next cycle
+        key_word   = Signal(64)                  # the record word due in rec_word next cycle
         # Decided while the record streams in, so that Decide-Hit is short.
         count_q    = Signal(range(n_slots + 1))  # flow_count[idx]
         newest_q   = Signal(slot_ids)             # flow_newest[idx]
@@ -225,6 +225,19 @@ class QueueManager(wiring.Component):
                 return Cat(meta.tsval, meta.tsecr)
             k = j - REC_SACK
             return Cat(meta.sack[k].start, meta.sack[k].end)
+
+        # The record words of `cur` in a shift register, so that reading them
+        # in order (key compare, record write) takes no wide multiplexer: it is
+        # loaded with words start.. and shifts one word per cycle. (A 12:1 x
+        # 64-bit multiplexer here was the routing hot spot of the board.)
+        rec_sh = Signal(64 * REC_USED)
+
+        def load_record(start):
+            m.d.sync += rec_sh.eq(Cat(*[record_word(j) for j in range(start, REC_USED)]))
+
+        def next_record_word():
+            m.d.sync += rec_sh.eq(rec_sh[64:])
+            return rec_sh[:64]
 
         # Events and strobes default low.
         ev = Signal(Event)
@@ -309,6 +322,7 @@ class QueueManager(wiring.Component):
                 # Word 0 of a hit's record is read already.
                 m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
                 m.d.sync += [rk.eq(1), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
+                load_record(0)
                 with m.If(cam.hit):
                     m.d.sync += idx.eq(cam.hit_index)
                     m.next = "Read-Record"
@@ -327,10 +341,7 @@ class QueueManager(wiring.Component):
                     old_buf_q.eq(ring_new.data.buf),
                     sack_ahead.eq(Cat((meta.sack_n > k) & _after(e[k], meta.ack) for k in range(4))),
                 ]
-                with m.Switch(rk - 1):
-                    for jj in range(6):
-                        with m.Case(jj):
-                            m.d.sync += key_word.eq(record_word(jj))
+                m.d.sync += key_word.eq(next_record_word())      # word rk - 1
                 lo, hi = rec_word[0:32], rec_word[32:64]
                 j = rk - 2                           # the word compared now
                 with m.If(rk >= 2):
@@ -390,6 +401,7 @@ class QueueManager(wiring.Component):
                             wk.eq(0 if new_entry else REC_ACK),
                             done_event.eq(kind),
                         ]
+                        load_record(0 if new_entry else REC_ACK)
                         if new_entry:
                             m.d.comb += [cam.set_en.eq(1), cam.set_index.eq(idx),
                                          cam.set_tag.eq(meta.tag)]
@@ -427,16 +439,14 @@ class QueueManager(wiring.Component):
                         self.stat_superseded.eq(1),
                     ]
                     m.d.sync += [wk.eq(REC_ACK), done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
+                    load_record(REC_ACK)
                     m.next = "Write-Record"
                 with m.Else():
                     append(True, False, Event.ARRIVE_ACK_NEW)
 
             with m.State("Write-Record"):
                 m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
-                with m.Switch(wk):
-                    for j in range(REC_USED):
-                        with m.Case(j):
-                            m.d.comb += rec_w.data.eq(record_word(j))
+                m.d.comb += rec_w.data.eq(next_record_word())   # word wk
                 m.d.sync += wk.eq(wk + 1)
                 with m.If(wk == REC_USED - 1):
                     event(done_event)
