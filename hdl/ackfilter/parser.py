@@ -347,6 +347,13 @@ class FrameParser(wiring.Component):
         lane_sack = [sack_n]
         lane_oth  = [other_opt]
         walking = r_shown & (state == _S.OPTS) & r_full
+        # Captures are registered (lane, byte, target) and written a cycle
+        # later, off the walker's chain; `finalize` is at least two cycles on.
+        cap_en   = [Signal(name=f"cap_en{i}") for i in range(2)]
+        cap_ts   = [Signal(name=f"cap_ts{i}") for i in range(2)]
+        cap_at   = [Signal(8, name=f"cap_at{i}") for i in range(2)]
+        cap_byte = [Signal(8, name=f"cap_byte{i}") for i in range(2)]
+        m.d.sync += [c.eq(0) for c in cap_en]
         for i in range(2):
             b = half_b[i]
             pos, ln, kind, eol, bad = lane_pos[i], lane_len[i], lane_kind[i], lane_eol[i], lane_bad[i]
@@ -389,16 +396,25 @@ class FrameParser(wiring.Component):
                     m.d.comb += n_oth.eq(1)
             with m.Else():
                 m.d.comb += n_pos.eq(Mux(pos + 1 == ln, 0, pos + 1))
-                with m.If(walking):
-                    for d in range(8):
-                        with m.If((kind == 8) & (pos == d + 2)):
-                            m.d.sync += ts_bytes[d].eq(b)
-                    for d in range(32):
-                        with m.If((kind == 5) & (pos == d + 2)):
-                            m.d.sync += sack_bytes[d].eq(b)
+                # A timestamp or SACK data byte: stored next cycle (below).
+                m.d.sync += [
+                    cap_en[i].eq(walking & ((kind == 8) | (kind == 5))),
+                    cap_ts[i].eq(kind == 8),
+                    cap_at[i].eq(pos - 2),
+                ]
+            m.d.sync += cap_byte[i].eq(b)
             lane_pos.append(n_pos); lane_len.append(n_len); lane_kind.append(n_kind)
             lane_eol.append(n_eol); lane_bad.append(n_bad); lane_ts.append(n_ts)
             lane_sack.append(n_sack); lane_oth.append(n_oth)
+
+        for i in range(2):
+            with m.If(cap_en[i]):
+                for d in range(8):
+                    with m.If(cap_ts[i] & (cap_at[i] == d)):
+                        m.d.sync += ts_bytes[d].eq(cap_byte[i])
+                for d in range(32):
+                    with m.If(~cap_ts[i] & (cap_at[i] == d)):
+                        m.d.sync += sack_bytes[d].eq(cap_byte[i])
 
         with m.If(walking):
             m.d.sync += [

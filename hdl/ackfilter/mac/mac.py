@@ -121,13 +121,17 @@ class EthernetMAC(wiring.Component):
         m.submodules.speed_tx_cdc = cdc.FFSynchronizer(self.speed_1000, tx_conv.speed_1000,
                                                        o_domain=tx, init=1)
 
+        # The converter sits by the pads, the transmit path by its FIFO, which
+        # may be the chip's width away: the strobe crosses as a register.
+        tx_stb = Signal()
+        m.d[tx] += tx_stb.eq(tx_conv.stb_next)
         m.d.comb += [
             rx_conv.rxd_rise.eq(self.rxd_rise), rx_conv.rxd_fall.eq(self.rxd_fall),
             rx_conv.rx_ctl_rise.eq(self.rx_ctl_rise), rx_conv.rx_ctl_fall.eq(self.rx_ctl_fall),
             rx_path.valid.eq(rx_conv.valid), rx_path.data.eq(rx_conv.data),
             rx_path.dv.eq(rx_conv.dv), rx_path.er.eq(rx_conv.er),
 
-            tx_path.stb.eq(tx_conv.stb),
+            tx_path.stb.eq(tx_stb),
             tx_conv.data.eq(tx_path.data), tx_conv.en.eq(tx_path.en), tx_conv.er.eq(tx_path.er),
             self.txd_rise.eq(tx_conv.txd_rise), self.txd_fall.eq(tx_conv.txd_fall),
             self.tx_ctl_rise.eq(tx_conv.tx_ctl_rise), self.tx_ctl_fall.eq(tx_conv.tx_ctl_fall),

@@ -168,6 +168,8 @@ class RGMIITxConverter(wiring.Component):
         The transmitter must present the next byte (``data``, ``en``, ``er``)
         from the cycle after ``stb`` on, and hold it until the cycle after
         the next ``stb``. Every cycle at 1000 Mb/s.
+    stb_next : Out(1)
+        ``stb`` one cycle ahead, for a transmitter placed far away to register.
     data, en, er : In
         The byte (bit 0 first on the wire), ``tx_en`` and ``tx_er``.
     txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : Out
@@ -179,6 +181,7 @@ class RGMIITxConverter(wiring.Component):
         super().__init__({
             "speed_1000":  In(1),
             "stb":         Out(1),
+            "stb_next":    Out(1),
             "data":        In(8),
             "en":          In(1),
             "er":          In(1),
@@ -198,7 +201,7 @@ class RGMIITxConverter(wiring.Component):
         high = Signal()                # 100 Mb/s: second nibble of the byte
 
         with m.If(self.speed_1000):
-            m.d.comb += self.stb.eq(1)
+            m.d.comb += [self.stb.eq(1), self.stb_next.eq(1)]
             m.d.sync += [
                 self.txd_rise.eq(self.data[0:4]),
                 self.txd_fall.eq(self.data[4:8]),
@@ -209,7 +212,7 @@ class RGMIITxConverter(wiring.Component):
                 phase.eq(0), nib_phase.eq(0), high.eq(0),
             ]
         with m.Else():
-            m.d.comb += self.stb.eq(phase == 9)
+            m.d.comb += [self.stb.eq(phase == 9), self.stb_next.eq(phase == 8)]
             m.d.sync += [
                 phase.eq(Mux(phase == 9, 0, phase + 1)),
                 nib_phase.eq(Mux(nib_phase == 4, 0, nib_phase + 1)),

@@ -203,8 +203,8 @@ class TxFramer(wiring.Component):
 
 
 class _Prefetch(wiring.Component):
-    """A register stage and a small FIFO between an async FIFO's read port and
-    its reader.
+    """A register stage and a three-register queue between an async FIFO's
+    read port and its reader.
 
     The async FIFO's data comes straight from block RAM, which may sit far
     from the reader (the two PHYs are on opposite edges of the chip): the
@@ -226,20 +226,35 @@ class _Prefetch(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=len(self.r_data), depth=4)
         stage_v = Signal()
         stage_d = Signal.like(self.r_data)
+        # The queue: registers q[0] (the output), q[1], q[2]; full[i] says q[i]
+        # holds a word (a thermometer code). Popping the FIFO only while the
+        # queue has room for what is in flight keeps it from overflowing.
+        q = [Signal.like(self.r_data, name=f"q{i}") for i in range(3)]
+        full = Signal(3)
         room = Signal()
+        pop = Signal()
         m.d.comb += [
-            room.eq(queue.level + stage_v < 3),
+            room.eq(~full[2] & ~(full[1] & stage_v)),
             self.fifo_r_en.eq(room),
-            queue.w_en.eq(stage_v),
-            queue.w_data.eq(stage_d),
-            self.r_rdy.eq(queue.r_rdy),
-            self.r_data.eq(queue.r_data),
-            queue.r_en.eq(self.r_en),
+            self.r_rdy.eq(full[0]),
+            self.r_data.eq(q[0]),
+            pop.eq(self.r_en & full[0]),
         ]
         m.d.sync += [stage_v.eq(self.fifo_r_rdy & room), stage_d.eq(self.fifo_r_data)]
+        # After a pop the queue moves down one place; the staged word goes to
+        # the first free place.
+        shifted = Mux(pop, Cat(full[1:], 0), full)
+        m.d.sync += full.eq(Mux(stage_v, Cat(1, shifted[:2]), shifted))
+        for i in range(3):
+            above = full[i + 1] if i < 2 else C(0)
+            below = full[i - 1] if i > 0 else C(1)
+            with m.If(stage_v & Mux(pop, full[i] & ~above, below & ~full[i])):
+                m.d.sync += q[i].eq(stage_d)
+            if i < 2:
+                with m.Elif(pop):
+                    m.d.sync += q[i].eq(q[i + 1])
         return m
 
 
