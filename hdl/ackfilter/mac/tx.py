@@ -102,14 +102,27 @@ class TxFramer(wiring.Component):
         fcs_count = Signal(2)
         gap_count = Signal(range(IFG_BYTES))
 
+        # The next word waits in `nxt`, refilled from the FIFO side whenever
+        # empty (a decision on one register), so taking a word on a strobe
+        # never reaches back into the prefetch queue. Words are taken at most
+        # every fourth byte time, the refill takes one cycle.
+        nxt = Signal.like(self.d_data)
+        nxt_valid = Signal()
+        take = Signal()
+        m.d.comb += self.d_en.eq(~nxt_valid & self.d_rdy)
+        with m.If(~nxt_valid & self.d_rdy):
+            m.d.sync += [nxt.eq(self.d_data), nxt_valid.eq(1)]
+        with m.Elif(take):
+            m.d.sync += nxt_valid.eq(0)
+
         def load_word():
-            m.d.comb += self.d_en.eq(1)
+            m.d.comb += take.eq(1)
             m.d.sync += [
-                word.eq(self.d_data.data),
-                word_last_lane.eq(self.d_data.last_lane),
-                word_last.eq(self.d_data.last),
+                word.eq(nxt.data),
+                word_last_lane.eq(nxt.last_lane),
+                word_last.eq(nxt.last),
                 lane.eq(0),
-                lane_is_last.eq(self.d_data.last_lane == 0),
+                lane_is_last.eq(nxt.last_lane == 0),
             ]
 
         def take_token():
@@ -180,9 +193,9 @@ class TxFramer(wiring.Component):
             with m.State("Drain"):
                 with m.If(stb):
                     emit(_Slot.IDLE)
-                with m.If(self.d_rdy):
-                    m.d.comb += self.d_en.eq(1)
-                    with m.If(self.d_data.last):
+                with m.If(nxt_valid):
+                    m.d.comb += take.eq(1)
+                    with m.If(nxt.last):
                         m.next = "Idle"
 
         # Stage B.
