@@ -618,7 +618,7 @@ def place_and_route(design, workdir, *, seed=1, timeout=1800):
     (workdir / "constraints.lpf").write_text(constraints_lpf(design))
     cmd = [_tool("nextpnr-ecp5"), *DEVICE["nextpnr_args"], "--json", "netlist.json",
            "--lpf", "constraints.lpf", "--lpf-allow-unconstrained", "--report", "report.json",
-           "--timing-allow-fail", "--seed", str(seed), "--log", "pnr.log", "-q"]
+           "--timing-allow-fail", "--router", "router2", "--seed", str(seed), "--log", "pnr.log", "-q"]
     wall = _run(cmd, cwd=workdir, log=workdir / "pnr.log", timeout=timeout, what="nextpnr-ecp5")
     pnr = parse_nextpnr_report((workdir / "report.json").read_text())
     from_log = parse_nextpnr_log((workdir / "pnr.log").read_text())
