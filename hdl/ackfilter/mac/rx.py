@@ -30,10 +30,11 @@ IEEE 802.3 clause 4.2.4.2.2), ``phy_error`` (``rx_er`` during the frame),
 """
 
 from amaranth.hdl import *
-from amaranth.lib import cdc, data, fifo, wiring
+from amaranth.lib import cdc, data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..stream import FrameStream, WORD_BYTES
+from .afifo import FastAsyncFIFO
 from .crc import CRC32
 
 __all__ = ["fifo_entry_layout", "keep_of_last_lane", "RxFramer", "MACRx", "RX_STROBES",
@@ -289,9 +290,9 @@ class MACRx(wiring.Component):
         m = Module()
         rx = self._rx_domain
         m.submodules.framer = framer = DomainRenamer(rx)(RxFramer(max_frame_bytes=self.max_frame_bytes))
-        m.submodules.data_fifo = data_fifo = fifo.AsyncFIFO(
+        m.submodules.data_fifo = data_fifo = FastAsyncFIFO(
             width=fifo_entry_layout.size, depth=self.fifo_words, w_domain=rx, r_domain="sync")
-        m.submodules.status_fifo = status_fifo = fifo.AsyncFIFO(
+        m.submodules.status_fifo = status_fifo = FastAsyncFIFO(
             width=1, depth=self.status_entries, w_domain=rx, r_domain="sync")
 
         m.d.comb += [

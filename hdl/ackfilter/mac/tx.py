@@ -29,10 +29,11 @@ framer takes the next token in the last gap slot.
 """
 
 from amaranth.hdl import *
-from amaranth.lib import fifo, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..stream import FrameStream, WORD_BYTES
+from .afifo import FastAsyncFIFO
 from .crc import CRC32
 from .rx import DEFAULT_MAX_FRAME_BYTES, FCS_BYTES, SFD, fifo_entry_layout
 
@@ -329,9 +330,9 @@ class MACTx(wiring.Component):
         m = Module()
         tx = self._tx_domain
         m.submodules.framer = framer = DomainRenamer(tx)(TxFramer())
-        m.submodules.data_fifo = data_fifo = fifo.AsyncFIFO(
+        m.submodules.data_fifo = data_fifo = FastAsyncFIFO(
             width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain=tx)
-        m.submodules.token_fifo = token_fifo = fifo.AsyncFIFO(
+        m.submodules.token_fifo = token_fifo = FastAsyncFIFO(
             width=1, depth=self.token_entries, w_domain="sync", r_domain=tx)
 
         data_pre = m.submodules.data_prefetch = DomainRenamer(tx)(_Prefetch(fifo_entry_layout.size))
