@@ -18,7 +18,8 @@ import pytest
 from amaranth.hdl import *
 from amaranth.sim import Simulator
 
-from ackfilter.mac.crc import CRC32, CRC32_RESIDUE, crc32, crc32_update, fcs_bytes, CRC32_INIT
+from ackfilter.mac.crc import (CRC32, CRC32_INIT, CRC32_RESIDUE, crc32, crc32_term, crc32_update,
+                               fcs_bytes)
 from ackfilter.mac.rgmii import RGMIIRxConverter, RGMIITxConverter
 from ackfilter.mac.rx import RxFramer
 from ackfilter.mac.tx import TxFramer
@@ -55,31 +56,29 @@ def test_crc32_gateware_matches_zlib_byte_by_byte():
     rng = random.Random(2)
     frames = [rng.randbytes(n) for n in (1, 2, 3, 4, 5, 17, 60, 64, 200)]
 
+    async def run(ctx, data):
+        ctx.set(dut.init, 1)
+        await ctx.tick()
+        ctx.set(dut.init, 0)
+        for b in data:
+            ctx.set(dut.en, 1)
+            ctx.set(dut.term, crc32_term(b))
+            await ctx.tick()
+            yield
+        ctx.set(dut.en, 0)
+
     async def tb(ctx):
         for data in frames:
-            ctx.set(dut.init, 1)
-            await ctx.tick()
-            ctx.set(dut.init, 0)
-            for i, b in enumerate(data):
-                ctx.set(dut.en, 1)
-                ctx.set(dut.data, b)
-                await ctx.tick()
-                assert ctx.get(dut.crc) ^ 0xFFFFFFFF == zlib.crc32(data[:i + 1])
-            for b in fcs_bytes(data):
-                ctx.set(dut.data, b)
-                await ctx.tick()
-            ctx.set(dut.en, 0)
+            i = 0
+            async for _ in run(ctx, data + fcs_bytes(data)):
+                i += 1
+                if i <= len(data):
+                    assert ctx.get(dut.crc) ^ 0xFFFFFFFF == zlib.crc32(data[:i])
             await ctx.tick()
             assert ctx.get(dut.residue_ok)
             # a corrupted frame does not leave the residue
-            ctx.set(dut.init, 1)
-            await ctx.tick()
-            ctx.set(dut.init, 0)
-            for b in data[:-1] + bytes([data[-1] ^ 0x10]) + fcs_bytes(data):
-                ctx.set(dut.en, 1)
-                ctx.set(dut.data, b)
-                await ctx.tick()
-            ctx.set(dut.en, 0)
+            async for _ in run(ctx, data[:-1] + bytes([data[-1] ^ 0x10]) + fcs_bytes(data)):
+                pass
             await ctx.tick()
             assert not ctx.get(dut.residue_ok)
 
@@ -314,13 +313,15 @@ def test_rgmii_tx_converter_100m_sends_nibbles_with_a_centred_25mhz_clock():
         ctx.set(dut.speed_1000, 0)
         ctx.set(dut.en, 1)
         to_send = [0xA5, 0x3C]
-        stb_next = None
+        stb_next = stb_next2 = stb_next2_prev = None
         for _ in range(60):
             halves.append((ctx.get(dut.txc_rise), ctx.get(dut.txd_rise), ctx.get(dut.tx_ctl_rise)))
             halves.append((ctx.get(dut.txc_fall), ctx.get(dut.txd_fall), ctx.get(dut.tx_ctl_fall)))
             stb = ctx.get(dut.stb)
             assert stb_next is None or stb == stb_next      # stb_next leads stb by a cycle
+            assert stb_next2_prev is None or stb == stb_next2_prev   # stb_next2 by two
             stb_next = ctx.get(dut.stb_next)
+            stb_next2_prev, stb_next2 = stb_next2, ctx.get(dut.stb_next2)
             await ctx.tick()
             if stb and to_send:
                 ctx.set(dut.data, to_send.pop(0))
@@ -397,8 +398,9 @@ def test_fast_async_fifo_keeps_every_word_in_order(w_period, r_period):
             ctx.set(dut.w_en, en)
             ctx.set(dut.w_data, i)
             rdy, level = ctx.get(dut.w_rdy), ctx.get(dut.w_level)
-            assert level <= 8
-            assert rdy == (level < 8) or not rdy     # never ready with 8 words in
+            # The level may lag reads, never writes: at least what is in it.
+            assert i - len(got) <= level <= 8
+            assert rdy or level == 8
             await ctx.tick("w")
             if en and rdy:
                 i += 1

@@ -194,6 +194,20 @@ def test_markdown_has_block_and_clock_tables():
     assert "`core.manager.cam.hit_index_TRELLIS_FF_Q.CLK`" in md
 
 
+def test_markdown_leaves_small_and_deep_rows_to_the_json():
+    def row(name, depth, lut, ff, dpr=0):
+        return {"block": name, "depth": depth, "LUT4": lut, "FF": ff, "EBR": 0, "DSP": 0, "DPR": dpr}
+    blocks = [row("mac", 0, 900, 500), row("mac.sync", 1, 0, 4), row("mac.rx", 1, 300, 200),
+              row("mac.rx.fifo", 2, 100, 90), row("mac.rx.fifo.cdc", 3, 0, 22),
+              row("mac.ram", 1, 2, 3, dpr=4)]
+    total = {"LUT4": 900, "FF": 500, "EBR": 0, "DSP": 0, "DPR": 4}
+    md = R.format_markdown({"target": "demo", "blocks": blocks, "total": total, "pnr": None,
+                            "synth_wall_s": 1.0, "tools": {}})
+    assert "└ mac.rx.fifo |" in md and "└ mac.ram |" in md
+    assert "mac.sync" not in md and "mac.rx.fifo.cdc" not in md
+    assert "2 smaller or deeper rows" in md
+
+
 def test_sweep_cost_per_entry_steps_and_slope():
     points = [{"entries": n, "LUT4": 1000 + 40 * n, "FF": 500 + 30 * n, "EBR": 20, "DPR": n // 8}
               for n in (16, 32, 64, 128)]
@@ -204,6 +218,34 @@ def test_sweep_cost_per_entry_steps_and_slope():
                                   "costs": costs})
     assert "| 64 | 3,560 | 2,420 | 20 | 8 | not placed |" in md
     assert "| least-squares slope | 40.00 | 30.00 | 0.00 | 0.12 |" in md
+
+
+def test_sweep_shows_fmax_per_clock_and_marks_a_miss():
+    points = [{"entries": n, "LUT4": 1000 + 40 * n, "FF": 500 + 30 * n, "EBR": 20, "DPR": 0,
+               "clocks": {"sync": {"fmax_mhz": 70.0 - n / 16, "target_mhz": 62.5, "ok": True},
+                          "tx": {"fmax_mhz": 130.0 - n / 8, "target_mhz": 125.0,
+                                 "ok": 130.0 - n / 8 >= 125.0}}}
+              for n in (16, 64)]
+    points.append({"entries": 128, "LUT4": 7000, "FF": 4000, "EBR": 20, "DPR": 0, "clocks": {},
+                   "pnr_error": "nextpnr-ecp5 did not finish within 1800 s (log: x)"})
+    md = R.format_sweep_markdown({"target": "board", "points": points,
+                                  "costs": R.sweep_costs(points)})
+    assert "| 128 | 7,000 | 4,000 | 20 | 0 | place and route failed |  |" in md
+    assert "128 entries: nextpnr-ecp5 did not finish within 1800 s" in md
+    assert "| entries | LUT4 | FF | EBR | DPR | Fmax sync MHz | Fmax tx MHz |" in md
+    assert "| 16 | 1,640 | 980 | 20 | 0 | 69.0 | 128.0 |" in md
+    assert "| 64 | 3,560 | 2,420 | 20 | 0 | 66.0 | 122.0 (**MISS**, 125) |" in md
+    assert "Targets: sync 62.5 MHz, tx 125 MHz." in md
+
+
+def test_clocks_are_named_by_domain_and_held_to_the_higher_target():
+    fmax = {"$glbnet$clk": {"achieved": 66.0, "constraint": 62.5},
+            "$glbnet$lan_rx_clk": {"achieved": 120.0, "constraint": 125.0}}
+    rows = R.clock_margins(fmax, {"sync": 60.0, "lan_rx": 100.0},
+                           {"clk": "sync", "lan_rx_clk": "lan_rx"})
+    assert [(r["clock"], r["target_mhz"], r["ok"]) for r in rows] == [
+        ("sync", 62.5, True), ("lan_rx", 125.0, False)]
+    assert rows[1]["margin_pct"] == pytest.approx(-4.0)
 
 
 def test_frequency_constraints_per_clock():

@@ -196,6 +196,12 @@ class QueueManager(wiring.Component):
         ack_eq_q   = Signal()
         sack_ahead = Signal(4)                    # new SACK block k ends after new.ack
         flags_ok_q = Signal()                     # supersedable, same ECE/CWR/ECN
+        enough_q   = Signal()                     # count_q allows a supersede (ack_mode)
+        # An append of a tracked ACK grows its flow a cycle later (the first
+        # cycle of Write-Record, where nothing else touches the flow's
+        # counters): the per-entry decode stays off the Decide-Hit path.
+        grow       = Signal()
+        grow_slot  = Signal(slot_ids)
         ts_ok_q    = Signal()
 
         # The new ACK's own supersedability (first bullet of the spec).
@@ -337,6 +343,7 @@ class QueueManager(wiring.Component):
                 m.d.sync += [
                     rk.eq(rk + 1),
                     count_q.eq(flow_count[idx]),
+                    enough_q.eq(Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)),
                     newest_q.eq(flow_newest[idx]),
                     old_buf_q.eq(ring_new.data.buf),
                     sack_ahead.eq(Cat((meta.sack_n > k) & _after(e[k], meta.ack) for k in range(4))),
@@ -395,9 +402,8 @@ class QueueManager(wiring.Component):
                     ]
                     m.d.sync += [tail.eq(wrap_inc(tail)), qlen.eq(qlen + 1)]
                     if tracked:
-                        count_add(idx, 1)
                         m.d.sync += [
-                            flow_newest[idx].eq(tail),
+                            grow.eq(1), grow_slot.eq(tail),
                             wk.eq(0 if new_entry else REC_ACK),
                             done_event.eq(kind),
                         ]
@@ -421,7 +427,7 @@ class QueueManager(wiring.Component):
             with m.State("Decide-Hit"):
                 strictly_more = ack_gt_q | (ack_eq_q & (sack_ahead & ~new_cov).any())
                 may = flags_ok_q & ts_ok_q & all_cov & strictly_more
-                enough = Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)
+                enough = enough_q
                 with m.If(~key_eq):
                     append(False, False, Event.ARRIVE_ACK_UNTRACKED)
                     with m.If(qlen < limit):
@@ -445,6 +451,9 @@ class QueueManager(wiring.Component):
                     append(True, False, Event.ARRIVE_ACK_NEW)
 
             with m.State("Write-Record"):
+                with m.If(grow):
+                    count_add(idx, 1)
+                    m.d.sync += [flow_newest[idx].eq(grow_slot), grow.eq(0)]
                 m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
                 m.d.comb += rec_w.data.eq(next_record_word())   # word wk
                 m.d.sync += wk.eq(wk + 1)

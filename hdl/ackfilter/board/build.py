@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["BOARDS", "build", "check_timing", "flash", "main", "parse_nextpnr_log"]
+__all__ = ["BOARDS", "build", "domain_of_clock", "check_timing", "flash", "main", "parse_nextpnr_log"]
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -45,7 +45,7 @@ _FMAX_RE = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((P
 _UTIL_RE = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", re.M)
 
 
-def _domain_of(net, swap_ports=False):
+def domain_of_clock(net, swap_ports=False):
     """The clock domain of a nextpnr clock net (Amaranth's names: ``clk`` for
     ``sync``, ``<domain>_clk`` otherwise, or the RXC pad of a port)."""
     name = net.removeprefix("$glbnet$")
@@ -81,7 +81,7 @@ def check_timing(fmax, targets_hz, *, swap_ports=False):
     rows = []
     seen = set()
     for net, (got, target) in sorted(fmax.items()):
-        domain = _domain_of(net, swap_ports)
+        domain = domain_of_clock(net, swap_ports)
         seen.add(domain)
         want = max(target, targets_hz.get(domain, 0) / 1e6)
         rows.append((domain, net, got, want, 100.0 * (got - want) / want, got >= want))
@@ -91,8 +91,11 @@ def check_timing(fmax, targets_hz, *, swap_ports=False):
     return rows
 
 
-def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2"):
-    """Build ``board``'s bitstream; returns the summary dict written to ``timing.json``."""
+def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2", extra_pnr=()):
+    """Build ``board``'s bitstream; returns the summary dict written to ``timing.json``.
+
+    ``extra_pnr``: more nextpnr-ecp5 options (e.g. ``--placer-heap-timingweight 30``).
+    """
     from amaranth.build.run import LocalBuildProducts  # noqa: F401 (fails early if amaranth is missing)
     from .top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
 
@@ -114,7 +117,8 @@ def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2"):
     t0 = time.monotonic()
     platform.build(BoardTop(swap_ports=swap_ports), name="top", build_dir=str(work),
                    do_program=False, add_preferences=lpf_extra,
-                   nextpnr_opts=f"--timing-allow-fail --seed {seed} --router {router}")
+                   nextpnr_opts=" ".join(["--timing-allow-fail", "--seed", str(seed),
+                                          "--router", router, *extra_pnr]))
     seconds = time.monotonic() - t0
     shutil.copyfile(work / "top.bit", out / "top.bit")
 
@@ -179,6 +183,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
     ap.add_argument("--router", default="router2", choices=("router1", "router2"),
                     help="nextpnr router (default router2: router1 stalls on this design's congestion)")
+    ap.add_argument("--nextpnr-opt", action="append", default=[], metavar="OPT",
+                    help="extra nextpnr-ecp5 option, repeatable (e.g. "
+                         "--nextpnr-opt=--placer-heap-timingweight=30)")
+    ap.add_argument("--out", metavar="DIR", default=None,
+                    help="build directory (default build/bitstream/BOARD)")
     ap.add_argument("--flash", action="store_true",
                     help="load build/bitstream/<board>/top.bit (built first if missing) instead of building")
     ap.add_argument("--spi", action="store_true", help="with --flash: write the SPI flash (kept over "
@@ -188,9 +197,11 @@ def main(argv=None):
     if args.spi and not args.flash:
         ap.error("--spi needs --flash")
 
-    bitstream = REPO / "build" / "bitstream" / args.board / "top.bit"
+    out = Path(args.out) if args.out else REPO / "build" / "bitstream" / args.board
+    bitstream = out / "top.bit"
     if not args.flash or not bitstream.is_file():
-        summary = build(args.board, swap_ports=args.swap_ports, seed=args.seed, router=args.router)
+        summary = build(args.board, swap_ports=args.swap_ports, out_root=out, seed=args.seed,
+                        router=args.router, extra_pnr=args.nextpnr_opt)
         print_summary(summary)
         if not summary["timing_ok"]:
             print("error: timing not met (see above)", file=sys.stderr)

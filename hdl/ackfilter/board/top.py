@@ -226,8 +226,8 @@ class BoardTop(Elaboratable):
     Clocks: the 25 MHz input (P6) feeds one ``EHXPLLL``: VCO 500 MHz,
     CLKOP / 4 = 125 MHz (``tx``, also the feedback), CLKOS / 8 = 62.5 MHz
     (``sync``). Every domain is held in reset until the PLL locks (each reset
-    released synchronously to its own clock); the RX domains additionally
-    until their RXC runs.
+    released synchronously to its own clock; ``tx``'s on a global line); the
+    RX domains additionally until their RXC runs.
     """
 
     def __init__(self, *, swap_ports=False, rx_delay_taps=RX_DELAY_TAPS, auto_speed=True, **core_params):
@@ -281,8 +281,15 @@ class BoardTop(Elaboratable):
             for name in _MAC_TX_PORTS:
                 m.d.comb += getattr(pads, name).eq(getattr(side, name))
 
-        for domain in ("sync", "tx", "lan_rx", "modem_rx"):
+        for domain in ("sync", "lan_rx", "modem_rx"):
             m.submodules[f"{domain}_rst"] = cdc.ResetSynchronizer(~locked, domain=domain)
+        # The tx reset reaches both MACs, whose PHYs are at opposite edges of
+        # the chip, within one 8 ns cycle only on a global line: synchronized
+        # (asserted at once, released on a tx edge), then through a DCCA.
+        tx_rst = Signal()
+        m.submodules.tx_rst = cdc.AsyncFFSynchronizer(~locked, tx_rst, o_domain="tx")
+        m.submodules.tx_rst_global = Instance("DCCA", i_CLKI=tx_rst, i_CE=C(1, 1),
+                                              o_CLKO=ResetSignal("tx"))
 
         # PHY management: reset never asserted (module docstring), MDC low, MDIO released.
         mgmt = platform.request("eth_mgmt", 0, dir="-")

@@ -28,8 +28,10 @@ class FastAsyncFIFO(wiring.Component):
     """``depth`` words (a power of 2, at least 4) of ``width`` bits from
     ``w_domain`` to ``r_domain``.
 
-    ``w_level`` is the write side's view of the fill (exact for its own
-    writes, behind by the synchronizer for reads, as in Amaranth's FIFO).
+    ``w_level`` is the write side's view of the fill: exact for its own
+    writes, behind by the synchronizer and one more cycle for reads (the read
+    pointer is decoded into a register before it is subtracted), so it never
+    shows less than is in the FIFO.
     """
 
     def __init__(self, *, width, depth, w_domain, r_domain):
@@ -67,8 +69,8 @@ class FastAsyncFIFO(wiring.Component):
         # two top bits inverted, the rest equal).
         lap = rgray_w ^ (0b11 << (bits - 2))
         rbin_w = Signal(bits)
+        w += rbin_w.eq(Cat(*[rgray_w[i:].xor() for i in range(bits)]))
         m.d.comb += [
-            rbin_w.eq(Cat(*[rgray_w[i:].xor() for i in range(bits)])),
             do_write.eq(self.w_en & ~full),
             self.w_rdy.eq(~full),
             wp.en.eq(do_write), wp.addr.eq(wbin[:-1]), wp.data.eq(self.w_data),

@@ -7,10 +7,13 @@ first. Running the (uncomplemented) register over a frame *and* its FCS
 leaves the constant :data:`CRC32_RESIDUE`, which is how the receiver checks a
 frame without knowing where its FCS starts.
 
-The gateware step is one level of XORs: each next-state bit is the XOR of a
-fixed set of at most 14 data and register bits (the set is derived
-from :func:`crc32_update` by linearity, so the hardware and the reference
-cannot disagree).
+The register update is linear: next = S(crc) ^ D(byte), where S runs the
+register over a zero byte and D is the register a byte leaves behind when
+run from zero. The gateware takes D(byte) (:func:`crc32_data_term`) from its
+user, who computes it a stage earlier, so the loop through the register is
+only S: each next-state bit the XOR of at most 8 register bits and one term
+bit, two LUT levels at 125 MHz. Both parts are derived from
+:func:`crc32_update`, so the hardware and the reference cannot disagree.
 """
 
 from functools import lru_cache
@@ -20,7 +23,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["CRC32_POLY_REFLECTED", "CRC32_INIT", "CRC32_RESIDUE",
-           "crc32_update", "crc32", "fcs_bytes", "crc32_step", "CRC32"]
+           "crc32_update", "crc32", "fcs_bytes", "crc32_term", "crc32_data_term", "CRC32"]
 
 #: 0x04C11DB7 bit-reversed (IEEE 802.3 clause 3.2.9).
 CRC32_POLY_REFLECTED = 0xEDB88320
@@ -49,25 +52,26 @@ def fcs_bytes(data):
     return crc32(data).to_bytes(4, "little")
 
 
+def crc32_term(byte):
+    """D(byte): the register after ``byte`` when run from zero."""
+    return crc32_update(0, bytes([byte]))
+
+
 @lru_cache(maxsize=None)
-def _step_matrix():
-    """For each next-state bit, (register bits, data bits) whose XOR it is."""
-    rows = []
-    for out_bit in range(32):
-        crc_bits = tuple(i for i in range(32) if crc32_update(1 << i, b"\0") >> out_bit & 1)
-        data_bits = tuple(j for j in range(8) if crc32_update(0, bytes([1 << j])) >> out_bit & 1)
-        rows.append((crc_bits, data_bits))
-    return rows
+def _matrices():
+    """For each next-state bit: the register bits of S and the byte bits of D."""
+    state = tuple(tuple(i for i in range(32) if crc32_update(1 << i, b"\0") >> out & 1)
+                  for out in range(32))
+    data = tuple(tuple(j for j in range(8) if crc32_term(1 << j) >> out & 1)
+                 for out in range(32))
+    return state, data
 
 
-def crc32_step(crc, byte):
-    """The Amaranth expression of the register after one byte (bit 0 of
-    ``byte`` first on the wire)."""
-    bits = []
-    for crc_bits, data_bits in _step_matrix():
-        terms = [crc[i] for i in crc_bits] + [byte[j] for j in data_bits]
-        bits.append(Cat(*terms).xor())
-    return Cat(*bits)
+def crc32_data_term(byte):
+    """The Amaranth expression of D(``byte``) (32 bits; bit 0 of ``byte`` is
+    first on the wire). Register it and give it to :class:`CRC32` a cycle later."""
+    _, data = _matrices()
+    return Cat(*[Cat(*[byte[j] for j in bits]).xor() if bits else C(0, 1) for bits in data])
 
 
 class CRC32(wiring.Component):
@@ -77,8 +81,9 @@ class CRC32(wiring.Component):
     -----
     init : In(1)
         Load :data:`CRC32_INIT` (has priority over ``en``).
-    en, data : In(1), In(8)
-        Run the register over ``data``.
+    en, term : In(1), In(32)
+        Run the register over the byte whose :func:`crc32_data_term` is
+        ``term``.
     crc : Out(32)
         The register (not complemented): ``~crc`` is the FCS so far, sent
         least significant byte first.
@@ -93,17 +98,19 @@ class CRC32(wiring.Component):
         super().__init__({
             "init":       In(1),
             "en":         In(1),
-            "data":       In(8),
+            "term":       In(32),
             "crc":        Out(32, init=CRC32_INIT),
             "residue_ok": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
+        state, _ = _matrices()
+        shifted = Cat(*[Cat(*[self.crc[i] for i in bits]).xor() for bits in state])
         with m.If(self.init):
             m.d.sync += self.crc.eq(CRC32_INIT)
         with m.Elif(self.en):
-            m.d.sync += self.crc.eq(crc32_step(self.crc, self.data))
+            m.d.sync += self.crc.eq(shifted ^ self.term)
         slice_ok = Signal(4)
         for k in range(4):
             m.d.sync += slice_ok[k].eq(self.crc[8 * k:8 * k + 8] == (CRC32_RESIDUE >> 8 * k) & 0xFF)

@@ -122,9 +122,10 @@ class EthernetMAC(wiring.Component):
                                                        o_domain=tx, init=1)
 
         # The converter sits by the pads, the transmit path by its FIFO, which
-        # may be the chip's width away: the strobe crosses as a register.
-        tx_stb = Signal()
-        m.d[tx] += tx_stb.eq(tx_conv.stb_next)
+        # may be the chip's width away: the strobe crosses as two registers,
+        # the second one by the transmit path, where it fans out.
+        tx_stb_pads, tx_stb = Signal(), Signal()
+        m.d[tx] += [tx_stb_pads.eq(tx_conv.stb_next2), tx_stb.eq(tx_stb_pads)]
         m.d.comb += [
             rx_conv.rxd_rise.eq(self.rxd_rise), rx_conv.rxd_fall.eq(self.rxd_fall),
             rx_conv.rx_ctl_rise.eq(self.rx_ctl_rise), rx_conv.rx_ctl_fall.eq(self.rx_ctl_fall),

@@ -168,8 +168,9 @@ class RGMIITxConverter(wiring.Component):
         The transmitter must present the next byte (``data``, ``en``, ``er``)
         from the cycle after ``stb`` on, and hold it until the cycle after
         the next ``stb``. Every cycle at 1000 Mb/s.
-    stb_next : Out(1)
-        ``stb`` one cycle ahead, for a transmitter placed far away to register.
+    stb_next, stb_next2 : Out(1)
+        ``stb`` one and two cycles ahead, for a transmitter placed far away
+        to register (twice: once by the pads, once by the transmitter).
     data, en, er : In
         The byte (bit 0 first on the wire), ``tx_en`` and ``tx_er``.
     txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : Out
@@ -182,6 +183,7 @@ class RGMIITxConverter(wiring.Component):
             "speed_1000":  In(1),
             "stb":         Out(1),
             "stb_next":    Out(1),
+            "stb_next2":   Out(1),
             "data":        In(8),
             "en":          In(1),
             "er":          In(1),
@@ -201,7 +203,7 @@ class RGMIITxConverter(wiring.Component):
         high = Signal()                # 100 Mb/s: second nibble of the byte
 
         with m.If(self.speed_1000):
-            m.d.comb += [self.stb.eq(1), self.stb_next.eq(1)]
+            m.d.comb += [self.stb.eq(1), self.stb_next.eq(1), self.stb_next2.eq(1)]
             m.d.sync += [
                 self.txd_rise.eq(self.data[0:4]),
                 self.txd_fall.eq(self.data[4:8]),
@@ -212,7 +214,8 @@ class RGMIITxConverter(wiring.Component):
                 phase.eq(0), nib_phase.eq(0), high.eq(0),
             ]
         with m.Else():
-            m.d.comb += [self.stb.eq(phase == 9), self.stb_next.eq(phase == 8)]
+            m.d.comb += [self.stb.eq(phase == 9), self.stb_next.eq(phase == 8),
+                         self.stb_next2.eq(phase == 7)]
             m.d.sync += [
                 phase.eq(Mux(phase == 9, 0, phase + 1)),
                 nib_phase.eq(Mux(nib_phase == 4, 0, nib_phase + 1)),

@@ -35,7 +35,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..stream import FrameStream, WORD_BYTES
 from .afifo import FastAsyncFIFO
-from .crc import CRC32
+from .crc import CRC32, crc32_data_term
 
 __all__ = ["fifo_entry_layout", "keep_of_last_lane", "RxFramer", "MACRx", "RX_STROBES",
            "DEFAULT_MAX_FRAME_BYTES"]
@@ -84,9 +84,11 @@ class RxFramer(wiring.Component):
         Write a :data:`fifo_entry_layout` word into the data FIFO (never
         more than one every four beats, so it cannot be refused).
     s_en, s_drop : Out
-        Write a status entry, one cycle after the frame's last word.
+        Write a status entry, two cycles after the frame's last word.
+        ``w_data`` is meaningful only with ``w_en``.
     frame_ok, overflow, oversize, runt, phy_error, crc_error : Out(1)
-        One-cycle strobes, at most one per frame, one cycle after ``dv`` falls.
+        One-cycle strobes, at most one per frame, three cycles after ``dv``
+        falls (the beats are registered on the way in).
     """
 
     def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):
@@ -130,65 +132,86 @@ class RxFramer(wiring.Component):
         hold_valid = Signal()
         packed_any = Signal()
 
-        byte = self.data
-        beat = self.valid
+        # The beats are registered on the way in, with the SFD compare, so
+        # that no decision starts with an 8-bit compare on a wire from the
+        # converter by the pads.
+        byte = Signal(8)
+        beat, dv, er, is_sfd = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [byte.eq(self.data), beat.eq(self.valid), dv.eq(self.dv), er.eq(self.er),
+                     is_sfd.eq(self.data == SFD)]
+        # accept & ~at_limit: the frame's bytes are still being packed.
+        packing = Signal()
+
+        # The CRC runs a cycle behind: its inputs (and the byte's CRC term)
+        # are registered, so the loop through the CRC register is all that
+        # is between two registers.
+        c_init, c_en, c_term = Signal(), Signal(), Signal(32)
+        m.d.sync += [c_init.eq(0), c_en.eq(0), c_term.eq(crc32_data_term(byte))]
+        m.d.comb += [crc.init.eq(c_init), crc.en.eq(c_en), crc.term.eq(c_term)]
 
         def start_frame():
-            m.d.comb += crc.init.eq(1)
+            m.d.sync += c_init.eq(1)
             m.d.sync += [
                 count.eq(0), min_ok.eq(0), at_limit.eq(0), too_long.eq(0), er_seen.eq(0),
-                accept.eq(self.room), delay_valid.eq(0), lane.eq(0), hold_valid.eq(0),
-                packed_any.eq(0),
+                accept.eq(self.room), packing.eq(self.room), delay_valid.eq(0), lane.eq(0),
+                hold_valid.eq(0), packed_any.eq(0),
             ]
 
-        # Verdict, one cycle after the end of the frame (``crc.residue_ok`` lags by one).
+        # What a write carries, whether or not there is one (``w_en``): in a
+        # frame the held full word; at its end (``dv`` low) the word being
+        # filled, or the held one if that is empty.
+        partial = ~dv & (lane != 0)
+        m.d.comb += [
+            self.w_data.data.eq(Mux(partial, word, hold)),
+            self.w_data.last_lane.eq(Mux(partial, lane - 1, WORD_BYTES - 1)),
+            self.w_data.last.eq(~dv),
+        ]
+
+        # Verdict, two cycles after the end of the frame (the CRC runs a cycle
+        # behind, ``crc.residue_ok`` lags it by one).
         end = Signal()
+        end_q = Signal()
         e_accept, e_too_long, e_runt, e_er, e_written = (Signal(name=n) for n in
             ("e_accept", "e_too_long", "e_runt", "e_er", "e_written"))
 
         with m.FSM(name="rx_fsm"):
             with m.State("Idle"):
-                with m.If(beat & self.dv):
-                    with m.If(byte == SFD):
+                with m.If(beat & dv):
+                    with m.If(is_sfd):
                         start_frame()
                         m.next = "Frame"
                     with m.Else():
                         m.next = "Preamble"
             with m.State("Preamble"):
                 with m.If(beat):
-                    with m.If(~self.dv):
+                    with m.If(~dv):
                         m.next = "Idle"
-                    with m.Elif(byte == SFD):
+                    with m.Elif(is_sfd):
                         start_frame()
                         m.next = "Frame"
             with m.State("Frame"):
-                with m.If(beat & self.dv):
-                    m.d.comb += [crc.en.eq(1), crc.data.eq(byte)]
+                with m.If(beat & dv):
+                    m.d.sync += c_en.eq(1)
                     m.d.sync += [
                         delay[0].eq(byte),
                         *[delay[i].eq(delay[i - 1]) for i in range(1, FCS_BYTES)],
                         delay_valid.eq(Cat(1, delay_valid[:-1])),
-                        er_seen.eq(er_seen | self.er),
+                        er_seen.eq(er_seen | er),
                     ]
                     with m.If(~at_limit):
                         m.d.sync += count.eq(count + 1)
                     with m.If(count == MIN_FRAME_BYTES_WITH_FCS - 1):
                         m.d.sync += min_ok.eq(1)
                     with m.If(count == limit - 1):
-                        m.d.sync += at_limit.eq(1)
+                        m.d.sync += [at_limit.eq(1), packing.eq(0)]
                     with m.If(at_limit):
                         m.d.sync += too_long.eq(1)
                     # The byte leaving the hold-back is frame data.
-                    with m.If(delay_valid[-1] & accept & ~at_limit):
+                    with m.If(delay_valid[-1] & packing):
                         out = delay[-1]
                         m.d.sync += packed_any.eq(1)
                         with m.If((lane == 0) & hold_valid):
-                            m.d.comb += [
-                                self.w_en.eq(1),
-                                self.w_data.data.eq(hold),
-                                self.w_data.last_lane.eq(WORD_BYTES - 1),
-                                self.w_data.last.eq(0),
-                            ]
+                            m.d.comb += self.w_en.eq(1)
                             m.d.sync += hold_valid.eq(0)
                         with m.Switch(lane):
                             for k in range(WORD_BYTES - 1):
@@ -200,16 +223,7 @@ class RxFramer(wiring.Component):
                 with m.Elif(beat):
                     # ``dv`` fell: the four held-back bytes were the FCS.
                     with m.If(packed_any):
-                        m.d.comb += [
-                            self.w_en.eq(1),
-                            self.w_data.last.eq(1),
-                        ]
-                        with m.If(lane == 0):
-                            m.d.comb += [self.w_data.data.eq(hold),
-                                         self.w_data.last_lane.eq(WORD_BYTES - 1)]
-                        with m.Else():
-                            m.d.comb += [self.w_data.data.eq(word),
-                                         self.w_data.last_lane.eq(lane - 1)]
+                        m.d.comb += self.w_en.eq(1)
                     m.d.sync += [
                         end.eq(1),
                         e_accept.eq(accept), e_too_long.eq(too_long), e_runt.eq(~min_ok),
@@ -217,8 +231,10 @@ class RxFramer(wiring.Component):
                     ]
                     m.next = "Idle"
 
+        m.d.sync += end_q.eq(end)
         with m.If(end):
             m.d.sync += end.eq(0)
+        with m.If(end_q):
             bad = Signal()
             with m.If(~e_accept):
                 m.d.comb += [self.overflow.eq(1), bad.eq(1)]
