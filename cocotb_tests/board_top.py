@@ -53,8 +53,13 @@ class BoardSimTop(wiring.Component):
 
         # sync, tx, lan_rx and modem_rx stay undefined here: Amaranth makes
         # their clk/rst ports (clk, rst, tx_clk, tx_rst, lan_rx_clk, ...).
+        # Both MACs' transmit domains run on tx (as on the board, one clock).
         m.domains.tx_neg = ClockDomain("tx_neg", clk_edge="neg", reset_less=True)
         m.d.comb += ClockSignal("tx_neg").eq(ClockSignal("tx"))
+        for p in PORTS:
+            m.domains += ClockDomain(f"{p}_tx")
+            m.d.comb += [ClockSignal(f"{p}_tx").eq(ClockSignal("tx")),
+                         ResetSignal(f"{p}_tx").eq(ResetSignal("tx"))]
         for p in PORTS:
             side = getattr(board, p)
             rx, rx_neg = f"{p}_rx", f"{p}_rx_neg"
@@ -74,7 +79,7 @@ class BoardSimTop(wiring.Component):
             # ODDRX1F model.
             out_rise, out_fall = Signal(6, name=f"{p}_out_rise"), Signal(6, name=f"{p}_out_fall")
             out_fall_q = Signal(6, name=f"{p}_out_fall_q")
-            m.d.tx += [
+            m.d[f"{p}_tx"] += [
                 out_rise.eq(Cat(side.txd_rise, side.tx_ctl_rise, side.txc_rise)),
                 out_fall.eq(Cat(side.txd_fall, side.tx_ctl_fall, side.txc_fall)),
             ]

@@ -34,6 +34,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from ackfilter import params as P
 from ackfilter.model import FilterModel
+from ackfilter.parser import tag_of_fold
 from ackfilter.traces import Flow, MSS, tcp_frame
 from ackfilter_tb import TB, scoreboard
 
@@ -583,9 +584,9 @@ def rtl_key_tag(key):
     ``Cat(vid0[12], vid1[12], ntags[2], pppoe, ipv6)``, word 1 the PPPoE
     session, words 2-5 and 6-9 the addresses and word 10 the ports, each
     address/port word holding the bytes in wire order, first byte in bits
-    0-7; the fold XORs word ``i`` rotated left by ``11 i``; the tag is bits
-    16..31 of ``fold * 0x9E3779B1``. If the RTL hash changes, this must too
-    (the collision tests then fail on their decisions).
+    0-7; the fold XORs word ``i`` rotated left by ``11 i``; the tag is
+    ``ackfilter.parser.tag_of_fold`` of the fold. If the RTL fold changes,
+    this must too (the collision tests then fail on their decisions).
     """
     ver, vids, ntags, sid, has_pppoe, src, dst, sport, dport = key
     words = [vids[0] | vids[1] << 12 | ntags << 24 | int(has_pppoe) << 26 | int(ver == 6) << 27, sid]
@@ -596,7 +597,7 @@ def rtl_key_tag(key):
     fold = 0
     for i, w in enumerate(words):
         fold ^= _rotl32(w, 11 * i)
-    return ((fold * 0x9E37_79B1) & 0xFFFF_FFFF) >> 16
+    return tag_of_fold(fold)
 
 
 _colliding = None

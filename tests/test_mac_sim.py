@@ -353,9 +353,10 @@ def test_ethernet_mac_rejects_bad_parameters():
         EthernetMAC(max_frame_bytes=20)
 
 
-def test_tx_prefetch_keeps_order_under_random_stalls():
+@pytest.mark.parametrize("stages", [1, 3])
+def test_tx_prefetch_keeps_order_under_random_stalls(stages):
     from ackfilter.mac.tx import _Prefetch
-    dut = _Prefetch(8)
+    dut = _Prefetch(8, stages=stages)
     src = list(range(200))
     got = []
     rng = random.Random(6)
@@ -375,7 +376,7 @@ def test_tx_prefetch_keeps_order_under_random_stalls():
             if take and ok:
                 got.append(data)
 
-    simulate(dut, tb, name="tx_prefetch")
+    simulate(dut, tb, name=f"tx_prefetch{stages}")
     assert got == src
 
 

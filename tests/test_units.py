@@ -73,3 +73,10 @@ def test_size_and_time():
         parse_size("3 cups")
     with pytest.raises(ValueError, match="invalid time"):
         parse_time("soon")
+
+
+def test_cam_tag_is_the_crc16_xmodem_of_the_fold():
+    import binascii
+    from ackfilter.parser import tag_of_fold
+    for fold in (0, 1, 0x12345678, 0xFFFFFFFF, 0x80000000, 0xDEADBEEF):
+        assert tag_of_fold(fold) == binascii.crc_hqx(fold.to_bytes(4, "big"), 0)

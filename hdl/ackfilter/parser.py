@@ -17,6 +17,8 @@ bytes of options, well inside the 42 cycles of a minimum frame at line rate,
 and half the logic depth of a four-byte chain.
 """
 
+import functools
+
 from amaranth.lib import enum
 
 from amaranth.hdl import *
@@ -25,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from .stream import WORD_BYTES
 
-__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "parse_result_layout",
+__all__ = ["tag_of_fold", "FrameClass", "sack_block_layout", "ack_meta_layout", "parse_result_layout",
            "FrameParser", "KEY_WORDS", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES"]
 
 #: Frames longer than this are dropped (``drop_oversize``).
@@ -67,6 +69,34 @@ parse_result_layout = data.StructLayout({
     "nbytes":   16,      # frame length, saturating
     "meta":     ack_meta_layout,
 })
+
+
+def tag_of_fold(fold):
+    """The 16-bit CAM tag of a 32-bit key fold: its CRC-16 (polynomial
+    0x1021, register preset 0, bits from the most significant one).
+
+    A CRC is linear, so the gateware is a fixed XOR network (at most three
+    LUT levels) derived from this function; a multiplicative hash needed a
+    DSP and a carry chain after it, too slow for the cycle it has.
+    """
+    crc = 0
+    for i in range(31, -1, -1):
+        feedback = (crc >> 15 & 1) ^ (fold >> i & 1)
+        crc = (crc << 1) & 0xFFFF
+        if feedback:
+            crc ^= 0x1021
+    return crc
+
+
+@functools.lru_cache(maxsize=None)
+def _tag_matrix():
+    """For each tag bit, the fold bits whose XOR it is."""
+    return tuple(tuple(i for i in range(32) if tag_of_fold(1 << i) >> j & 1) for j in range(16))
+
+
+#: The option walker's phase: at an option's kind byte, at its length byte,
+#: or in its body.
+_OPT_KIND, _OPT_LEN, _OPT_BODY = 0, 1, 2
 
 
 class _S(enum.Enum, shape=4):
@@ -208,9 +238,11 @@ class FrameParser(wiring.Component):
                     m.d.sync += state.eq(_S.OTHER)
 
         # --- TCP option walker state -------------------------------------------
-        opt_pos   = Signal(8)               # 0: at a kind byte, 1: at a length byte, >=2: data
-        opt_len   = Signal(8)
-        opt_kind  = Signal(8)
+        opt_phase   = Signal(2)             # at a kind byte, a length byte, or in a body
+        opt_left    = Signal(8)             # in a body: its bytes left, the current one included
+        opt_at      = Signal(8)             # in a body: the current byte's index
+        opt_is_ts   = Signal()              # the option's kind: timestamps (8)
+        opt_is_sack = Signal()              # SACK (5)
         opt_eol   = Signal()
         opt_bad   = Signal()
         has_ts    = Signal()
@@ -338,14 +370,6 @@ class FrameParser(wiring.Component):
         with m.Elif(r_valid):
             m.d.sync += opt_half.eq(0)
         half_b = [Mux(opt_half, rb[2], rb[0]), Mux(opt_half, rb[3], rb[1])]
-        lane_pos  = [opt_pos]
-        lane_len  = [opt_len]
-        lane_kind = [opt_kind]
-        lane_eol  = [opt_eol]
-        lane_bad  = [opt_bad]
-        lane_ts   = [has_ts]
-        lane_sack = [sack_n]
-        lane_oth  = [other_opt]
         walking = r_shown & (state == _S.OPTS) & r_full
         # Captures are registered (lane, byte, target) and written a cycle
         # later, off the walker's chain; `finalize` is at least two cycles on.
@@ -354,58 +378,54 @@ class FrameParser(wiring.Component):
         cap_at   = [Signal(8, name=f"cap_at{i}") for i in range(2)]
         cap_byte = [Signal(8, name=f"cap_byte{i}") for i in range(2)]
         m.d.sync += [c.eq(0) for c in cap_en]
-        for i in range(2):
-            b = half_b[i]
-            pos, ln, kind, eol, bad = lane_pos[i], lane_len[i], lane_kind[i], lane_eol[i], lane_bad[i]
-            ts, sk, oth = lane_ts[i], lane_sack[i], lane_oth[i]
-            n_pos  = Signal(8, name=f"opt_pos_l{i + 1}")
-            n_len  = Signal(8, name=f"opt_len_l{i + 1}")
-            n_kind = Signal(8, name=f"opt_kind_l{i + 1}")
-            n_eol  = Signal(name=f"opt_eol_l{i + 1}")
-            n_bad  = Signal(name=f"opt_bad_l{i + 1}")
-            n_ts   = Signal(name=f"has_ts_l{i + 1}")
-            n_sack = Signal(3, name=f"sack_n_l{i + 1}")
-            n_oth  = Signal(name=f"other_opt_l{i + 1}")
-            m.d.comb += [n_pos.eq(pos), n_len.eq(ln), n_kind.eq(kind), n_eol.eq(eol),
-                         n_bad.eq(bad), n_ts.eq(ts), n_sack.eq(sk), n_oth.eq(oth)]
-            with m.If(eol | bad):
-                pass
-            with m.Elif(pos == 0):
-                with m.If(b == 0):
-                    m.d.comb += n_eol.eq(1)                         # EOL: the rest is padding
-                with m.Elif(b != 1):                                # NOP is a single byte
-                    m.d.comb += [n_kind.eq(b), n_pos.eq(1)]
-            with m.Elif(pos == 1):
-                m.d.comb += [n_len.eq(b), n_pos.eq(Mux(b == 2, 0, 2))]
-                with m.If(b < 2):
-                    m.d.comb += n_bad.eq(1)
-                with m.Elif(kind == 8):                             # timestamps: RFC 7323
-                    m.d.comb += n_ts.eq(1)
-                    with m.If((b != 10) | ts):
-                        m.d.comb += n_bad.eq(1)
-                with m.Elif(kind == 5):                             # SACK: RFC 2018
-                    with m.Switch(b):
-                        for nblk in range(1, 5):
-                            with m.Case(2 + 8 * nblk):
-                                m.d.comb += n_sack.eq(nblk)
-                        with m.Default():
-                            m.d.comb += n_bad.eq(1)
-                    with m.If(sk != 0):
-                        m.d.comb += n_bad.eq(1)
-                with m.Else():
-                    m.d.comb += n_oth.eq(1)
-            with m.Else():
-                m.d.comb += n_pos.eq(Mux(pos + 1 == ln, 0, pos + 1))
-                # A timestamp or SACK data byte: stored next cycle (below).
+
+        # One byte step of the walker on a state of expressions. The second
+        # byte's step works on the first one's outputs, so nothing on the
+        # chain is arithmetic: "the current body byte is the option's last"
+        # is `left_is(1)`, a compare of a register or of a byte against a
+        # constant, chosen by the previous step's phase.
+        def step(st, b, i):
+            frozen = st["eol"] | st["bad"]
+            at_kind = ~frozen & (st["phase"] == _OPT_KIND)
+            at_len = ~frozen & (st["phase"] == _OPT_LEN)
+            in_body = ~frozen & (st["phase"] == _OPT_BODY)
+            starts = at_kind & (b != 0) & (b != 1)          # EOL ends, NOP is a single byte
+            long = at_len & (b >= 2)
+            sack_ok = (b == 10) | (b == 18) | (b == 26) | (b == 34)    # 1..4 blocks
+            new = {
+                "eol": st["eol"] | (at_kind & (b == 0)),     # EOL: the rest is padding
+                # RFC 7323 (timestamps: length 10, once), RFC 2018 (SACK: 1-4 blocks, once).
+                "bad": st["bad"] | (at_len & ((b < 2) |
+                                              (st["is_ts"] & ((b != 10) | st["ts"])) |
+                                              (st["is_sack"] & (~sack_ok | (st["sk"] != 0))))),
+                "ts": st["ts"] | (long & st["is_ts"]),
+                "sk": Mux(long & st["is_sack"] & sack_ok, (b - 2)[3:6], st["sk"]),
+                "oth": st["oth"] | (long & ~st["is_ts"] & ~st["is_sack"]),
+                "is_ts": Mux(starts, b == 8, st["is_ts"]),
+                "is_sack": Mux(starts, b == 5, st["is_sack"]),
+                "phase": Mux(starts, _OPT_LEN,
+                             Mux(at_len, Mux(b == 2, _OPT_KIND, _OPT_BODY),
+                                 Mux(in_body & st["left_is"](1), _OPT_KIND, st["phase"]))),
+                "left": Mux(at_len, b - 2, Mux(in_body, st["left"] - 1, st["left"])),
+                "left_is": lambda k: Mux(at_len, b == k + 2,
+                                         Mux(in_body, st["left_is"](k + 1), st["left_is"](k))),
+                "at": Mux(at_len, 0, Mux(in_body, st["at"] + 1, st["at"])),
+            }
+            # A timestamp or SACK body byte: stored next cycle (below).
+            with m.If(in_body):
                 m.d.sync += [
-                    cap_en[i].eq(walking & ((kind == 8) | (kind == 5))),
-                    cap_ts[i].eq(kind == 8),
-                    cap_at[i].eq(pos - 2),
+                    cap_en[i].eq(walking & (st["is_ts"] | st["is_sack"])),
+                    cap_ts[i].eq(st["is_ts"]),
+                    cap_at[i].eq(st["at"]),
                 ]
             m.d.sync += cap_byte[i].eq(b)
-            lane_pos.append(n_pos); lane_len.append(n_len); lane_kind.append(n_kind)
-            lane_eol.append(n_eol); lane_bad.append(n_bad); lane_ts.append(n_ts)
-            lane_sack.append(n_sack); lane_oth.append(n_oth)
+            return new
+
+        lane = {"eol": opt_eol, "bad": opt_bad, "ts": has_ts, "sk": sack_n, "oth": other_opt,
+                "is_ts": opt_is_ts, "is_sack": opt_is_sack, "phase": opt_phase,
+                "left": opt_left, "left_is": lambda k: opt_left == k, "at": opt_at}
+        for i in range(2):
+            lane = step(lane, half_b[i], i)
 
         for i in range(2):
             with m.If(cap_en[i]):
@@ -418,9 +438,10 @@ class FrameParser(wiring.Component):
 
         with m.If(walking):
             m.d.sync += [
-                opt_pos.eq(lane_pos[2]), opt_len.eq(lane_len[2]), opt_kind.eq(lane_kind[2]),
-                opt_eol.eq(lane_eol[2]), opt_bad.eq(lane_bad[2]), has_ts.eq(lane_ts[2]),
-                sack_n.eq(lane_sack[2]), other_opt.eq(lane_oth[2]),
+                opt_phase.eq(lane["phase"]), opt_left.eq(lane["left"]), opt_at.eq(lane["at"]),
+                opt_is_ts.eq(lane["is_ts"]), opt_is_sack.eq(lane["is_sack"]),
+                opt_eol.eq(lane["eol"]), opt_bad.eq(lane["bad"]), has_ts.eq(lane["ts"]),
+                sack_n.eq(lane["sk"]), other_opt.eq(lane["oth"]),
             ]
 
         # --- Finalize ----------------------------------------------------------
@@ -437,7 +458,7 @@ class FrameParser(wiring.Component):
             l4_len.eq(Mux(ipv6, ip_len, ip_len - 4 * ihl)),
             # ACK set; URG PSH RST SYN FIN clear (RFC 9293 section 3.1); ECE CWR free.
             tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res == 0)),
-            opts_ok.eq(~opt_bad & ((opt_pos == 0) | opt_eol)),
+            opts_ok.eq(~opt_bad & ((opt_phase == _OPT_KIND) | opt_eol)),
             len_ok.eq((nbytes == ip_end) | ((nbytes <= 64) & (nbytes > ip_end))),
             pure_ack.eq((state == _S.DONE) & tcp_ok & opts_ok & len_ok &
                         (l4_len == 4 * doff) & (nbytes <= ACK_SLOT_BYTES)),
@@ -451,17 +472,17 @@ class FrameParser(wiring.Component):
             *[key[6 + i].eq(dst[i]) for i in range(4)],
             key[10].eq(ports),
         ]
-        # The CAM tag: fold the key to 32 bits, then a multiplicative hash
-        # (Knuth's 2^32 / golden ratio) so structured keys (neighbouring
-        # addresses and ports) spread over all tags. Collisions are only a
-        # missed chance to supersede: the queue manager compares full keys.
+        # The CAM tag: fold the key to 32 bits, then hash (:func:`tag_of_fold`)
+        # so structured keys (neighbouring addresses and ports) spread over
+        # all tags. Collisions are only a missed chance to supersede: the
+        # queue manager compares full keys.
         fold = 0
         for i in range(KEY_WORDS):
             fold = fold ^ key[i].rotate_left((11 * i) % 32)
         fold_q = Signal(32)
         m.d.sync += fold_q.eq(fold)         # the key is final from the flush cycle on
         tag = Signal(16)
-        m.d.comb += tag.eq((fold_q * 0x9E3779B1)[16:32])
+        m.d.comb += tag.eq(Cat(*[Cat(*[fold_q[i] for i in bits]).xor() for bits in _tag_matrix()]))
 
         res = self.result
         m.d.sync += self.done.eq(finalize)
@@ -502,7 +523,8 @@ class FrameParser(wiring.Component):
                 *[s.eq(0) for s in (vid[0], vid[1], src[1], src[2], src[3],
                                     dst[1], dst[2], dst[3])],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
-                opt_pos.eq(0), opt_len.eq(0), opt_kind.eq(0), opt_eol.eq(0), opt_bad.eq(0),
+                opt_phase.eq(_OPT_KIND), opt_left.eq(0), opt_at.eq(0), opt_is_ts.eq(0),
+                opt_is_sack.eq(0), opt_eol.eq(0), opt_bad.eq(0),
                 has_ts.eq(0), sack_n.eq(0), other_opt.eq(0), opt_half.eq(0),
             ]
             # ts/sack bytes need no reset: has_ts and sack_n say which are valid.

@@ -231,7 +231,7 @@ def _build_colorlight(*, ack_slots=64, flow_entries=64, data_buffer_bytes=32768)
     top = BoardTop(ack_slots=ack_slots, flow_entries=flow_entries,
                    data_buffer_bytes=data_buffer_bytes)
     plan = Colorlight5A75BR70Platform().prepare(top, name="top", add_preferences=extra)
-    nets = ("clk", "tx_clk", "lan_rx_clk", "modem_rx_clk")
+    nets = ("clk", "clk_tx", "tx_clk", "lan_tx_clk", "modem_tx_clk", "lan_rx_clk", "modem_rx_clk")
     return Design(sources=[("top.il", plan.files["top.il"])], top="top",
                   block_root="top.datapath", clocks={}, lpf=plan.files["top.lpf"],
                   clock_names={net: domain_of_clock(net) for net in nets},

@@ -56,6 +56,8 @@ def domain_of_clock(net, swap_ports=False):
         return pads[name]
     if name == "clk":
         return "sync"
+    if name in ("clk_tx", "tx_clk", "lan_tx_clk", "modem_tx_clk"):
+        return "tx"                 # one clock for both MACs' transmit domains
     if name.endswith("_clk"):
         return name[:-len("_clk")]
     return name
@@ -91,6 +93,10 @@ def check_timing(fmax, targets_hz, *, swap_ports=False):
     return rows
 
 
+class BuildError(Exception):
+    """A tool of the build failed; the message says where its log is."""
+
+
 def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2", extra_pnr=()):
     """Build ``board``'s bitstream; returns the summary dict written to ``timing.json``.
 
@@ -115,10 +121,14 @@ def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2", e
 
     platform = Colorlight5A75BR70Platform()
     t0 = time.monotonic()
-    platform.build(BoardTop(swap_ports=swap_ports), name="top", build_dir=str(work),
-                   do_program=False, add_preferences=lpf_extra,
-                   nextpnr_opts=" ".join(["--timing-allow-fail", "--seed", str(seed),
-                                          "--router", router, *extra_pnr]))
+    try:
+        platform.build(BoardTop(swap_ports=swap_ports), name="top", build_dir=str(work),
+                       do_program=False, add_preferences=lpf_extra,
+                       nextpnr_opts=" ".join(["--timing-allow-fail", "--seed", str(seed),
+                                              "--router", router, *extra_pnr]))
+    except subprocess.CalledProcessError as e:
+        raise BuildError(f"the toolchain failed (exit {e.returncode}); its logs are "
+                         f"{work}/top.rpt (Yosys) and {work}/top.tim (nextpnr)") from None
     seconds = time.monotonic() - t0
     shutil.copyfile(work / "top.bit", out / "top.bit")
 
@@ -200,8 +210,12 @@ def main(argv=None):
     out = Path(args.out) if args.out else REPO / "build" / "bitstream" / args.board
     bitstream = out / "top.bit"
     if not args.flash or not bitstream.is_file():
-        summary = build(args.board, swap_ports=args.swap_ports, out_root=out, seed=args.seed,
-                        router=args.router, extra_pnr=args.nextpnr_opt)
+        try:
+            summary = build(args.board, swap_ports=args.swap_ports, out_root=out, seed=args.seed,
+                            router=args.router, extra_pnr=args.nextpnr_opt)
+        except BuildError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         print_summary(summary)
         if not summary["timing_ok"]:
             print("error: timing not met (see above)", file=sys.stderr)

@@ -7,7 +7,8 @@ Split in two so the simulators run everything but the pads and the PLL:
   (LAN MAC rx -> core -> modem MAC tx), the downlink passthrough (modem MAC
   rx -> LAN MAC tx), the free-running ``now`` counter, the CSR bus tied to
   its defaults and the link/activity LED. It uses the domains ``sync``
-  (system, 62.5 MHz), ``tx`` (125 MHz, both MACs' transmitters) and
+  (system, 62.5 MHz), ``lan_tx`` / ``modem_tx`` (each MAC's transmitter,
+  both on the one 125 MHz clock, each with a reset of its own) and
   ``lan_rx`` / ``modem_rx`` (each PHY's RXC), which the user creates.
 * :class:`BoardTop` (hardware only): the clock generation (25 MHz -> ECP5
   ``EHXPLLL`` -> 125 / 62.5 MHz), resets, the pads (:class:`RGMIIPads`), the
@@ -70,8 +71,10 @@ _STREAM_FIELDS = ("data", "keep", "first", "last")
 class BoardDatapath(wiring.Component):
     """Everything of the board top that runs in a simulator.
 
-    Domains: ``sync`` (62.5 MHz), ``tx`` (125 MHz), ``lan_rx`` and
-    ``modem_rx`` (the PHYs' RXC), all created by the user.
+    Domains: ``sync`` (62.5 MHz), ``lan_tx`` and ``modem_tx`` (125 MHz, one
+    clock, a reset each: the PHYs are at opposite edges of the chip, and one
+    reset net across it does not reach every flip-flop in 8 ns), ``lan_rx``
+    and ``modem_rx`` (the PHYs' RXC), all created by the user.
 
     Parameters
     ----------
@@ -87,7 +90,7 @@ class BoardDatapath(wiring.Component):
     -----
     lan, modem : Out(PHY_SIDE)
         The RGMII-side signals of each port (see :class:`EthernetMAC`):
-        ``*_rise``/``*_fall`` RX in the port's RX domain, TX in ``tx``.
+        ``*_rise``/``*_fall`` RX in the port's RX domain, TX in its TX domain.
     led : Out(1), ``sync``
         Lit while either link is up (in-band status), inverted for
         ~34 ms after any frame in or out (activity).
@@ -110,8 +113,8 @@ class BoardDatapath(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.lan_mac = lan_mac = EthernetMAC(rx_domain="lan_rx", tx_domain="tx")
-        m.submodules.modem_mac = modem_mac = EthernetMAC(rx_domain="modem_rx", tx_domain="tx")
+        m.submodules.lan_mac = lan_mac = EthernetMAC(rx_domain="lan_rx", tx_domain="lan_tx")
+        m.submodules.modem_mac = modem_mac = EthernetMAC(rx_domain="modem_rx", tx_domain="modem_tx")
         m.submodules.core = core = UplinkCore(**self._core_params)
 
         for mac, port in ((lan_mac, self.lan), (modem_mac, self.modem)):
@@ -224,10 +227,10 @@ class BoardTop(Elaboratable):
         Passed to :class:`~ackfilter.core.UplinkCore`.
 
     Clocks: the 25 MHz input (P6) feeds one ``EHXPLLL``: VCO 500 MHz,
-    CLKOP / 4 = 125 MHz (``tx``, also the feedback), CLKOS / 8 = 62.5 MHz
-    (``sync``). Every domain is held in reset until the PLL locks (each reset
-    released synchronously to its own clock; ``tx``'s on a global line); the
-    RX domains additionally until their RXC runs.
+    CLKOP / 4 = 125 MHz (``lan_tx`` and ``modem_tx``, also the feedback),
+    CLKOS / 8 = 62.5 MHz (``sync``). Every domain is held in reset until the PLL locks (each reset
+    released synchronously to its own clock); the RX domains additionally
+    until their RXC runs.
     """
 
     def __init__(self, *, swap_ports=False, rx_delay_taps=RX_DELAY_TAPS, auto_speed=True, **core_params):
@@ -263,15 +266,18 @@ class BoardTop(Elaboratable):
             o_CLKOP=clk_tx, o_CLKOS=clk_sys, o_LOCK=locked)
 
         m.domains.sync = ClockDomain("sync")
-        m.domains.tx = ClockDomain("tx")
-        m.d.comb += [ClockSignal("sync").eq(clk_sys), ClockSignal("tx").eq(clk_tx)]
+        m.d.comb += ClockSignal("sync").eq(clk_sys)
+        for role in ("lan", "modem"):
+            m.domains += ClockDomain(f"{role}_tx")
+            m.d.comb += ClockSignal(f"{role}_tx").eq(clk_tx)
 
         eth = [platform.request("eth_rgmii", n, dir="-") for n in (0, 1)]
         lan_pins, modem_pins = (eth[1], eth[0]) if self.swap_ports else (eth[0], eth[1])
         m.submodules.datapath = datapath = self.datapath
         for role, pins, side in (("lan", lan_pins, datapath.lan), ("modem", modem_pins, datapath.modem)):
             rx = f"{role}_rx"
-            pads = RGMIIPads(pins, rx_domain=rx, tx_domain="tx", rx_delay_taps=self._rx_delay_taps)
+            pads = RGMIIPads(pins, rx_domain=rx, tx_domain=f"{role}_tx",
+                             rx_delay_taps=self._rx_delay_taps)
             m.submodules[f"{role}_pads"] = pads
             m.domains += ClockDomain(rx)
             m.d.comb += ClockSignal(rx).eq(pads.rx_clk)
@@ -283,13 +289,11 @@ class BoardTop(Elaboratable):
 
         for domain in ("sync", "lan_rx", "modem_rx"):
             m.submodules[f"{domain}_rst"] = cdc.ResetSynchronizer(~locked, domain=domain)
-        # The tx reset reaches both MACs, whose PHYs are at opposite edges of
-        # the chip, within one 8 ns cycle only on a global line: synchronized
-        # (asserted at once, released on a tx edge), then through a DCCA.
-        tx_rst = Signal()
-        m.submodules.tx_rst = cdc.AsyncFFSynchronizer(~locked, tx_rst, o_domain="tx")
-        m.submodules.tx_rst_global = Instance("DCCA", i_CLKI=tx_rst, i_CE=C(1, 1),
-                                              o_CLKO=ResetSignal("tx"))
+        # Two synchronizers of one input on one clock would be merged into one
+        # by Yosys (and the reset net would cross the chip again): their
+        # lengths differ, so their outputs are two nets, one per MAC.
+        m.submodules.lan_tx_rst = cdc.ResetSynchronizer(~locked, domain="lan_tx", stages=2)
+        m.submodules.modem_tx_rst = cdc.ResetSynchronizer(~locked, domain="modem_tx", stages=3)
 
         # PHY management: reset never asserted (module docstring), MDC low, MDIO released.
         mgmt = platform.request("eth_mgmt", 0, dir="-")

@@ -224,20 +224,21 @@ class TxFramer(wiring.Component):
 
 
 class _Prefetch(wiring.Component):
-    """Two register stages and a three-register queue between an async FIFO's
-    read port and its reader.
+    """Register stages and a small queue between an async FIFO's read port
+    and its reader.
 
     The async FIFO's data comes straight from block RAM (5.8 ns from clock
     to data on the -6 part), which may sit far from the reader (the two PHYs
-    are on opposite edges of the chip): the popped word is first registered
-    (``stage``, which drives nothing but ``stage2`` and so is placed by the
-    RAM), registered again on the way, then queued. The FIFO is popped only
-    while the queue has room for everything in flight, a decision on
-    registers alone, so the reader's ``r_en`` never reaches the FIFO's
-    pointer adder and RAM address either.
+    are on opposite edges of the chip): the popped word goes through
+    ``stages`` plain registers, which the placer spreads along the way, then
+    into a queue of ``stages + 1`` registers. The FIFO is popped only while
+    the queue has room for everything in flight (``occupied``, a counter),
+    a decision on registers alone, so the reader's ``r_en`` never reaches
+    the FIFO's pointer adder and RAM address either.
     """
 
-    def __init__(self, width):
+    def __init__(self, width, *, stages=3):
+        self._stages = stages
         super().__init__({
             "fifo_r_rdy":  In(1),
             "fifo_r_data": In(width),
@@ -249,37 +250,43 @@ class _Prefetch(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        stage_v, stage2_v = Signal(), Signal()
-        stage_d, stage2_d = Signal.like(self.r_data), Signal.like(self.r_data)
-        # The queue: registers q[0] (the output), q[1], q[2]; full[i] says q[i]
-        # holds a word (a thermometer code). Popping the FIFO only while the
-        # queue has room for what is in flight keeps it from overflowing.
-        q = [Signal.like(self.r_data, name=f"q{i}") for i in range(3)]
-        full = Signal(3)
-        room = Signal()
+        depth = self._stages + 1
+        # Data registers without reset (their valid bits have one): no
+        # control set ties them to slices away from the RAM.
+        stage_v = [Signal(name=f"stage{i}_v") for i in range(self._stages)]
+        stage_d = [Signal.like(self.r_data, name=f"stage{i}_d", reset_less=True)
+                   for i in range(self._stages)]
+        # The queue: q[0] is the output; full[i] says q[i] holds a word (a
+        # thermometer code). `occupied` counts the queued words and those in
+        # flight: popping the FIFO only below `depth` keeps the queue from
+        # overflowing even if the reader takes nothing meanwhile.
+        q = [Signal.like(self.r_data, name=f"q{i}", reset_less=True) for i in range(depth)]
+        full = Signal(depth)
+        occupied = Signal(range(depth + 1))
+        fetch = Signal()
         pop = Signal()
-        # Room: the queued words, the ones in flight and this one fit even if
-        # the reader takes nothing meanwhile.
         m.d.comb += [
-            room.eq(Mux(stage_v & stage2_v, ~full[0],
-                        Mux(stage_v | stage2_v, ~full[1], ~full[2]))),
-            self.fifo_r_en.eq(room),
+            fetch.eq(self.fifo_r_rdy & (occupied != depth)),
+            self.fifo_r_en.eq(occupied != depth),
             self.r_rdy.eq(full[0]),
             self.r_data.eq(q[0]),
             pop.eq(self.r_en & full[0]),
         ]
-        m.d.sync += [stage_v.eq(self.fifo_r_rdy & room), stage_d.eq(self.fifo_r_data),
-                     stage2_v.eq(stage_v), stage2_d.eq(stage_d)]
-        # After a pop the queue moves down one place; the staged word goes to
-        # the first free place.
+        m.d.sync += occupied.eq(occupied + fetch - pop)
+        m.d.sync += [stage_v[0].eq(fetch), stage_d[0].eq(self.fifo_r_data)]
+        for i in range(1, self._stages):
+            m.d.sync += [stage_v[i].eq(stage_v[i - 1]), stage_d[i].eq(stage_d[i - 1])]
+        arrive, word = stage_v[-1], stage_d[-1]
+        # After a pop the queue moves down one place; the arriving word goes
+        # to the first free place.
         shifted = Mux(pop, Cat(full[1:], 0), full)
-        m.d.sync += full.eq(Mux(stage2_v, Cat(1, shifted[:2]), shifted))
-        for i in range(3):
-            above = full[i + 1] if i < 2 else C(0)
+        m.d.sync += full.eq(Mux(arrive, Cat(1, shifted[:-1]), shifted))
+        for i in range(depth):
+            above = full[i + 1] if i < depth - 1 else C(0)
             below = full[i - 1] if i > 0 else C(1)
-            with m.If(stage2_v & Mux(pop, full[i] & ~above, below & ~full[i])):
-                m.d.sync += q[i].eq(stage2_d)
-            if i < 2:
+            with m.If(arrive & Mux(pop, full[i] & ~above, below & ~full[i])):
+                m.d.sync += q[i].eq(word)
+            if i < depth - 1:
                 with m.Elif(pop):
                     m.d.sync += q[i].eq(q[i + 1])
         return m
