@@ -214,7 +214,7 @@ def test_sweep_cost_per_entry_steps_and_slope():
     costs = R.sweep_costs(points)
     assert costs["steps"][0] == {"from": 16, "to": 32, "LUT4": 40.0, "FF": 30.0, "EBR": 0.0, "DPR": 0.12}
     assert costs["slope"]["LUT4"] == pytest.approx(40.0) and costs["slope"]["EBR"] == 0
-    md = R.format_sweep_markdown({"target": "demo", "points": [dict(p, fmax_mhz=None) for p in points],
+    md = R.format_sweep_markdown({"target": "demo", "points": points,
                                   "costs": costs})
     assert "| 64 | 3,560 | 2,420 | 20 | 8 | not placed |" in md
     assert "| least-squares slope | 40.00 | 30.00 | 0.00 | 0.12 |" in md
