@@ -146,10 +146,13 @@ class TxFramer(wiring.Component):
                 m.d.sync += a_crc_term.eq(crc32_data_term(Value.cast(C(byte, 8) if isinstance(byte, int) else byte)))
 
         with m.FSM(name="tx_fsm"):
+            # A frame starts only with its first word at hand: its token can
+            # overtake it on the way from the system domain; once the first
+            # word is here the rest keeps ahead of the wire.
             with m.State("Idle"):
                 with m.If(stb):
                     emit(_Slot.IDLE)
-                    with m.If(self.t_rdy):
+                    with m.If(self.t_rdy & nxt_valid):
                         take_token()
             with m.State("Preamble"):
                 with m.If(stb):
@@ -195,7 +198,7 @@ class TxFramer(wiring.Component):
                     emit(_Slot.IDLE)
                     m.d.sync += gap_count.eq(gap_count + 1)
                     with m.If(gap_count == IFG_BYTES - 1):
-                        with m.If(self.t_rdy):
+                        with m.If(self.t_rdy & nxt_valid):
                             take_token()
                         with m.Else():
                             m.next = "Idle"
@@ -337,6 +340,8 @@ class MACTx(wiring.Component):
         # keeps the 125 MHz read path short; a full token FIFO only holds
         # the system side back (16 frames queued are plenty at line rate).
         self.token_entries = 16
+        # Words between the system-domain frame buffer and the framer.
+        self.cross_words = 16
         super().__init__({
             "i":    In(FrameStream()),
             "stb":  In(1),
@@ -350,10 +355,22 @@ class MACTx(wiring.Component):
         m = Module()
         tx = self._tx_domain
         m.submodules.framer = framer = DomainRenamer(tx)(TxFramer())
+        # The frames wait in block RAM read in the system domain (its 5.8 ns
+        # clock-to-data fits 16 ns, not 8), then cross into the transmit
+        # domain through a small FIFO in LUT RAM, pumped every cycle it has
+        # room: 2 Gb/s in against at most 1 Gb/s out, so once a frame's token
+        # (written when all of the frame is in block RAM) reaches the framer,
+        # its words are ahead of it and keep ahead of the wire.
+        m.submodules.frame_fifo = frame_fifo = FastAsyncFIFO(
+            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain="sync")
         m.submodules.data_fifo = data_fifo = FastAsyncFIFO(
-            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain=tx)
+            width=fifo_entry_layout.size, depth=self.cross_words, w_domain="sync", r_domain=tx)
         m.submodules.token_fifo = token_fifo = FastAsyncFIFO(
             width=1, depth=self.token_entries, w_domain="sync", r_domain=tx)
+        m.d.comb += [
+            data_fifo.w_en.eq(frame_fifo.r_rdy), data_fifo.w_data.eq(frame_fifo.r_data),
+            frame_fifo.r_en.eq(data_fifo.w_rdy),
+        ]
 
         data_pre = m.submodules.data_prefetch = DomainRenamer(tx)(_Prefetch(fifo_entry_layout.size))
         token_pre = m.submodules.token_prefetch = DomainRenamer(tx)(_Prefetch(1))
@@ -381,16 +398,16 @@ class MACTx(wiring.Component):
         cut = (words == max_words - 1) & ~self.i.payload.last
 
         m.d.comb += self.i.ready.eq(discarding |
-                                    (data_fifo.w_rdy & token_fifo.w_rdy & ~token_pending))
+                                    (frame_fifo.w_rdy & token_fifo.w_rdy & ~token_pending))
         with m.If(self.i.valid & self.i.ready):
             with m.If(discarding):
                 with m.If(self.i.payload.last):
                     m.d.sync += discarding.eq(0)
             with m.Else():
                 m.d.comb += [
-                    data_fifo.w_en.eq(1),
-                    data_fifo.w_data.eq(Cat(self.i.payload.data, last_lane,
-                                            self.i.payload.last | cut)),
+                    frame_fifo.w_en.eq(1),
+                    frame_fifo.w_data.eq(Cat(self.i.payload.data, last_lane,
+                                             self.i.payload.last | cut)),
                 ]
                 m.d.sync += words.eq(words + 1)
                 with m.If(self.i.payload.last | cut):
