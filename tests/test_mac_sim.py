@@ -188,7 +188,7 @@ def run_tx_framer(frames, *, drops=(), stb_every=1, cycles=None):
         for i in range(0, len(f), 4):
             chunk = f[i:i + 4]
             last = i + 4 >= len(f)
-            data_q.append((int.from_bytes(chunk.ljust(4, b"\0"), "little"), len(chunk) - 1 if last else 3, last))
+            data_q.append((int.from_bytes(chunk.ljust(4, b"\xa5"), "little"), len(chunk) - 1 if last else 3, last))
         token_q.append(n in drops)
     total = cycles or stb_every * (sum(max(len(f), 60) + 24 for f in frames) + 40)
     slots = []

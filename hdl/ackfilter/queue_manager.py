@@ -177,7 +177,9 @@ class QueueManager(wiring.Component):
         # The frame being handled.
         cur = Signal(self.entry.shape())
         meta = cur.meta
-        m.d.comb += cam.lookup_tag.eq(meta.tag)
+        # The CAM's tag and indices follow registers whatever the state;
+        # only its enables carry decisions (the tag fans out to every entry).
+        m.d.comb += [cam.lookup_tag.eq(meta.tag), cam.set_tag.eq(meta.tag)]
 
         # Fields of the flow's newest queued ACK, as read from its record.
         idx        = Signal(flow_ids)
@@ -258,9 +260,11 @@ class QueueManager(wiring.Component):
             with m.If(head_q.tracked):
                 count_add(head_q.flow, -1)
                 with m.If(head_one):
-                    m.d.comb += [cam.clear_en.eq(1), cam.clear_index.eq(head_q.flow)]
+                    m.d.comb += cam.clear_en.eq(1)
 
         m.d.comb += [
+            cam.set_index.eq(idx),
+            cam.clear_index.eq(head_q.flow),
             ring_head.addr.eq(head),
             ring_new.addr.eq(newest_q),
             self.data_queue_frames.eq(desc.level),
@@ -409,8 +413,7 @@ class QueueManager(wiring.Component):
                         ]
                         load_record(0 if new_entry else REC_ACK)
                         if new_entry:
-                            m.d.comb += [cam.set_en.eq(1), cam.set_index.eq(idx),
-                                         cam.set_tag.eq(meta.tag)]
+                            m.d.comb += cam.set_en.eq(1)
                         m.next = "Write-Record"
                     else:
                         event(kind)

@@ -136,7 +136,8 @@ def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2", e
     fmax, util = parse_nextpnr_log(log)
     rows = check_timing(fmax, CLOCK_TARGETS_HZ, swap_ports=swap_ports)
     summary = {
-        "board": board, "swap_ports": swap_ports, "build_seconds": round(seconds, 1),
+        "board": board, "swap_ports": swap_ports, "bitstream": _shown(out / "top.bit"),
+        "build_seconds": round(seconds, 1),
         "clocks": [dict(domain=d, net=n, fmax_mhz=f, target_mhz=t, margin_pct=round(mg, 1), ok=ok)
                    for d, n, f, t, mg, ok in rows],
         "utilization": {cell: {"used": u, "available": a} for cell, (u, a) in util.items()},
@@ -146,8 +147,17 @@ def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2", e
     return summary
 
 
-def print_summary(summary, file=sys.stdout):
-    print(f"bitstream: build/bitstream/{summary['board']}/top.bit "
+def _shown(path):
+    """``path`` relative to the repository when inside it (as printed)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def print_summary(summary, file=None):
+    file = file or sys.stdout
+    print(f"bitstream: {summary['bitstream']} "
           f"({summary['build_seconds']:.0f} s)", file=file)
     print(f"{'domain':10} {'Fmax MHz':>9} {'target':>7} {'margin':>8}  clock net", file=file)
     for c in summary["clocks"]:

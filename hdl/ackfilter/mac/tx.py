@@ -9,20 +9,25 @@ Two blocks:
   1000 Mb/s, every tenth at 100 Mb/s). Two pipeline stages: stage A picks
   the byte, stage B runs the CRC over it and puts the complemented register
   in the FCS slots, so no path goes through both the byte multiplexers and
-  the CRC.
-* :class:`MACTx`: a writer in the system domain, two async FIFOs, each
-  followed by a register stage and a small queue in ``tx_domain`` (so the
-  framer's decisions stay off the FIFOs' pointer and block RAM address paths,
-  and the block RAM's output off the framer's), and the framer.
+  the CRC. Its decisions use one-bit flags set a byte time ahead ("the
+  next strobe sends the SFD", "... ends the word"), and the current word
+  shifts down a byte per strobe, so nothing at 125 MHz goes through a
+  counter compare or a byte multiplexer into a wide enable.
+* :class:`MACTx`: a writer and the frame buffer (block RAM, read in the
+  system domain: its 5.8 ns clock-to-data fits 16 ns, not 8), a 16-word
+  LUT-RAM FIFO into ``tx_domain`` pumped every cycle, register stages and a
+  small queue (so the framer's decisions stay off the FIFO's pointers), and
+  the framer.
 
-**Store-and-forward.** The writer puts each frame's words into a *data* FIFO
-and, one cycle after its last word, a token into a small *token* FIFO. The
-framer starts a frame only when it holds its token, so the whole frame is
-already in the data FIFO and a slow or stalling system side can never starve
-a frame in flight (no underrun). Frames longer than ``max_frame_bytes`` would
-not be guaranteed to fit: the writer cuts them at that length, marks the token
-"drop", discards the rest of the frame and counts ``oversize``; the framer
-reads a dropped frame out without sending it.
+**Store-and-forward.** The writer puts each frame's words into the frame
+buffer and, one cycle after its last word, a token into a small *token* FIFO.
+The framer starts a frame only when it holds its token and the frame's first
+word (a token can overtake its words on the way into ``tx_domain``): the whole
+frame is then in the system side's buffer, which feeds the crossing at twice
+the line rate, so a frame in flight never starves (no underrun). Frames longer
+than ``max_frame_bytes`` would not be guaranteed to fit: the writer cuts them
+at that length, marks the token "drop", discards the rest of the frame and
+counts ``oversize``; the framer reads a dropped frame out without sending it.
 
 Back to back, frames leave with exactly 12 idle byte times between them: the
 framer takes the next token in the last gap slot.
@@ -88,6 +93,11 @@ class TxFramer(wiring.Component):
         m.submodules.crc = crc = CRC32()
         stb = self.stb
 
+        # Every decision below is on registers a cycle old: the state, the
+        # strobe and one-bit flags ("the next strobe ends the preamble",
+        # "... ends the word") that are set a byte time ahead of use, so no
+        # path at 125 MHz goes through a counter compare into a wide enable.
+
         # Stage A.
         a_kind = Signal(2)
         a_byte = Signal(8)
@@ -98,104 +108,132 @@ class TxFramer(wiring.Component):
         a_crc_en = Signal()
         a_crc_term = Signal(32)
 
-        pre_count = Signal(range(PREAMBLE_BYTES + 1))
+        pre_count = Signal(range(PREAMBLE_BYTES))
+        pre_last = Signal()           # the next strobe sends the SFD
+        # The current word shifts down a byte per strobe (zeros in from the
+        # top), so the byte on the wire is always `word[:8]`, and once a
+        # frame's last word is out the padding is zeros.
         word = Signal(8 * WORD_BYTES)
-        word_last_lane = Signal(2)
         word_last = Signal()
-        lane = Signal(2)
-        lane_is_last = Signal()       # lane == word_last_lane, kept ahead of time
-        sent = Signal(6)              # data and pad bytes sent, saturating at 63
+        left = Signal(2)              # bytes of the word after the current one
+        lane_is_last = Signal()       # left == 0
+        sent = Signal(range(MIN_FRAME_BYTES))   # data and pad bytes, up to 59
+        min_done = Signal()           # sent == 59: this byte is the 60th or later
         fcs_count = Signal(2)
         gap_count = Signal(range(IFG_BYTES))
+        gap_last = Signal()           # the next strobe is the last gap byte
 
         # The next word waits in `nxt`, refilled from the FIFO side whenever
         # empty (a decision on one register), so taking a word on a strobe
         # never reaches back into the prefetch queue. Words are taken at most
-        # every fourth byte time, the refill takes one cycle.
+        # every fourth byte time, the refill takes one cycle. Lanes after a
+        # last word's last lane are cleared on the way in (they are padding).
         nxt = Signal.like(self.d_data)
         nxt_valid = Signal()
-        take = Signal()
+        take = Signal()               # the framer uses `nxt` this cycle
+        lane_used = [(~self.d_data.last | (self.d_data.last_lane >= k)) for k in range(WORD_BYTES)]
         m.d.comb += self.d_en.eq(~nxt_valid & self.d_rdy)
         with m.If(~nxt_valid & self.d_rdy):
-            m.d.sync += [nxt.eq(self.d_data), nxt_valid.eq(1)]
+            m.d.sync += [
+                nxt.data.eq(Cat(Mux(used, self.d_data.data.word_select(k, 8), 0)
+                                for k, used in enumerate(lane_used))),
+                nxt.last_lane.eq(self.d_data.last_lane),
+                nxt.last.eq(self.d_data.last),
+                nxt_valid.eq(1),
+            ]
         with m.Elif(take):
             m.d.sync += nxt_valid.eq(0)
 
-        def load_word():
-            m.d.comb += take.eq(1)
+        load = Signal()               # a strobe that starts sending `nxt`
+        with m.If(stb):
             m.d.sync += [
-                word.eq(nxt.data),
-                word_last_lane.eq(nxt.last_lane),
-                word_last.eq(nxt.last),
-                lane.eq(0),
-                lane_is_last.eq(nxt.last_lane == 0),
+                a_byte.eq(word[:8]),
+                a_crc_term.eq(crc32_data_term(word[:8])),
+                a_fcs_index.eq(fcs_count),
             ]
+            with m.If(load):
+                m.d.sync += [
+                    word.eq(nxt.data),
+                    word_last.eq(nxt.last),
+                    left.eq(nxt.last_lane),
+                    lane_is_last.eq(nxt.last_lane == 0),
+                ]
+            with m.Else():
+                m.d.sync += [
+                    word.eq(word >> 8),
+                    left.eq(left - 1),
+                    lane_is_last.eq(left == 1),
+                ]
+
+        def emit(kind):
+            m.d.sync += [a_kind.eq(kind), a_crc_init.eq(kind == _Slot.PREAMBLE),
+                         a_crc_en.eq(kind == _Slot.DATA)]
 
         def take_token():
             m.d.comb += self.t_en.eq(1)
             with m.If(self.t_drop):
                 m.next = "Drain"
             with m.Else():
-                m.d.sync += pre_count.eq(0)
+                m.d.sync += [pre_count.eq(0), pre_last.eq(0)]
                 m.next = "Preamble"
 
-        def emit(kind, byte=0, fcs_index=0):
-            m.d.sync += [a_kind.eq(kind), a_byte.eq(byte), a_fcs_index.eq(fcs_index),
-                         a_crc_init.eq(kind == _Slot.PREAMBLE), a_crc_en.eq(kind == _Slot.DATA)]
-            if kind == _Slot.DATA:
-                m.d.sync += a_crc_term.eq(crc32_data_term(Value.cast(C(byte, 8) if isinstance(byte, int) else byte)))
+        def count_sent():
+            with m.If(~min_done):
+                m.d.sync += [sent.eq(sent + 1), min_done.eq(sent == MIN_FRAME_BYTES - 2)]
 
         with m.FSM(name="tx_fsm"):
+            # A frame starts only with its first word at hand: its token can
+            # overtake it on the way from the system domain; once the first
+            # word is here the rest keeps ahead of the wire.
             with m.State("Idle"):
                 with m.If(stb):
                     emit(_Slot.IDLE)
-                    with m.If(self.t_rdy):
+                    with m.If(self.t_rdy & nxt_valid):
                         take_token()
             with m.State("Preamble"):
                 with m.If(stb):
-                    m.d.sync += pre_count.eq(pre_count + 1)
-                    with m.If(pre_count == PREAMBLE_BYTES):
-                        emit(_Slot.PREAMBLE, SFD)
-                        load_word()
-                        m.d.sync += sent.eq(0)
+                    emit(_Slot.PREAMBLE)
+                    m.d.sync += [pre_count.eq(pre_count + 1),
+                                 pre_last.eq(pre_count == PREAMBLE_BYTES - 1)]
+                    with m.If(pre_last):
+                        m.d.comb += [load.eq(1), take.eq(1)]
+                        m.d.sync += [a_byte.eq(SFD), sent.eq(0), min_done.eq(0)]
                         m.next = "Data"
                     with m.Else():
-                        emit(_Slot.PREAMBLE, PREAMBLE)
+                        m.d.sync += a_byte.eq(PREAMBLE)
             with m.State("Data"):
                 with m.If(stb):
-                    emit(_Slot.DATA, word.word_select(lane, 8))
-                    with m.If(sent != 63):
-                        m.d.sync += sent.eq(sent + 1)
+                    emit(_Slot.DATA)
+                    count_sent()
                     with m.If(lane_is_last):
                         with m.If(word_last):
                             m.d.sync += fcs_count.eq(0)
-                            with m.If(sent >= MIN_FRAME_BYTES - 1):
+                            with m.If(min_done):
                                 m.next = "FCS"
                             with m.Else():
                                 m.next = "Pad"
                         with m.Else():
-                            load_word()
-                    with m.Else():
-                        m.d.sync += [lane.eq(lane + 1), lane_is_last.eq(lane + 1 == word_last_lane)]
+                            m.d.comb += [load.eq(1), take.eq(1)]
             with m.State("Pad"):
                 with m.If(stb):
-                    emit(_Slot.DATA, 0)
-                    m.d.sync += sent.eq(sent + 1)
-                    with m.If(sent >= MIN_FRAME_BYTES - 1):
+                    emit(_Slot.DATA)
+                    count_sent()
+                    with m.If(min_done):
                         m.next = "FCS"
             with m.State("FCS"):
                 with m.If(stb):
-                    emit(_Slot.FCS, fcs_index=fcs_count)
+                    emit(_Slot.FCS)
                     m.d.sync += fcs_count.eq(fcs_count + 1)
                     with m.If(fcs_count == FCS_BYTES - 1):
-                        m.d.sync += gap_count.eq(0)
+                        m.d.sync += [gap_count.eq(0), gap_last.eq(0)]
                         m.next = "Gap"
             with m.State("Gap"):
                 with m.If(stb):
                     emit(_Slot.IDLE)
-                    m.d.sync += gap_count.eq(gap_count + 1)
-                    with m.If(gap_count == IFG_BYTES - 1):
-                        with m.If(self.t_rdy):
+                    m.d.sync += [gap_count.eq(gap_count + 1),
+                                 gap_last.eq(gap_count == IFG_BYTES - 2)]
+                    with m.If(gap_last):
+                        with m.If(self.t_rdy & nxt_valid):
                             take_token()
                         with m.Else():
                             m.next = "Idle"
@@ -337,6 +375,8 @@ class MACTx(wiring.Component):
         # keeps the 125 MHz read path short; a full token FIFO only holds
         # the system side back (16 frames queued are plenty at line rate).
         self.token_entries = 16
+        # Words between the system-domain frame buffer and the framer.
+        self.cross_words = 16
         super().__init__({
             "i":    In(FrameStream()),
             "stb":  In(1),
@@ -350,10 +390,22 @@ class MACTx(wiring.Component):
         m = Module()
         tx = self._tx_domain
         m.submodules.framer = framer = DomainRenamer(tx)(TxFramer())
+        # The frames wait in block RAM read in the system domain (its 5.8 ns
+        # clock-to-data fits 16 ns, not 8), then cross into the transmit
+        # domain through a small FIFO in LUT RAM, pumped every cycle it has
+        # room: 2 Gb/s in against at most 1 Gb/s out, so once a frame's token
+        # (written when all of the frame is in block RAM) reaches the framer,
+        # its words are ahead of it and keep ahead of the wire.
+        m.submodules.frame_fifo = frame_fifo = FastAsyncFIFO(
+            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain="sync")
         m.submodules.data_fifo = data_fifo = FastAsyncFIFO(
-            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain=tx)
+            width=fifo_entry_layout.size, depth=self.cross_words, w_domain="sync", r_domain=tx)
         m.submodules.token_fifo = token_fifo = FastAsyncFIFO(
             width=1, depth=self.token_entries, w_domain="sync", r_domain=tx)
+        m.d.comb += [
+            data_fifo.w_en.eq(frame_fifo.r_rdy), data_fifo.w_data.eq(frame_fifo.r_data),
+            frame_fifo.r_en.eq(data_fifo.w_rdy),
+        ]
 
         data_pre = m.submodules.data_prefetch = DomainRenamer(tx)(_Prefetch(fifo_entry_layout.size))
         token_pre = m.submodules.token_prefetch = DomainRenamer(tx)(_Prefetch(1))
@@ -381,16 +433,16 @@ class MACTx(wiring.Component):
         cut = (words == max_words - 1) & ~self.i.payload.last
 
         m.d.comb += self.i.ready.eq(discarding |
-                                    (data_fifo.w_rdy & token_fifo.w_rdy & ~token_pending))
+                                    (frame_fifo.w_rdy & token_fifo.w_rdy & ~token_pending))
         with m.If(self.i.valid & self.i.ready):
             with m.If(discarding):
                 with m.If(self.i.payload.last):
                     m.d.sync += discarding.eq(0)
             with m.Else():
                 m.d.comb += [
-                    data_fifo.w_en.eq(1),
-                    data_fifo.w_data.eq(Cat(self.i.payload.data, last_lane,
-                                            self.i.payload.last | cut)),
+                    frame_fifo.w_en.eq(1),
+                    frame_fifo.w_data.eq(Cat(self.i.payload.data, last_lane,
+                                             self.i.payload.last | cut)),
                 ]
                 m.d.sync += words.eq(words + 1)
                 with m.If(self.i.payload.last | cut):
