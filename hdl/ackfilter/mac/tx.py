@@ -265,14 +265,14 @@ class _Prefetch(wiring.Component):
     """Register stages and a small queue between an async FIFO's read port
     and its reader.
 
-    The async FIFO's data comes straight from block RAM (5.8 ns from clock
-    to data on the -6 part), which may sit far from the reader (the two PHYs
-    are on opposite edges of the chip): the popped word goes through
-    ``stages`` plain registers, which the placer spreads along the way, then
-    into a queue of ``stages + 1`` registers. The FIFO is popped only while
-    the queue has room for everything in flight (``occupied``, a counter),
-    a decision on registers alone, so the reader's ``r_en`` never reaches
-    the FIFO's pointer adder and RAM address either.
+    The async FIFO's storage may sit far from the reader (the two PHYs are
+    on opposite edges of the chip, the frame buffers in the middle): the
+    popped word goes through ``stages`` plain registers, which the placer
+    spreads along the way, then into a queue of ``stages + 1`` registers.
+    The FIFO is popped only while the queue has room for everything in
+    flight (``occupied``, a counter), a decision on registers alone, so the
+    reader's ``r_en`` never reaches the FIFO's pointer adder and RAM address
+    either.
     """
 
     def __init__(self, width, *, stages=3):
