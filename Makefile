@@ -38,7 +38,7 @@ demo: venv ## replay the built-in scenario through the RTL and report
 bench: venv ## throughput/latency benchmark of the RTL in Verilator
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter bench
 
-reports: venv ## area per block, Fmax per clock of the board (+ flow-table sweep, NO_SWEEP=1 skips it; ~1 h on 2 cores) -> build/reports/
+reports: venv ## area per block, Fmax per clock of the board (+ flow-table sweep, NO_SWEEP=1 skips it; ~50 min on 2 cores) -> build/reports/
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.reports colorlight-5a-75b $(if $(NO_SWEEP),,--sweep --sweep-pnr)
 
 bitstream: venv ## build build/bitstream/$(BOARD)/top.bit; fails when a clock misses timing (SWAP_PORTS=1: port 1 = LAN)

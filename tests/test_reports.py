@@ -261,3 +261,29 @@ def test_cli_refuses_an_unknown_target(capsys):
         R.main(["no-such-board"])
     assert e.value.code == 2
     assert "unknown target 'no-such-board'" in capsys.readouterr().err
+
+
+def test_sweep_reuses_the_main_reports_run_for_its_own_parameters(monkeypatch, tmp_path):
+    ran = []
+
+    def fake_run_target(target, *, params, **kw):
+        ran.append(params["flow_entries"])
+        return {"params": params, "total": {"LUT4": 100 * params["flow_entries"], "FF": 1, "EBR": 0,
+                                            "DSP": 0, "DPR": 0},
+                "blocks": [], "synth_wall_s": 1.0, "pnr": {"clocks": [], "wall_s": 2.0}}
+
+    monkeypatch.setattr(R, "run_target", fake_run_target)
+    base = {"data_buffer_bytes": 32768}
+    main_params = {"ack_slots": 64, "flow_entries": 64, "data_buffer_bytes": 32768}
+    main_result = {"params": main_params, "total": {"LUT4": 1, "FF": 1, "EBR": 0, "DSP": 0, "DPR": 0},
+                   "blocks": [], "synth_wall_s": 1.0, "pnr": {"clocks": [], "wall_s": 2.0}}
+    target = R.TARGETS[R.DEFAULT_TARGET]
+    sweep = R.run_sweep(target, sizes=[16, 64], base_params=base, out=tmp_path, pnr=True,
+                        done=(main_params, main_result), log=lambda msg: None)
+    assert ran == [16]
+    assert [p["LUT4"] for p in sweep["points"]] == [1600, 1]
+    # A synthesis-only main run does not stand in for a placed point.
+    ran.clear()
+    R.run_sweep(target, sizes=[64], base_params=base, out=tmp_path, pnr=True,
+                done=(main_params, dict(main_result, pnr=None)), log=lambda msg: None)
+    assert ran == [64]

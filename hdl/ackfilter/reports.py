@@ -762,20 +762,30 @@ def _write(out, stem, data, markdown):
 
 
 def run_sweep(target, *, sizes, base_params, out, pnr=False, seed=1, synth_timeout=1800,
-              pnr_timeout=1800, jobs=1, log=print):
+              pnr_timeout=1800, jobs=1, done=None, log=print):
     """Synthesize (and optionally place) the target at each flow-table size,
-    ``jobs`` sizes at a time (each tool run is single-threaded)."""
+    ``jobs`` sizes at a time (each tool run is single-threaded).
+
+    ``done``: ``(params, result)`` of a run already made (the main report),
+    used for the point with the same parameters instead of running it again.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     def one(n):
         params = {**base_params, "ack_slots": n, "flow_entries": n}
+        if done and done[0] == params and (done[1]["pnr"] or not pnr):
+            log(f"[{n} entries] the main report's run (same parameters)")
+            return done[1]
         return run_target(target, params=params, workdir=out / "work" / f"{target.name}-{n}",
                           pnr=pnr, seed=seed, synth_timeout=synth_timeout,
                           pnr_timeout=pnr_timeout, keep_going=True,
                           log=lambda msg: log(f"[{n} entries] {msg}"))
 
+    # The largest points take longest (the 128-entry one runs into the P&R
+    # timeout on the 25F): start them first.
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(one, sizes))
+        futures = {n: pool.submit(one, n) for n in sorted(sizes, reverse=True)}
+        results = [futures[n].result() for n in sizes]
     points, manager = [], []
     for n, r in zip(sizes, results):
         clocks = {c["clock"]: {"fmax_mhz": c["fmax_mhz"], "target_mhz": c["target_mhz"],
@@ -864,7 +874,8 @@ def main(argv=None):
                 base = {k: v for k, v in core_params.items() if k not in ("ack_slots", "flow_entries")}
                 sweep = run_sweep(target, sizes=sizes, base_params=base, out=out,
                                   pnr=args.sweep_pnr, seed=args.seed, jobs=args.jobs,
-                                  synth_timeout=args.synth_timeout, pnr_timeout=args.pnr_timeout)
+                                  synth_timeout=args.synth_timeout, pnr_timeout=args.pnr_timeout,
+                                  done=None if args.sweep_only else (params, result))
                 path = _write(out, f"{name}-sweep", sweep, format_sweep_markdown(sweep))
                 print(f"[{name}] wrote {path} and {path.with_suffix('.json')}")
     except ToolError as e:

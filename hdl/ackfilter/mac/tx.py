@@ -109,7 +109,6 @@ class TxFramer(wiring.Component):
         a_crc_term = Signal(32)
 
         pre_count = Signal(range(PREAMBLE_BYTES))
-        pre_last = Signal()           # the next strobe sends the SFD
         # The current word shifts down a byte per strobe (zeros in from the
         # top), so the byte on the wire is always `word[:8]`, and once a
         # frame's last word is out the padding is zeros.
@@ -144,25 +143,32 @@ class TxFramer(wiring.Component):
         with m.Elif(take):
             m.d.sync += nxt_valid.eq(0)
 
-        load = Signal()               # a strobe that starts sending `nxt`
+        # The next strobe starts sending `nxt`: it sends the SFD (in
+        # Preamble) or a word's last byte (in Data, lane_is_last &
+        # ~word_last). A register, so the word's wide enable is one.
+        load_next = Signal()
+        with m.If(stb & load_next):
+            m.d.comb += take.eq(1)
         with m.If(stb):
             m.d.sync += [
                 a_byte.eq(word[:8]),
                 a_crc_term.eq(crc32_data_term(word[:8])),
                 a_fcs_index.eq(fcs_count),
             ]
-            with m.If(load):
+            with m.If(load_next):
                 m.d.sync += [
                     word.eq(nxt.data),
                     word_last.eq(nxt.last),
                     left.eq(nxt.last_lane),
                     lane_is_last.eq(nxt.last_lane == 0),
+                    load_next.eq((nxt.last_lane == 0) & ~nxt.last),
                 ]
             with m.Else():
                 m.d.sync += [
                     word.eq(word >> 8),
                     left.eq(left - 1),
                     lane_is_last.eq(left == 1),
+                    load_next.eq(0),
                 ]
 
         def emit(kind):
@@ -174,7 +180,7 @@ class TxFramer(wiring.Component):
             with m.If(self.t_drop):
                 m.next = "Drain"
             with m.Else():
-                m.d.sync += [pre_count.eq(0), pre_last.eq(0)]
+                m.d.sync += pre_count.eq(0)
                 m.next = "Preamble"
 
         def count_sent():
@@ -193,27 +199,25 @@ class TxFramer(wiring.Component):
             with m.State("Preamble"):
                 with m.If(stb):
                     emit(_Slot.PREAMBLE)
-                    m.d.sync += [pre_count.eq(pre_count + 1),
-                                 pre_last.eq(pre_count == PREAMBLE_BYTES - 1)]
-                    with m.If(pre_last):
-                        m.d.comb += [load.eq(1), take.eq(1)]
+                    m.d.sync += pre_count.eq(pre_count + 1)
+                    with m.If(load_next):
                         m.d.sync += [a_byte.eq(SFD), sent.eq(0), min_done.eq(0)]
                         m.next = "Data"
                     with m.Else():
-                        m.d.sync += a_byte.eq(PREAMBLE)
+                        m.d.sync += [a_byte.eq(PREAMBLE),
+                                     load_next.eq(pre_count == PREAMBLE_BYTES - 1)]
             with m.State("Data"):
                 with m.If(stb):
                     emit(_Slot.DATA)
                     count_sent()
-                    with m.If(lane_is_last):
-                        with m.If(word_last):
-                            m.d.sync += fcs_count.eq(0)
-                            with m.If(min_done):
-                                m.next = "FCS"
-                            with m.Else():
-                                m.next = "Pad"
+                    with m.If(~lane_is_last):
+                        m.d.sync += load_next.eq((left == 1) & ~word_last)
+                    with m.Elif(word_last):
+                        m.d.sync += fcs_count.eq(0)
+                        with m.If(min_done):
+                            m.next = "FCS"
                         with m.Else():
-                            m.d.comb += [load.eq(1), take.eq(1)]
+                            m.next = "Pad"
             with m.State("Pad"):
                 with m.If(stb):
                     emit(_Slot.DATA)
