@@ -99,3 +99,10 @@ def test_main_refuses_an_unknown_board_and_spi_without_flash(capsys):
     with pytest.raises(SystemExit):
         B.main(["--board", "colorlight-5a-75b", "--spi"])
     assert "--spi needs --flash" in capsys.readouterr().err
+
+
+def test_a_build_does_not_require_openfpgaloader():
+    from ackfilter.board.top import Colorlight5A75BR70Platform
+    tools = Colorlight5A75BR70Platform().required_tools
+    assert "openFPGALoader" not in tools
+    assert {"yosys", "nextpnr-ecp5", "ecppack"} <= set(tools)

@@ -199,8 +199,14 @@ def _platform_class():
 
     class Colorlight5A75BR70Platform(Colorlight_5A75B_R70Platform):
         """amaranth-boards' 5A-75B rev 7.0 with the PHYs' shared management
-        pins split out into ``eth_mgmt`` (see :func:`_colorlight_r70_resources`)."""
+        pins split out into ``eth_mgmt`` (see :func:`_colorlight_r70_resources`).
+        Building needs Yosys, nextpnr-ecp5 and ecppack only; openFPGALoader
+        is checked when flashing (``build.flash``), not for a build."""
         resources = _colorlight_r70_resources()
+
+        @property
+        def required_tools(self):
+            return [t for t in super().required_tools if t != "openFPGALoader"]
 
     return Colorlight5A75BR70Platform
 
@@ -228,9 +234,9 @@ class BoardTop(Elaboratable):
 
     Clocks: the 25 MHz input (P6) feeds one ``EHXPLLL``: VCO 500 MHz,
     CLKOP / 4 = 125 MHz (``lan_tx`` and ``modem_tx``, also the feedback),
-    CLKOS / 8 = 62.5 MHz (``sync``). Every domain is held in reset until the PLL locks (each reset
-    released synchronously to its own clock); the RX domains additionally
-    until their RXC runs.
+    CLKOS / 8 = 62.5 MHz (``sync``). Every domain is held in reset until the
+    PLL locks (each reset released synchronously to its own clock); the RX
+    domains additionally until their RXC runs.
     """
 
     def __init__(self, *, swap_ports=False, rx_delay_taps=RX_DELAY_TAPS, auto_speed=True, **core_params):

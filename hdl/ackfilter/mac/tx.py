@@ -93,11 +93,6 @@ class TxFramer(wiring.Component):
         m.submodules.crc = crc = CRC32()
         stb = self.stb
 
-        # Every decision below is on registers a cycle old: the state, the
-        # strobe and one-bit flags ("the next strobe ends the preamble",
-        # "... ends the word") that are set a byte time ahead of use, so no
-        # path at 125 MHz goes through a counter compare into a wide enable.
-
         # Stage A.
         a_kind = Signal(2)
         a_byte = Signal(8)
@@ -294,7 +289,7 @@ class _Prefetch(wiring.Component):
         m = Module()
         depth = self._stages + 1
         # Data registers without reset (their valid bits have one): no
-        # control set ties them to slices away from the RAM.
+        # control set ties them to slices away from the FIFO's storage.
         stage_v = [Signal(name=f"stage{i}_v") for i in range(self._stages)]
         stage_d = [Signal.like(self.r_data, name=f"stage{i}_d", reset_less=True)
                    for i in range(self._stages)]
@@ -344,7 +339,7 @@ class MACTx(wiring.Component):
     max_frame_bytes : int
         Longest frame sent (without FCS); longer ones are dropped and counted.
     fifo_words : int
-        Data FIFO depth in 32-bit words, a power of 2 holding at least two
+        Frame buffer depth in 32-bit words, a power of 2 holding at least two
         maximum frames; the token FIFO has 16 entries (at most 16 queued frames).
 
     Ports
@@ -399,7 +394,9 @@ class MACTx(wiring.Component):
         # domain through a small FIFO in LUT RAM, pumped every cycle it has
         # room: 2 Gb/s in against at most 1 Gb/s out, so once a frame's token
         # (written when all of the frame is in block RAM) reaches the framer,
-        # its words are ahead of it and keep ahead of the wire.
+        # its words are ahead of it and keep ahead of the wire. The frame
+        # buffer is a FastAsyncFIFO with both sides in `sync` for its
+        # registered full/empty flags (no pointer compare on its ports' paths).
         m.submodules.frame_fifo = frame_fifo = FastAsyncFIFO(
             width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain="sync")
         m.submodules.data_fifo = data_fifo = FastAsyncFIFO(
