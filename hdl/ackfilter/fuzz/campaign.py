@@ -386,6 +386,7 @@ def run_campaign(*, seed=1, frames=1_000_000, chunk_frames=CHUNK_FRAMES, capture
         "errors": sum(bool(r.error) for r in results),
         "unbalanced": sum(bool(r.unbalanced) for r in results),
         "failing_chunks": [r.index for r in results if r.failed],
+        "counters": _sum_dicts(r.counters for r in results),
         "saved": [r.saved for r in results if r.saved],
         "seconds": round(elapsed, 1),
         "frames_per_s": round(done / elapsed) if elapsed else 0,

@@ -422,13 +422,18 @@ def check(inputs, outputs, counters=None, *, slot_bytes, filter_off=False, max_v
         budget = sum(drops.values()) if filter_off else drops.get("drop_ack_front", 0)
         lost_acks = [u for u in uncovered if segs[u[0]].cls == "ack"]
         if len(lost_acks) > budget:
-            for i, j, why in lost_acks:
-                violate("coverage", (i,) if j is None else (i, j),
-                        f"ACK #{i} ({_describe(segs[i])}) lost: {why}"
-                        + (f" (survivor #{j}: {_describe(segs[j])})" if j is not None else ""))
-            violate("coverage", (), f"{len(lost_acks)} ACKs lost without a carrier, more than "
+            # Which of them were the overload losses is not known: the excess
+            # counts as violations, each lost ACK is listed as a candidate.
+            excess = len(lost_acks) - budget
+            violate("coverage", (), f"{len(lost_acks)} ACKs lost without a carrier, {excess} more than "
                                     f"{'the drops' if filter_off else 'drop_ack_front'} = {budget}")
-        if missing_other + len(uncovered) > sum(drops.values()):
+            counts["coverage"] += excess - 1
+            for i, j, why in lost_acks[:max_violations]:
+                violations.append(Violation(
+                    "coverage", (i,) if j is None else (i, j),
+                    f"candidate: ACK #{i} ({_describe(segs[i])}) lost: {why}"
+                    + (f" (survivor #{j}: {_describe(segs[j])})" if j is not None else "")))
+        elif missing_other + len(uncovered) > sum(drops.values()):
             violate("coverage", (), f"{missing_other} non-ACK frames and {len(uncovered)} uncovered "
                                     f"ACKs did not leave; the drop counters sum to {sum(drops.values())}")
         fin, fout = counters.get("frames_in"), counters.get("frames_out")
