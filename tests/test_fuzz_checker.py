@@ -89,6 +89,20 @@ def test_a_legal_supersession_chain_is_accepted():
     assert report.removed_acks == 5 and report.covered == 5 and report.uncovered == 0
 
 
+def test_a_chain_superseded_then_dropped_from_the_front_counts_as_one_overload_loss():
+    # #0 superseded by #1 in place, #1 dropped from the front; #2 (ECE set, so it
+    # carries neither) left.
+    frames = [ack(1000), ack(2000), ack(3000, flags="AE")]
+    report = run(frames, [2], counters=counters(3, 1, 1, drop_ack_front=1))
+    assert report.ok, report.violations
+    assert report.handed_on == 1 and report.uncovered == 1
+    # Without the drop the same output is a loss.
+    assert rules(run(frames, [2], counters=counters(3, 1, 2))) == ["coverage"]
+    # Handing on needs the next ACK to carry it: a bad-checksum next ACK does not.
+    frames = [ack(1000), ack(2000, bad_tcp=True), ack(3000, flags="AE")]
+    assert rules(run(frames, [2], counters=counters(3, 1, 1, drop_ack_front=1))) == ["coverage"]
+
+
 def test_a_psh_ack_overtaken_by_a_later_pure_ack_of_its_flow_is_flagged():
     frames = [ack(1000, flags="PA"), ack(2000)]
     report = run(frames, [1, 0])
@@ -163,6 +177,14 @@ def test_the_survivor_is_the_first_later_ack_of_the_flow_that_left():
     # #1 left; #0 is judged against #1 (a dup ACK), not against #2.
     frames = [ack(1000), ack(1000), ack(3000)]
     assert rules(run(frames, [1, 2])) == ["coverage"]
+
+
+def test_a_frame_cut_short_is_never_the_survivor():
+    # The cut frame left first (as data): it carries nothing, so #0 is judged
+    # against #2, which carries it.
+    frames = [ack(1000, ts=(1, 1)), ack(1500, ts=(2, 1))[:60], ack(2000, ts=(3, 1))]
+    assert run(frames, [1, 2]).ok
+    assert rules(run(frames, [1])) == ["coverage"]
 
 
 def test_overload_losses_are_allowed_up_to_drop_ack_front():

@@ -16,7 +16,10 @@ may produce, whatever its internal decisions were:
 * **coverage** — every such ACK that did not leave is either one of at most
   ``drop_ack_front`` overload losses, or its information is carried by the
   first later ACK of its flow that did leave (:func:`carried`, after Linux
-  sch_cake's ``cake_tcph_may_drop``);
+  sch_cake's ``cake_tcph_may_drop``), or by the next ACK of its flow that was
+  removed in turn (a chain superseded in place and then dropped from the
+  front of a full queue loses one ACK's news, and counts once against
+  ``drop_ack_front``);
 * **counters** — ``frames_in == frames_out + acks_superseded + every drop_*``,
   and ``frames_in``/``frames_out`` match the frame lists.
 
@@ -99,6 +102,7 @@ class Segment:
     tsval: int = 0
     tsecr: int = 0
     sack: list = field(default_factory=list)
+    whole: bool = True            # the frame holds its whole IP packet
 
     @property
     def ack_flagged(self):
@@ -219,7 +223,7 @@ def parse_segment(frame, *, slot_bytes):
                   flags=flags, ack=struct.unpack_from("!I", f, tcp + 8)[0], ecn=ecn,
                   ihl_ok=ihl_ok, ip_csum_ok=ip_csum_ok)
     if n < ip_end:
-        seg.cls, seg.why = "unsure", "frame shorter than its IP packet"
+        seg.cls, seg.why, seg.whole = "unsure", "frame shorter than its IP packet", False
         return seg
     if n > ip_end and n > MIN_FRAME:
         seg.cls, seg.why = "unsure", "bytes after the IP packet in a frame longer than 60 bytes"
@@ -305,9 +309,10 @@ class CheckReport:
     violations: list           # the first ``max_violations`` of each rule
     counts: dict               # rule -> number of violations found
     classes: dict              # class -> number of input frames
-    removed_acks: int          # ACK-flagged segments that did not leave
-    covered: int               # ... of which carried by a later one
-    uncovered: int             # ... of which not carried (overload losses)
+    removed_acks: int          # whole ACK-flagged segments that did not leave
+    covered: int               # ... of which carried by the first later one of their flow that left
+    handed_on: int             # ... of which carried by the next one of their flow, itself removed
+    uncovered: int             # ... of which carried by none (overload losses)
 
     @property
     def ok(self):
@@ -388,32 +393,41 @@ def check(inputs, outputs, counters=None, *, slot_bytes, filter_off=False, max_v
                 violate("data-order", (i, last_data), f"data #{i} left after the later data #{last_data}")
             last_data = max(last_data, i)
 
-    # Coverage of the ACK-flagged segments that did not leave.
-    survivors = {}           # flow -> ascending indices of ACK-flagged segments that left
-    for i in sorted(left):
-        if segs[i].ack_flagged:
-            survivors.setdefault(segs[i].flow, []).append(i)
-    removed = covered = 0
+    # Coverage of the ACK-flagged segments that did not leave. A frame cut
+    # short carries nothing (the receiver's IP drops it): never a carrier.
+    arrivals, survivors = {}, {}   # flow -> ascending indices of whole ACK-flagged segments (all / left)
+    for i, s in enumerate(segs):
+        if s.ack_flagged and s.whole:
+            arrivals.setdefault(s.flow, []).append(i)
+            if i in left:
+                survivors.setdefault(s.flow, []).append(i)
+    removed = covered = handed_on = 0
     uncovered = []
     missing_other = 0
     for i, s in enumerate(segs):
         if i in left:
             continue
-        if not s.ack_flagged:
+        if not (s.ack_flagged and s.whole):
             missing_other += 1
             continue
         removed += 1
+        # The rule: the first later ACK of the flow that left carries it.
         later = survivors.get(s.flow, [])
         k = bisect.bisect_right(later, i)
-        if k == len(later):
-            uncovered.append((i, None, "no later ACK of its flow left"))
-            continue
-        j = later[k]
-        why = carried(s, segs[j])
-        if why:
-            uncovered.append((i, j, why))
-        else:
+        j = later[k] if k < len(later) else None
+        why = carried(s, segs[j]) if j is not None else "no later ACK of its flow left"
+        if not why:
             covered += 1
+            continue
+        # Or it handed its information on to the next ACK of its flow, which
+        # was removed in turn: the chain then shares that ACK's fate (superseded
+        # in place, then dropped from the front, loses one ACK's worth of news).
+        nexts = arrivals[s.flow]
+        n = nexts[bisect.bisect_right(nexts, i)] if nexts[-1] > i else None
+        if n is not None and n not in left and not carried(s, segs[n]):
+            handed_on += 1
+            continue
+        uncovered.append((i, j, why))
     drops = {name: v for name, v in (counters or {}).items() if name.startswith("drop_")}
     if counters is not None:
         # Overload losses of the ACK class come from drop_ack_front only; an
@@ -433,8 +447,9 @@ def check(inputs, outputs, counters=None, *, slot_bytes, filter_off=False, max_v
                     "coverage", (i,) if j is None else (i, j),
                     f"candidate: ACK #{i} ({_describe(segs[i])}) lost: {why}"
                     + (f" (survivor #{j}: {_describe(segs[j])})" if j is not None else "")))
-        elif missing_other + len(uncovered) > sum(drops.values()):
-            violate("coverage", (), f"{missing_other} non-ACK frames and {len(uncovered)} uncovered "
+        elif missing_other + len(lost_acks) > sum(drops.values()):
+            # Data is never superseded: it and the ACKs no survivor carries were dropped.
+            violate("coverage", (), f"{missing_other} non-ACK frames and {len(lost_acks)} uncovered "
                                     f"ACKs did not leave; the drop counters sum to {sum(drops.values())}")
         fin, fout = counters.get("frames_in"), counters.get("frames_out")
         if fin != len(inputs):
@@ -445,7 +460,7 @@ def check(inputs, outputs, counters=None, *, slot_bytes, filter_off=False, max_v
         if fin != balance:
             violate("counters", (), f"frames_in = {fin} != frames_out + acks_superseded + drops = {balance} "
                                     f"({', '.join(f'{k}={v}' for k, v in drops.items() if v)})")
-    return CheckReport(violations, counts, classes, removed, covered, len(uncovered))
+    return CheckReport(violations, counts, classes, removed, covered, handed_on, len(uncovered))
 
 
 def _describe(s):
