@@ -106,7 +106,8 @@ setup() {
     for spec in "$LAN:vlan100:lan0:8100:100" "$LAN:qinq200:lan0:88a8:10,8100:200" \
                 "$RTR:vlan100:rlan:8100:100" "$RTR:qinq200:rlan:88a8:10,8100:200"; do
         IFS=: read -r ns tap parent tags <<<"$spec"
-        in_ns "$ns" python3 "$ROOT/scripts/vlan_relay.py" "$tap" "$parent" "$tags" >/dev/null &
+        ip netns exec "$ns" python3 "$ROOT/scripts/vlan_relay.py" "$tap" "$parent" "$tags" >/dev/null &
+        disown "$!"      # ended by the cleanup with the namespace's other processes
     done
     for ns_dev in "$LAN:vlan100" "$LAN:qinq200" "$RTR:vlan100" "$RTR:qinq200"; do
         for _ in $(seq 50); do in_ns "${ns_dev%%:*}" ip link show "${ns_dev##*:}" >/dev/null 2>&1 && break; sleep 0.1; done
