@@ -49,7 +49,7 @@ flash: venv ## load the bitstream with openFPGALoader (SRAM; SPI=1 writes the SP
 
 SEED   ?= 1
 FRAMES ?= 1000000
-fuzz: venv ## mutation campaign through the RTL, model + independent checker (SEED=1 FRAMES=1000000; ~8 min per million) -> build/fuzz/
+fuzz: venv ## mutation campaign through the RTL, model + independent checker (SEED=1 FRAMES=1000000; ~5 min per million) -> build/fuzz/
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter fuzz --seed $(SEED) --frames $(FRAMES)
 
 captures: ## (root) remake sim/captures/*.pcap.gz: real Linux TCP in network namespaces (~2 min)
