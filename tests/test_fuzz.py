@@ -192,6 +192,42 @@ def test_chunks_are_deterministic_from_seed_and_index_and_frames_unique(captures
 
 # --- the campaign through the RTL -----------------------------------------------------
 
+def test_the_checker_passes_a_clean_real_run_and_catches_each_kind_of_tampering(captures):
+    from ackfilter.replay import replay
+    frames = captures["download-loss"][:4000]
+    # Aggressive mode on a slow uplink: every flow keeps about one ACK queued,
+    # so supersession is constant and the queue never overflows.
+    res = replay(frames, uplink_rate_bps=500_000, ack_mode="aggressive")
+    sent = [f for _t, f in frames]
+    out = [f for _t, f in res.frames_out]
+    c = dict(res.counters)
+    assert c["acks_superseded"] > 1000 and c["drop_ack_front"] == 0
+
+    def judge(outputs, counters):
+        return checker.check(sent, outputs, counters, slot_bytes=campaign._slot_bytes())
+
+    assert judge(out, c).ok
+    segs = [checker.parse_segment(f, slot_bytes=256) for f in out]
+    # Two ACKs of one flow swapped on the way out.
+    a = next(k for k in range(len(out) - 1) if segs[k].cls == "ack" and any(
+        segs[m].flow == segs[k].flow for m in range(k + 1, len(out))))
+    b = next(m for m in range(a + 1, len(out)) if segs[m].flow == segs[a].flow)
+    swapped = list(out)
+    swapped[a], swapped[b] = swapped[b], swapped[a]
+    assert {v.rule for v in judge(swapped, c).violations} == {"ack-order"}
+    # The last ACK of a flow withheld (and counted as superseded): nothing carries it.
+    last = max(k for k in range(len(out)) if segs[k].flow == segs[a].flow)
+    withheld = out[:last] + out[last + 1:]
+    c2 = dict(c, frames_out=c["frames_out"] - 1, acks_superseded=c["acks_superseded"] + 1)
+    assert {v.rule for v in judge(withheld, c2).violations} == {"coverage"}
+    # A byte changed; a frame sent twice; a counter off by one.
+    changed = list(out)
+    changed[a] = changed[a][:-1] + bytes([changed[a][-1] ^ 1])
+    assert "identity" in {v.rule for v in judge(changed, c).violations}
+    assert "identity" in {v.rule for v in judge(out + [out[0]], dict(c, frames_out=len(out) + 1)).violations}
+    assert {v.rule for v in judge(out, dict(c, drop_runt=c["drop_runt"] + 1)).violations} == {"counters"}
+
+
 def test_short_campaign_has_no_mismatch_violation_hang_or_imbalance(tmp_path):
     summary, results = campaign.run_campaign(seed=2026, frames=SHORT_FRAMES, chunk_frames=10_000,
                                              out_dir=tmp_path)
