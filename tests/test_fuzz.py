@@ -66,7 +66,7 @@ def test_captures_show_sack_dsack_ece_ipv6_and_tagged_frames(captures):
     seen = set()
     for name, trace in captures.items():
         for _t, f in trace:
-            s = checker.parse_segment(f, slot_bytes=256)
+            s = checker.parse_segment(f, slot_bytes=campaign.ack_slot_bytes())
             if s.cls != "ack":
                 continue
             if s.sack:
@@ -169,7 +169,7 @@ def test_mutated_acks_stay_in_their_flow_among_unmutated_neighbours(captures):
                  if c.source.startswith("capture") and " + " not in c.source)
     mutated = [i for i, m in enumerate(chunk.mutations) if m]
     assert 0.05 * 5000 < len(mutated) < 0.5 * 5000
-    segs = [checker.parse_segment(f, slot_bytes=256) for _t, f in chunk.frames]
+    segs = [checker.parse_segment(f, slot_bytes=campaign.ack_slot_bytes()) for _t, f in chunk.frames]
     mutated_acks = [i for i in mutated if segs[i].ack_flagged]
     with_neighbours = [i for i in mutated_acks
                        if any(segs[j].flow == segs[i].flow and not chunk.mutations[j]
@@ -204,10 +204,10 @@ def test_the_checker_passes_a_clean_real_run_and_catches_each_kind_of_tampering(
     assert c["acks_superseded"] > 1000 and c["drop_ack_front"] == 0
 
     def judge(outputs, counters):
-        return checker.check(sent, outputs, counters, slot_bytes=campaign._slot_bytes())
+        return checker.check(sent, outputs, counters, slot_bytes=campaign.ack_slot_bytes())
 
     assert judge(out, c).ok
-    segs = [checker.parse_segment(f, slot_bytes=256) for f in out]
+    segs = [checker.parse_segment(f, slot_bytes=campaign.ack_slot_bytes()) for f in out]
     # Two ACKs of one flow swapped on the way out.
     a = next(k for k in range(len(out) - 1) if segs[k].cls == "ack" and any(
         segs[m].flow == segs[k].flow for m in range(k + 1, len(out))))

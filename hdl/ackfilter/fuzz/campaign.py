@@ -39,7 +39,7 @@ from .. import params, traces
 from ..replay import REPO_ROOT, ReplayError, replay
 from . import checker, mutate
 
-__all__ = ["Settings", "Chunk", "ChunkResult", "read_pcap", "load_captures", "make_chunk",
+__all__ = ["Settings", "Chunk", "ChunkResult", "read_pcap", "load_captures", "make_chunk", "ack_slot_bytes",
            "run_chunk", "run_campaign", "make_parser", "main"]
 
 F_SYS_HZ = params.F_SYS_HZ
@@ -236,7 +236,7 @@ class ChunkResult:
         return bool(self.mismatch or self.violations or self.hang or self.error or self.unbalanced)
 
 
-def _slot_bytes():
+def ack_slot_bytes():
     """ACK slot size of the core under test (the model's constant; the checker gets it as a number)."""
     from .. import model
     return getattr(params, "ACK_SLOT_BYTES", None) or model.ACK_SLOT_BYTES
@@ -290,7 +290,7 @@ def run_chunk(chunk, *, elab=None):
         check_run(_make_model(s, res.info), sent, res.events, received, counters=res.counters)
     except AssertionError as e:
         result.mismatch = str(e) or "AssertionError"
-    report = checker.check(sent, received, res.counters, slot_bytes=_slot_bytes(),
+    report = checker.check(sent, received, res.counters, slot_bytes=ack_slot_bytes(),
                            filter_off=(s.ack_mode == "off"))
     result.violations = [str(v) for v in report.violations]
     result.violation_counts = dict(report.counts)
