@@ -228,6 +228,7 @@ class ChunkResult:
     error: str = ""              # other ReplayError
     unbalanced: str = ""         # counters do not balance
     counters: dict = field(default_factory=dict)
+    mutations: dict = field(default_factory=dict)   # mutation name -> frames it was applied to
     wallclock_s: float = 0.0
     saved: str = ""              # directory of the saved failure
 
@@ -271,6 +272,10 @@ def run_chunk(chunk, *, elab=None):
     from ..model.scoreboard import check_run
     s = chunk.settings
     result = ChunkResult(chunk.index, len(chunk.frames), chunk.source, s)
+    for names in chunk.mutations:
+        for name in (names or "").split("+"):
+            if name:
+                result.mutations[name] = result.mutations.get(name, 0) + 1
     t0 = time.monotonic()
     try:
         res = replay(chunk.frames, uplink_rate_bps=s.uplink_rate_bps, ack_slots=s.ack_slots,
@@ -387,6 +392,10 @@ def run_campaign(*, seed=1, frames=1_000_000, chunk_frames=CHUNK_FRAMES, capture
         "unbalanced": sum(bool(r.unbalanced) for r in results),
         "failing_chunks": [r.index for r in results if r.failed],
         "counters": _sum_dicts(r.counters for r in results),
+        "mutations": _sum_dicts(r.mutations for r in results),
+        "settings": _sum_dicts({f"mode {r.settings.ack_mode}": 1,
+                                "shaped" if r.settings.uplink_rate_bps else "unshaped": 1,
+                                f"ack_slots {r.settings.ack_slots or 'default'}": 1} for r in results),
         "saved": [r.saved for r in results if r.saved],
         "seconds": round(elapsed, 1),
         "frames_per_s": round(done / elapsed) if elapsed else 0,
