@@ -179,6 +179,20 @@ def test_mutated_acks_stay_in_their_flow_among_unmutated_neighbours(captures):
     assert len(with_neighbours) > 0.8 * len(mutated_acks)
 
 
+def test_collision_pieces_hold_flows_that_share_a_cam_tag():
+    piece = campaign._collision_piece(random.Random(1), 3000)
+    if piece is None:
+        pytest.skip("the model has no CAM tag function (before issue 9)")
+    from ackfilter.model import classify
+    _desc, frames = piece
+    keys_by_tag = {}
+    for _t, f in frames:
+        p = classify(f, ack_mode=1)
+        keys_by_tag.setdefault(p.tag, set()).add(p.key)
+    assert len(frames) > 2900
+    assert sum(len(keys) >= 2 for keys in keys_by_tag.values()) >= 10
+
+
 def test_chunks_are_deterministic_from_seed_and_index_and_frames_unique(captures):
     a = campaign.make_chunk(3, 7, captures, 3000)
     b = campaign.make_chunk(3, 7, captures, 3000)

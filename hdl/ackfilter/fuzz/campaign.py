@@ -3,10 +3,12 @@ through the RTL and judged three ways.
 
 Each chunk (deterministic from the seed and its index, :func:`make_chunk`):
 
-1. takes frames from a source — a window of a committed capture
-   (``sim/captures/*.pcap.gz``), :func:`ackfilter.traces.random_trace`,
-   :func:`ackfilter.traces.demo_scenario`, or a capture window with the
-   parser's edge cases (:func:`ackfilter.traces.malformed_cases`) mixed in;
+1. takes frames from sources laid end to end — windows of the committed
+   captures (``sim/captures/*.pcap.gz``), :func:`ackfilter.traces.random_trace`,
+   :func:`ackfilter.traces.demo_scenario`, a capture window with the parser's
+   edge cases (:func:`ackfilter.traces.malformed_cases`) mixed in, or ACK
+   streams of flows whose CAM tags collide (found with the model's tag
+   function, when it has one);
 2. mutates about a quarter of them in place (:mod:`.mutate`) and stamps each
    frame's source MAC with a counter so every frame is unique;
 3. picks settings: ACK filter mode, unshaped or shaped well below the offered
@@ -144,10 +146,15 @@ def _window(rng, frames, n):
 
 def _piece(rng, captures, n):
     """``(description, [(time_s, bytes)])``: one source piece of at most ``n`` frames, times from 0."""
-    kinds = ["capture"] * 5 + ["random"] * 2 + ["demo", "mixed"]
+    kinds = ["capture"] * 5 + ["random"] * 2 + ["demo", "mixed", "collisions"]
     if not captures:
-        kinds = ["random", "random", "demo"]
+        kinds = ["random", "random", "demo", "collisions"]
     kind = rng.choice(kinds)
+    if kind == "collisions":
+        piece = _collision_piece(rng, n)
+        if piece is not None:
+            return piece
+        kind = "random"
     if kind in ("capture", "mixed"):
         name = rng.choice(sorted(captures))
         start, out = _window(rng, captures[name], n)
@@ -169,6 +176,45 @@ def _piece(rng, captures, n):
         return f"random_trace({seed}, {n}, {flows})", traces.random_trace(seed, n, flows)
     start, out = _window(rng, traces.demo_scenario(seed, duration_s=2.0), n)
     return f"demo_scenario({seed}) [{start}:{start + len(out)}]", out
+
+
+def _model_tag(frame):
+    """The model's CAM tag of a pure ACK, or None when the model has no tag function."""
+    from ..model import classify
+    p = classify(frame, ack_mode=params.ACK_FILTER_MODES["conservative"])
+    return getattr(p, "tag", None) if p.cls == "ack" else None
+
+
+def _collision_piece(rng, n):
+    """ACK streams of flows whose CAM tags collide (found through the model's
+    tag function); None when the model has none (it then cannot predict them)."""
+    seed = rng.getrandbits(32)
+    r = random.Random(seed)
+    by_tag = {}
+    for k in range(6000):
+        v6 = r.random() < 0.3
+        flow = traces.Flow(
+            src=f"2001:db8:{r.getrandbits(16):x}::{r.getrandbits(16):x}" if v6 else
+            f"10.{r.randrange(256)}.{r.randrange(256)}.{r.randrange(1, 255)}",
+            dst=f"2001:db8:ffff::{r.getrandbits(16):x}" if v6 else f"198.51.100.{r.randrange(1, 255)}",
+            sport=r.randrange(1024, 65536), dport=r.choice((80, 443)),
+            vlans=((r.choice((0x8100, 0x88A8)), r.randrange(4096)),) if r.random() < 0.2 else ())
+        tag = _model_tag(traces.tcp_frame(flow, ack=1, builder="raw"))
+        if tag is None:
+            return None
+        by_tag.setdefault(tag, []).append(flow)
+    groups = [flows for flows in by_tag.values() if len(flows) >= 2][:24]
+    flows = [f for g in groups for f in g]
+    per_flow = max(1, n // max(1, len(flows)))
+    out = []
+    for flow in flows:
+        step = r.choice((1448, 2896, 2896, 0))
+        interval = r.uniform(2e-6, 40e-6)
+        out += traces.ack_stream(flow, per_flow, r.getrandbits(32), step, start_time=r.uniform(0, 1e-4),
+                                 interval=interval, ts=(r.getrandbits(32), r.getrandbits(32)),
+                                 ip_id=r.getrandbits(16), builder="raw")
+    out.sort(key=lambda tf: tf[0])
+    return f"collisions({seed}: {len(groups)} tag groups, {len(flows)} flows)", out[:n]
 
 
 def _source(rng, captures, n):
