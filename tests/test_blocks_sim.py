@@ -18,7 +18,7 @@ from amaranth.sim import Simulator
 from ackfilter import traces
 from ackfilter.buffer_pool import BufferPool
 from ackfilter.flow_cam import FlowCAM
-from ackfilter.model.pktparse import classify
+from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.shaper import GcraShaper
 from ackfilter.parser import FrameClass, FrameParser
 from ackfilter.shaper import RECOVERY_CYCLES, Shaper
@@ -84,6 +84,8 @@ def check_against_model(frames, results):
         assert CLS[r.cls] == want.cls, where
         assert bool(r.pure_ack) == want.pure_ack, where
         assert r.nbytes == min(len(frame), 0xFFFF), where
+        if len(frame) <= 0xFFFF:
+            assert r.l3_bytes == ip_packet_length(frame), where
         if want.pure_ack:
             meta = r.meta
             assert meta.ack == want.ack, where

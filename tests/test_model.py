@@ -588,3 +588,27 @@ def test_pcap_round_trip_keeps_nanosecond_times(tmp_path):
     back = traces.read_pcap(tmp_path / "t.pcap")
     assert [f for _, f in back] == [f for _, f in trace]
     assert abs(back[0][0] - 1.000000001) < 1e-12 * 10 and back[1][0] == 2.5
+
+
+# ---------------------------------------------------------------------------
+# IP packet length (the shaper's link accounting, spec section 6)
+
+def test_ip_packet_length_is_the_announced_ip_length_without_l2_header_or_padding():
+    from scapy.layers.l2 import ARP
+    from scapy.layers.ppp import PPP, PPPoE
+    from ackfilter.model.pktparse import ip_packet_length
+    ack = mk_ack(1000)                                    # 54 bytes + 6 of padding
+    assert len(ack) == 60 and ip_packet_length(ack) == 40
+    assert ip_packet_length(mk_ack(1000, v6=True)) == 60
+    tagged = mk_ack(1000, vlan=7, tpid=0x88A8)
+    assert ip_packet_length(tagged) == 40
+    pppoe = bytes(Ether() / Dot1Q(vlan=3) / PPPoE(sessionid=9) / PPP(proto=0x0021) /
+                  IP(src="10.0.0.1", dst="10.0.0.2") / TCP(flags="A"))
+    assert ip_packet_length(pppoe) == 40                  # 14 + 4 + 8 bytes of L2 header
+    arp = bytes(Ether() / ARP()).ljust(60, b"\0")
+    assert ip_packet_length(arp) == 46                    # not IP: all after the Ethernet header
+    cut = mk_ack(1000)[:40]                               # IPv4 header announces 40, 26 present
+    assert ip_packet_length(cut) == 26
+    full = mk_ack(1000, flags="PA", payload=bytes(1460))
+    assert len(full) == 1514 and ip_packet_length(full) == 1500
+    assert ip_packet_length(mk_data(200)) == 28           # UDP header only: the trailer is not charged

@@ -173,6 +173,7 @@ class UplinkCore(wiring.Component):
             shaper.overhead_bytes.eq(csr.p_shaper_overhead_bytes),
             shaper.charge.eq(manager.egress_start),
             shaper.charge_bytes.eq(manager.egress_bytes),
+            shaper.charge_l3_bytes.eq(manager.egress_l3_bytes),
             self.wake_at.eq(shaper.wake_at),
         ]
 

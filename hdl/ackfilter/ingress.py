@@ -30,6 +30,7 @@ def ingress_entry_layout(*, ring_bits, buf_bits):
     return data.StructLayout({
         "verdict": Verdict,
         "nbytes":  16,
+        "l3_bytes": 12,            # IP packet length (shaper accounting), <= MAX_FRAME_BYTES
         "start":   ring_bits,      # data ring word address of a DATA frame
         "buf":     buf_bits,       # ACK buffer of an ACK
         "meta":    ack_meta_layout,
@@ -152,6 +153,7 @@ class Ingress(wiring.Component):
         m.d.comb += [
             entry.verdict.eq(verdict),
             entry.nbytes.eq(res.nbytes),
+            entry.l3_bytes.eq(res.l3_bytes),
             entry.start.eq(wr_ptr[:rb]),
             entry.buf.eq(stage_buf),
             entry.meta.eq(res.meta),

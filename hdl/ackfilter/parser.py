@@ -67,6 +67,7 @@ parse_result_layout = data.StructLayout({
     "cls":      FrameClass,
     "pure_ack": 1,       # a pure ACK by the rules, whatever the ACK filter mode
     "nbytes":   16,      # frame length, saturating
+    "l3_bytes": 16,      # IP packet length for the shaper (spec section 6)
     "meta":     ack_meta_layout,
 })
 
@@ -213,6 +214,7 @@ class FrameParser(wiring.Component):
         ihl     = Signal(4)
         ecn     = Signal(2)
         ip_len  = Signal(16)                # IPv4 total length or IPv6 payload length
+        ip_seen = Signal()                  # ip_len holds a length from an IP header
         src     = Array(Signal(32, name=f"src{i}") for i in range(4))
         dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
         ports   = Signal(32)
@@ -299,6 +301,7 @@ class FrameParser(wiring.Component):
                             ihl.eq(rb[0][0:4]),
                             ecn.eq(rb[1][0:2]),
                             ip_len.eq(_be16(rb[2], rb[3])),
+                            ip_seen.eq(rb[0][4:8] == 4),
                         ]
                         with m.If((rb[0][4:8] != 4) | (rb[0][0:4] < 5)):
                             m.d.sync += state.eq(_S.OTHER)
@@ -325,7 +328,7 @@ class FrameParser(wiring.Component):
                         with m.If(rb[0][4:8] != 6):
                             m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 1):
-                        m.d.sync += ip_len.eq(_be16(rb[0], rb[1]))
+                        m.d.sync += [ip_len.eq(_be16(rb[0], rb[1])), ip_seen.eq(1)]
                         with m.If(rb[2] != 6):
                             m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw < 6):
@@ -447,6 +450,8 @@ class FrameParser(wiring.Component):
         # --- Finalize ----------------------------------------------------------
         l3_off   = Signal(16)
         ip_end   = Signal(17)
+        ip_bytes = Signal(17)               # the IP packet's own length
+        l3_bytes = Signal(16)
         l4_len   = Signal(17)               # IP payload length
         tcp_ok   = Signal()
         opts_ok  = Signal()
@@ -454,7 +459,13 @@ class FrameParser(wiring.Component):
         pure_ack = Signal()
         m.d.comb += [
             l3_off.eq(14 + 4 * ntags + Mux(pppoe, 8, 0)),
-            ip_end.eq(l3_off + Mux(ipv6, ip_len + 40, ip_len)),
+            ip_bytes.eq(Mux(ipv6, ip_len + 40, ip_len)),
+            ip_end.eq(l3_off + ip_bytes),
+            # Link accounting (spec section 6): the announced IP length when the
+            # packet ends inside the frame (padding is not charged), else what
+            # follows the L2 header.
+            l3_bytes.eq(Mux(ip_seen & (ipv6 | (ip_len >= 20)) & (ip_end <= nbytes), ip_bytes,
+                            Mux(nbytes > l3_off, nbytes - l3_off, 0))),
             l4_len.eq(Mux(ipv6, ip_len, ip_len - 4 * ihl)),
             # ACK set; URG PSH RST SYN FIN clear (RFC 9293 section 3.1); ECE CWR free.
             tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res == 0)),
@@ -490,6 +501,7 @@ class FrameParser(wiring.Component):
             m.d.sync += [
                 res.pure_ack.eq(pure_ack),
                 res.nbytes.eq(nbytes),
+                res.l3_bytes.eq(l3_bytes),
                 res.meta.tag.eq(tag),
                 res.meta.ack.eq(ack),
                 res.meta.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
@@ -519,7 +531,7 @@ class FrameParser(wiring.Component):
             # Ready for the next frame (whose first word only fills `hold`).
             m.d.sync += [
                 state.eq(_S.ETH), ridx.eq(0), hw.eq(0), ntags.eq(0), pppoe.eq(0),
-                pppoe_sid.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
+                pppoe_sid.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0), ip_seen.eq(0),
                 *[s.eq(0) for s in (vid[0], vid[1], src[1], src[2], src[3],
                                     dst[1], dst[2], dst[3])],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),

@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 
 from .flow_cam import FlowCAM
 from .ingress import Verdict, ingress_entry_layout
-from .parser import KEY_WORDS
+from .parser import ACK_SLOT_BYTES, KEY_WORDS
 
 __all__ = ["Event", "QueueManager"]
 
@@ -74,7 +74,7 @@ class QueueManager(wiring.Component):
     entry_* : the ingress FIFO's read side
     ack_mode, ack_queue_limit, data_share : parameters
     egress_busy, shaper_eligible : may a frame start
-    egress_start, egress_is_ack, egress_addr, egress_bytes : grant
+    egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant
     free_buf_en, free_buf_id : an ACK buffer whose frame is gone
     ev_valid, ev_kind : event trace
     stat_superseded, stat_collision, stat_cam_full : counter strobes
@@ -105,6 +105,7 @@ class QueueManager(wiring.Component):
             "egress_is_ack":     Out(1),
             "egress_addr":       Out(max(ring_bits, buf_bits)),
             "egress_bytes":      Out(16),
+            "egress_l3_bytes":   Out(16),
             "free_buf_en":       Out(1),
             "free_buf_id":       Out(buf_bits),
             "ev_valid":          Out(1),
@@ -125,10 +126,13 @@ class QueueManager(wiring.Component):
         slot_ids, flow_ids = range(n_slots), range(n_flows)
 
         m.submodules.cam = cam = FlowCAM(entries=n_flows)
-        m.submodules.desc = desc = SyncFIFOBuffered(width=self.ring_bits + 16, depth=self.desc_depth)
+        desc_layout = data.StructLayout({"start": self.ring_bits, "nbytes": 16, "l3_bytes": 12})
+        m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
+        desc_r = data.View(desc_layout, desc.r_data)
 
+        ack_bits = ACK_SLOT_BYTES.bit_length()
         ring_layout = data.StructLayout({
-            "buf": self.buf_bits, "nbytes": 8, "flow": flow_ids, "tracked": 1,
+            "buf": self.buf_bits, "nbytes": ack_bits, "l3_bytes": ack_bits, "flow": flow_ids, "tracked": 1,
         })
         m.submodules.ring = ring = Memory(shape=ring_layout, depth=n_slots, init=[])
         ring_w    = ring.write_port()
@@ -317,7 +321,8 @@ class QueueManager(wiring.Component):
                         event(Event.DROP_DATA_FULL)
                         m.next = "Idle"
                     with m.Case(Verdict.DATA):
-                        m.d.comb += [desc.w_en.eq(1), desc.w_data.eq(Cat(cur.start, cur.nbytes))]
+                        m.d.comb += [desc.w_en.eq(1),
+                                     desc.w_data.eq(Cat(cur.start, cur.nbytes, cur.l3_bytes))]
                         event(Event.ARRIVE_DATA)
                         m.next = "Idle"
                     with m.Default():
@@ -401,6 +406,7 @@ class QueueManager(wiring.Component):
                         ring_w.addr.eq(tail),
                         ring_w.data.buf.eq(cur.buf),
                         ring_w.data.nbytes.eq(cur.nbytes),
+                        ring_w.data.l3_bytes.eq(cur.l3_bytes),
                         ring_w.data.flow.eq(idx),
                         ring_w.data.tracked.eq(tracked),
                     ]
@@ -441,6 +447,7 @@ class QueueManager(wiring.Component):
                         ring_w.addr.eq(newest_q),
                         ring_w.data.buf.eq(cur.buf),
                         ring_w.data.nbytes.eq(cur.nbytes),
+                        ring_w.data.l3_bytes.eq(cur.l3_bytes),
                         ring_w.data.flow.eq(idx),
                         ring_w.data.tracked.eq(1),
                         self.free_buf_en.eq(1),
@@ -474,18 +481,22 @@ class QueueManager(wiring.Component):
                 have_ack = qlen != 0
                 have_data = desc.r_rdy
                 pick_data = have_data & (~have_ack | credit_pos)
-                nbytes = Mux(pick_data, desc.r_data[self.ring_bits:], head_q.nbytes)
+                nbytes = Mux(pick_data, desc_r.nbytes, head_q.nbytes)
                 m.d.sync += charge_n.eq(nbytes)
                 with m.If(have_ack & have_data):
                     m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
                 with m.Else():
                     m.d.sync += charge_clear.eq(1)
-                m.d.comb += [self.egress_start.eq(1), self.egress_bytes.eq(nbytes)]
+                m.d.comb += [
+                    self.egress_start.eq(1),
+                    self.egress_bytes.eq(nbytes),
+                    self.egress_l3_bytes.eq(Mux(pick_data, desc_r.l3_bytes, head_q.l3_bytes)),
+                ]
                 with m.If(pick_data):
                     m.d.comb += [
                         desc.r_en.eq(1),
                         self.egress_is_ack.eq(0),
-                        self.egress_addr.eq(desc.r_data[:self.ring_bits]),
+                        self.egress_addr.eq(desc_r.start),
                     ]
                     event(Event.DEPART_DATA)
                 with m.Else():

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "VLAN_TPIDS", "Parsed", "classify",
-    "before", "after", "parse_pure_ack",
+    "before", "after", "parse_pure_ack", "ip_packet_length",
 ]
 
 #: Frames longer than this are dropped as ``oversize`` (spec section 2).
@@ -260,6 +260,52 @@ def parse_pure_ack(frame):
         i += length
     p.supersedable = _first_bullet(p)
     return p
+
+
+def ip_packet_length(frame):
+    """Length of the IP packet a frame carries, as the shaper's link accounting
+    charges it (``docs/spec.md`` section 6, "IP packet length").
+
+    The L2 header is the 14-byte Ethernet header, 4 bytes per leading VLAN
+    tag (at most two are counted) and 8 bytes of PPPoE session header and PPP
+    protocol (EtherType 0x8864, ver/type 0x11, code 0). When an IPv4 header
+    (PPP protocol 0x0021 or EtherType 0x0800, version 4) announces a total
+    length of at least 20 bytes, or an IPv6 header (0x0057 or 0x86DD,
+    version 6) a payload length, and that packet ends inside the frame, the
+    announced length is the answer (Ethernet padding is not charged);
+    otherwise it is whatever follows the L2 header.
+    """
+    frame = bytes(frame)
+    n = len(frame)
+    if n < 14:
+        return 0
+    off, ntags = 12, 0
+    ethertype = _u16(frame, off)
+    while ethertype in VLAN_TPIDS and ntags < 2 and n >= off + 6:
+        ntags += 1
+        off += 4
+        ethertype = _u16(frame, off)
+    l2 = off + 2
+    if ethertype in VLAN_TPIDS:                 # a third tag, or a tag cut short
+        return max(0, n - l2)
+    version = None
+    if ethertype == ETH_PPPOE_SESSION:
+        if n >= l2 + 4 and frame[l2] == 0x11 and frame[l2 + 1] == 0x00:
+            l2 += 8
+            if n >= l2:
+                proto = _u16(frame, l2 - 2)
+                version = {PPP_IPV4: 4, PPP_IPV6: 6}.get(proto)
+    else:
+        version = {ETH_IPV4: 4, ETH_IPV6: 6}.get(ethertype)
+    if version == 4 and n >= l2 + 4 and frame[l2] >> 4 == 4:
+        total = _u16(frame, l2 + 2)
+        if total >= 20 and l2 + total <= n:
+            return total
+    elif version == 6 and n >= l2 + 8 and frame[l2] >> 4 == 6:
+        total = 40 + _u16(frame, l2 + 4)
+        if l2 + total <= n:
+            return total
+    return max(0, n - l2)
 
 
 def classify(frame, *, ack_mode, slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES):
