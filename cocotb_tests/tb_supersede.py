@@ -34,7 +34,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from ackfilter import params as P
 from ackfilter.model import FilterModel
-from ackfilter.parser import tag_of_fold
+from ackfilter.model.flowkey import tag_of_fold
 from ackfilter.traces import Flow, MSS, tcp_frame
 from ackfilter_tb import TB, scoreboard
 

@@ -638,7 +638,7 @@ CASES = traces.malformed_cases()
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_malformed_case_classification(name):
     frame, expected = CASES[name]
-    cls, eligible = ("ack", expected == "ack") if expected.startswith("ack") else (expected, False)
+    cls, eligible = traces.expected_class(expected)
     for mode in (CONSERVATIVE, AGGRESSIVE):
         p = classify(frame, ack_mode=mode)
         assert (p.cls, p.eligible) == (cls, eligible), p.reason

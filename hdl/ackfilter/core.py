@@ -15,7 +15,7 @@ from .buffer_pool import BufferPool
 from .csr import CSRBank
 from .egress import Egress
 from .ingress import Ingress, ingress_entry_layout
-from .parser import ACK_SLOT_BYTES, MAX_FRAME_BYTES
+from .params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .queue_manager import Event, QueueManager
 from .shaper import Shaper
 from .stream import WORD_BYTES
@@ -187,6 +187,7 @@ class UplinkCore(wiring.Component):
             csr.inc_frames_out.eq(egress.stat_frame),
             csr.inc_bytes_out.eq(egress.stat_bytes),
             csr.inc_acks_in.eq(ingress.stat_pure_ack),
+            csr.inc_acks_ineligible.eq(ingress.stat_ineligible),
             csr.inc_acks_superseded.eq(manager.stat_superseded),
             csr.inc_cam_collisions.eq(manager.stat_collision),
             csr.inc_cam_full.eq(manager.stat_cam_full),

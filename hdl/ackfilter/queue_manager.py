@@ -23,7 +23,8 @@ from amaranth.lib.wiring import In, Out
 
 from .flow_cam import FlowCAM
 from .ingress import Verdict, ingress_entry_layout
-from .parser import ACK_SLOT_BYTES, KEY_WORDS
+from .model.flowkey import KEY_WORDS
+from .params import ACK_SLOT_BYTES
 
 __all__ = ["Event", "QueueManager"]
 

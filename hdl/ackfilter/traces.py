@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "Flow", "tcp_frame", "tcp_options_bytes", "ack_stream", "data_stream",
-    "demo_scenario", "random_trace", "malformed_cases", "write_pcap", "read_pcap",
+    "demo_scenario", "random_trace", "malformed_cases", "expected_class", "write_pcap", "read_pcap",
     "MSS", "MIN_FRAME_BYTES",
 ]
 
@@ -706,6 +706,13 @@ def _fix_lengths(f, flow, ip_packet_len):
 
 # --------------------------------------------------------------------------
 # Parser edge cases.
+
+def expected_class(expected):
+    """``(cls, eligible)`` of a :func:`malformed_cases` expectation."""
+    if expected in ("ack", "ack-ineligible"):
+        return "ack", expected == "ack"
+    return expected, False
+
 
 def malformed_cases():
     """Every parser edge case of spec section 2, built with Scapy, with its expected class.
