@@ -207,6 +207,7 @@ class UplinkCore(wiring.Component):
         ]
         for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
                            ("drop_data_full", Event.DROP_DATA_FULL),
-                           ("drop_ack_front", Event.DROP_ACK_FRONT)):
+                           ("drop_ack_front", Event.DROP_ACK_FRONT),
+                           ("drop_ack_covered", Event.DROP_ACK_COVERED)):
             m.d.comb += getattr(csr, f"inc_{name}").eq(manager.ev_valid & (manager.ev_kind == kind))
         return m
