@@ -1,8 +1,8 @@
 """The frame parser of ``ackfilter_core`` against ``docs/spec.md`` section 2.
 
 Every case is a Scapy-built frame with a class reasoned by hand from the spec
-(``runt``, ``oversize``, ``ack`` or ``data``), independent of the golden
-model: the hand-reasoned ones of :func:`ackfilter.traces.malformed_cases`
+(``runt``, ``oversize``, ``ack`` (an eligible pure ACK), ``ack-ineligible``
+or ``data``), independent of the golden model: the hand-reasoned ones of :func:`ackfilter.traces.malformed_cases`
 and the groups of :func:`parser_cases` below. Three benches drive them
 through the real RTL:
 
@@ -178,15 +178,17 @@ def _ipv4_cases():
     base = build(pad_to=0)                    # 54 bytes
     for ihl in range(5):
         c.append((f"ihl_{ihl}", pad(patch(base, IP4, bytes([0x40 | ihl]))), "data"))
-    for ihl in range(5, 16):
-        c.append((f"ihl_{ihl}_with_nop_options", build(ip_opt_words=ihl - 5), "ack"))
-    # Options are skipped whatever they hold (checksum not checked either).
+    c.append(("ihl_5", build(), "ack"))
+    # IPv4 options are skipped whatever they hold; such an ACK is not eligible.
+    for ihl in range(6, 16):
+        c.append((f"ihl_{ihl}_with_nop_options", build(ip_opt_words=ihl - 5), "ack-ineligible"))
     f = build(ip_opt_words=3)
-    c.append(("ihl_8_garbage_options", patch(f, IP4 + 20, b"\x44\x0c\xff\xee\xdd\xcc\xbb\xaa\x99\x88\x77\x66"), "ack"))
-    c.append(("ihl_15_with_timestamps", build(ip_opt_words=10, opts=NOP * 2 + ts(1, 2)), "ack"))
+    c.append(("ihl_8_garbage_options", patch(f, IP4 + 20, b"\x44\x0c\xff\xee\xdd\xcc\xbb\xaa\x99\x88\x77\x66"),
+              "ack-ineligible"))
+    c.append(("ihl_15_with_timestamps", build(ip_opt_words=10, opts=NOP * 2 + ts(1, 2)), "ack-ineligible"))
     big = NOP * 2 + ts(1, 2) + NOP * 2 + sack((1, 2), (3, 4), (5, 6))     # 40 bytes
-    c.append(("ihl_13_tcp_options_40_is_126_bytes", build(ip_opt_words=8, opts=big), "ack"))
-    c.append(("ihl_14_tcp_options_40_is_130_bytes_over_slot", build(ip_opt_words=9, opts=big), "data"))
+    c.append(("ihl_13_tcp_options_40_is_126_bytes", build(ip_opt_words=8, opts=big), "ack-ineligible"))
+    c.append(("ihl_15_tcp_options_40_is_134_bytes", build(ip_opt_words=10, opts=big), "ack-ineligible"))
     for ihl in (6, 10, 15):
         c.append((f"ihl_{ihl}_without_room_for_tcp", pad(patch(base, IP4, bytes([0x40 | ihl]))), "data"))
     for ver in (0, 5, 6, 15):
@@ -205,7 +207,12 @@ def _ipv4_cases():
                        (41, "data"), (44, "data"), (46, "data"), (47, "data"), (0xFFFF, "data")):
         c.append((f"total_length_{total}_in_60_byte_frame", patch(padded, IP4 + 2, struct.pack("!H", total)), cls))
     c.append(("total_length_41_in_54_byte_frame", patch(base, IP4 + 2, struct.pack("!H", 41)), "data"))
-    c.append(("bad_header_checksum", patch(padded, IP4 + 10, b"\x00\x00"), "ack"))
+    c.append(("bad_header_checksum", patch(padded, IP4 + 10, b"\x00\x00"), "ack-ineligible"))
+    c.append(("header_checksum_one_bit_off", patch(padded, IP4 + 11, bytes([padded[IP4 + 11] ^ 1])),
+              "ack-ineligible"))
+    c.append(("tcp_checksum_one_bit_off", patch(padded, TCP4 + 17, bytes([padded[TCP4 + 17] ^ 1])),
+              "ack-ineligible"))
+    c.append(("ttl_changed_without_header_checksum", patch(padded, IP4 + 8, b"\x3f"), "ack-ineligible"))
     for tos in (1, 2, 3, 0xB8, 0xFF):
         c.append((f"tos_{tos:02x}", build(ip=dict(tos=tos)), "ack"))
     c.append(("ttl_0", build(ip=dict(ttl=0)), "ack"))
@@ -237,7 +244,10 @@ def _ipv6_cases():
     for plen, cls in ((20, "ack"), (19, "data"), (8, "data"), (0, "data"), (21, "data"), (0xFFFF, "data")):
         c.append((f"payload_length_{plen}", patch(plain, 18, struct.pack("!H", plen)), cls))
     c.append(("payload_length_24_with_4_byte_payload", build(v6=True, payload=b"abcd"), "data"))
-    c.append(("two_trailing_bytes_after_74", plain + b"\x00\x00", "data"))
+    c.append(("two_trailing_bytes_after_74", plain + b"\x00\x00", "ack-ineligible"))
+    c.append(("tcp_checksum_one_bit_off", patch(plain, 14 + 40 + 16, bytes([plain[14 + 40 + 16] ^ 0x80])),
+              "ack-ineligible"))
+    c.append(("flow_label_changed_no_ip_checksum", patch(plain, 17, bytes([plain[17] ^ 1])), "ack"))
     for ver in (4, 0, 7, 15):
         c.append((f"version_{ver}", patch(plain, 14, bytes([ver << 4 | (plain[14] & 0x0F)])), "data"))
     return c
@@ -251,12 +261,13 @@ def _tcp_cases():
     for doff in range(5, 16):
         c.append((f"data_offset_{doff}_nop_options", build(opts=NOP * (4 * (doff - 5))), "ack"))
     c.append(("data_offset_15_past_ip_payload", pad(patch(base, TCP4 + 12, b"\xf0")), "data"))
-    for flags, cls in (("A", "ack"), ("FA", "data"), ("SA", "data"), ("RA", "data"), ("PA", "data"),
-                       ("UA", "data"), ("", "data"), ("R", "data"), ("S", "data"), ("E", "data"),
-                       ("AE", "ack"), ("AC", "ack"), ("AEC", "ack"), ("AN", "data"), ("AECN", "data")):
+    for flags, cls in (("A", "ack"), ("FA", "data"), ("SA", "data"), ("RA", "data"), ("PA", "ack-ineligible"),
+                       ("UA", "ack-ineligible"), ("", "data"), ("R", "data"), ("S", "data"), ("E", "data"),
+                       ("AE", "ack"), ("AC", "ack"), ("AEC", "ack"), ("AN", "ack-ineligible"),
+                       ("AECN", "ack-ineligible"), ("PAUEC", "ack-ineligible")):
         c.append((f"flags_{flags or 'none'}", build(flags=flags), cls))
     for bit in range(3):
-        c.append((f"reserved_bit_{bit}", build(reserved=1 << bit), "data"))
+        c.append((f"reserved_bit_{bit}", build(reserved=1 << bit), "ack-ineligible"))
     c.append(("payload_1_byte", build(payload=b"x"), "data"))
     c.append(("urgent_pointer_without_urg", build(urgptr=5), "ack"))
     # Well-formed option sets: pure ACKs (some with other_opts).
@@ -280,10 +291,11 @@ def _tcp_cases():
             ("option_exactly_filling_40_bytes", b"\x63\x28" + bytes(38)),
     ):
         c.append((f"options_{name}", build(opts=opts), "ack"))
-    # Malformed option walks: data.
+    # Malformed option walks: pure ACKs that are not eligible.
     for kind in (2, 3, 5, 8, 99):
         for length in (0, 1):
-            c.append((f"option_kind_{kind}_length_{length}", build(opts=bytes([kind, length]) + NOP * 2), "data"))
+            c.append((f"option_kind_{kind}_length_{length}", build(opts=bytes([kind, length]) + NOP * 2),
+                      "ack-ineligible"))
     for name, opts in (
             ("mss_running_past_header_by_2", NOP * 2 + b"\x02\x04"),
             ("timestamps_running_past_header", NOP * 2 + ts(1, 2)[:6]),
@@ -297,7 +309,7 @@ def _tcp_cases():
             ("two_sacks", NOP * 2 + sack((1, 2)) + NOP * 2 + sack((3, 4))),
             ("timestamps_and_4_block_sack_overflow", NOP * 2 + ts(1, 2) + (NOP * 2 + sack((1, 2), (3, 4), (5, 6), (7, 8)))[:28]),
     ):
-        c.append((f"options_{name}", build(opts=opts), "data"))
+        c.append((f"options_{name}", build(opts=opts), "ack-ineligible"))
     return c
 
 
@@ -316,7 +328,7 @@ def _frame_length_cases():
     c = []
     srcs = _truncation_sources()
     for name, f in srcs.items():
-        c.append((f"{name}_complete_{len(f)}_bytes", f, "ack"))
+        c.append((f"{name}_complete_{len(f)}_bytes", f, "ack-ineligible" if "ihl6" in name else "ack"))
         # Ending anywhere inside the headers (or the TCP options): shorter
         # than the IP packet it announces (rule 5), or a runt.
         first = 1 if name == "qinq_pppoe_ipv4_ihl6_ts_sack" else 14
@@ -327,13 +339,22 @@ def _frame_length_cases():
     c.append(("ethernet_header_and_tag", build(tags=[(0x8100, 1)])[:18], "data"))
     ack54 = build(pad_to=0)
     for n, b, cls in ((60, 0, "ack"), (60, 0xAA, "ack"), (60, 0xFF, "ack"), (61, 0, "ack"), (63, 0x55, "ack"),
-                      (64, 0, "ack"), (65, 0, "data"), (66, 0, "data"), (100, 0, "data")):
+                      (64, 0, "ack"), (65, 0, "ack-ineligible"), (66, 0, "ack-ineligible"),
+                      (100, 0, "ack-ineligible")):
         c.append((f"ack54_padded_to_{n}_with_{b:02x}", pad(ack54, n, b), cls))
     ppp62 = build(pppoe=1, pad_to=0)
     c.append(("pppoe_ack62_padded_to_64", pad(ppp62, 64), "ack"))
-    c.append(("pppoe_ack62_padded_to_65", pad(ppp62, 65), "data"))
+    c.append(("pppoe_ack62_padded_to_65", pad(ppp62, 65), "ack-ineligible"))
+    tagged = build(tags=[(0x8100, 5)], pad_to=0)
+    c.append(("tagged_ack58_padded_to_68", pad(tagged, 68), "ack"))
+    c.append(("tagged_ack58_padded_to_69", pad(tagged, 69), "ack-ineligible"))
+    qinq = build(tags=[(0x88A8, 5), (0x8100, 6)], pad_to=0)
+    c.append(("qinq_ack62_padded_to_72", pad(qinq, 72), "ack"))
+    c.append(("qinq_ack62_padded_to_73", pad(qinq, 73), "ack-ineligible"))
     v6 = build(v6=True)
-    c.append(("ipv6_ack74_with_one_trailing_byte", v6 + b"\x00", "data"))
+    c.append(("ipv6_ack74_with_one_trailing_byte", v6 + b"\x00", "ack-ineligible"))
+    c.append(("ack54_with_trailer_to_256_bytes", pad(ack54, 256), "ack-ineligible"))
+    c.append(("ack54_with_trailer_to_257_bytes_over_the_slot", pad(ack54, 257), "data"))
     udp = patch(build(), IP4 + 9, b"\x11")
     for n in (2047, 2048):
         c.append((f"data_{n}_bytes", pad(udp, n, 0x5A), "data"))
@@ -380,7 +401,7 @@ def expected_event(cls, mode):
         return ("DROP_RUNT",)
     if cls == "oversize":
         return ("DROP_OVERSIZE",)
-    if cls == "ack" and mode != MODES["off"]:
+    if cls in ("ack", "ack-ineligible") and mode != MODES["off"]:
         return ACK_EVENTS
     return ("ARRIVE_DATA",)
 
@@ -461,7 +482,7 @@ async def test_each_frame_gets_its_class_and_neighbours_pass_intact(dut, group, 
     for (name, frame, cls), ev in zip(plan, got):
         if ev not in expected_event(cls, mode):
             errors.append(f"{describe(name, frame)}: expected class {cls!r}, hardware did {ev}")
-    passing = [f for (_, f, cls), ev in zip(plan, got) if cls in ("ack", "data")]
+    passing = [f for (_, f, cls), ev in zip(plan, got) if cls in ("ack", "ack-ineligible", "data")]
     out = [f for _, f in tb.received]
     remaining = Counter(passing)
     for n, f in enumerate(out):
@@ -471,14 +492,16 @@ async def test_each_frame_gets_its_class_and_neighbours_pass_intact(dut, group, 
     if len(out) + counters["acks_superseded"] != len(passing):
         errors.append(f"{len(out)} frames out + {counters['acks_superseded']} superseded != "
                       f"{len(passing)} passing frames")
-    data_sent = [f for (_, f, cls) in plan if cls == "data" or (cls == "ack" and mode == MODES["off"])]
+    data_sent = [f for (_, f, cls) in plan
+                 if cls == "data" or (cls.startswith("ack") and mode == MODES["off"])]
     data_out = [f for f in out if f in set(data_sent)]
     if data_out != data_sent:
         errors.append("data frames out differ from data frames in (order, bytes or count)")
     n_cls = Counter(cls for _, _, cls in plan)
     want = {
         "frames_in": len(plan), "bytes_in": sum(len(f) for _, f, _ in plan),
-        "acks_in": n_cls["ack"], "drop_runt": n_cls["runt"], "drop_oversize": n_cls["oversize"],
+        "acks_in": n_cls["ack"] + n_cls["ack-ineligible"], "acks_ineligible": n_cls["ack-ineligible"],
+        "drop_runt": n_cls["runt"], "drop_oversize": n_cls["oversize"],
         "drop_data_full": 0, "drop_ack_front": 0, "drop_overrun": 0,
         "frames_out": len(out), "bytes_out": sum(len(f) for f in out),
     }
@@ -653,13 +676,16 @@ def supersession_sequences():
     seq("ipv6_ecn_ce", [a(1000, v6=True, ip=dict(tc=2)), a(2000, v6=True, ip=dict(tc=3))], [N])
     # Flow key.
     seq("other_source_mac_same_flow", [a(1000), a(2000, src_mac="02:55:00:00:00:99")], [S])
-    seq("tpid_is_not_in_the_key", [a(1000, tags=[(0x8100, 5)]), a(2000, tags=[(0x88A8, 5)])], [S])
+    seq("tpid_is_in_the_key", [a(1000, tags=[(0x8100, 5)]), a(2000, tags=[(0x88A8, 5)])], [O])
+    seq("inner_tpid_is_in_the_key", [a(1000, tags=[(0x88A8, 5), (0x8100, 6)]), a(2000, tags=[(0x88A8, 5), (0x9100, 6)])],
+        [O])
     seq("pcp_dei_are_not_in_the_key", [a(1000, tags=[(0x8100, 5)]), a(2000, tags=[(0x8100, 5, 7, 1)])], [S])
     seq("vid_differs", [a(1000, tags=[(0x8100, 5)]), a(2000, tags=[(0x8100, 6)])], [O])
     seq("vid_top_bit_differs", [a(1000, tags=[(0x8100, 5)]), a(2000, tags=[(0x8100, 0x805)])], [O])
     seq("untagged_vs_vid_0", [a(1000), a(2000, tags=[(0x8100, 0)])], [O])
     seq("one_vs_two_tags_vid_0", [a(1000, tags=[(0x8100, 0)]), a(2000, tags=[(0x88A8, 0), (0x8100, 0)])], [O])
-    seq("two_tags_same", [a(1000, tags=[(0x88A8, 1), (0x8100, 2)]), a(2000, tags=[(0x9100, 1), (0x9100, 2)])], [S])
+    seq("two_tags_same", [a(1000, tags=[(0x88A8, 1), (0x8100, 2)]), a(2000, tags=[(0x88A8, 1, 3, 0), (0x8100, 2, 5, 1)])],
+        [S])
     seq("two_tags_swapped", [a(1000, tags=[(0x88A8, 1), (0x8100, 2)]), a(2000, tags=[(0x88A8, 2), (0x8100, 1)])], [O])
     seq("inner_vid_differs", [a(1000, tags=[(0x88A8, 1), (0x8100, 2)]), a(2000, tags=[(0x88A8, 1), (0x8100, 3)])],
         [O])
@@ -689,8 +715,12 @@ def supersession_sequences():
     seq("ip_version_is_in_the_key", [a(1000, ip=dict(src="10.0.0.1", dst="10.0.0.2")),
                                      a(2000, v6=True, ip=dict(src="a00:1::", dst="a00:2::"))], [O])
     seq("pppoe_vs_plain_ipv4", [a(1000), a(2000, pppoe=0x0800)], [O])
-    seq("ip_options_id_ttl_and_seq_are_not_in_the_key",
-        [a(1000), a(2000, ip_opt_words=2, ip=dict(V4, id=99, ttl=3), seq=77777)], [S])
+    seq("id_ttl_and_seq_are_not_in_the_key", [a(1000), a(2000, ip=dict(V4, id=99, ttl=3), seq=77777)], [S])
+    # Not eligible (spec section 2): queued after the flow's ACK, never superseding.
+    seq("ip_options_make_it_ineligible", [a(1000), a(2000, ip_opt_words=2)], [N])
+    seq("psh_makes_it_ineligible", [a(1000), a(2000, flags="PA"), a(3000)], [N, N])
+    seq("bad_tcp_checksum_makes_it_ineligible", [a(1000), a(2000, chksum=0x1234)], [N])
+    seq("bad_ip_checksum_makes_it_ineligible", [a(1000), a(2000, ip=dict(V4, chksum=0x1234))], [N])
     return seqs
 
 

@@ -23,7 +23,7 @@ collisions instead (two flows whose 16-bit tags are equal).
 Frames of one scenario are written ``A0, A1, ...`` for flow A; the expected
 output lists them by name. Event letters: ``N`` ``ARRIVE_ACK_NEW``, ``S``
 ``ARRIVE_ACK_SUPERSEDE``, ``U`` ``ARRIVE_ACK_UNTRACKED``, ``D``
-``ARRIVE_DATA``, ``F`` ``DROP_ACK_FRONT``.
+``ARRIVE_DATA``, ``F`` ``DROP_ACK_FRONT``, ``C`` ``DROP_ACK_COVERED``.
 """
 
 import itertools
@@ -33,15 +33,16 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from ackfilter import params as P
-from ackfilter.model import FilterModel
-from ackfilter.parser import tag_of_fold
+from ackfilter.model import FilterModel, classify
+from ackfilter.model.flowkey import flow_tag
 from ackfilter.traces import Flow, MSS, tcp_frame
 from ackfilter_tb import TB, scoreboard
 
 CONSERVATIVE, AGGRESSIVE = P.ACK_FILTER_MODES["conservative"], P.ACK_FILTER_MODES["aggressive"]
 MODES = {"conservative": CONSERVATIVE, "aggressive": AGGRESSIVE}
 LETTER = {"ARRIVE_ACK_NEW": "N", "ARRIVE_ACK_SUPERSEDE": "S", "ARRIVE_ACK_UNTRACKED": "U",
-          "ARRIVE_DATA": "D", "DROP_ACK_FRONT": "F", "DROP_RUNT": "r", "DROP_OVERSIZE": "o",
+          "ARRIVE_DATA": "D", "DROP_ACK_FRONT": "F", "DROP_ACK_COVERED": "C", "DROP_RUNT": "r",
+          "DROP_OVERSIZE": "o",
           "DROP_DATA_FULL": "d"}
 ARRIVAL_KINDS = {"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
                  "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"}
@@ -74,17 +75,24 @@ def v6flow(n, **kw):
     return Flow(src=f"2001:db8:7::{n + 1:x}", dst="2001:db8:ffff::9", sport=40000 + n, dport=443, **kw)
 
 
-def ack(fl, ackno, *, ts=None, sack=(), flags="A", ecn=0, opts=(), payload=b""):
+def ack(fl, ackno, *, ts=None, sack=(), flags="A", ecn=0, opts=(), payload=b"", ip_option_words=0,
+        bad_csum=False):
     """A TCP segment of flow ``fl`` (a pure ACK unless the flags/payload/options
-    say otherwise), Scapy-built, unique by its IP id / flow label."""
+    say otherwise), Scapy-built, unique by its IP id / flow label;
+    ``bad_csum`` flips a bit of its TCP checksum."""
     options = list(opts)
     if ts is not None:
         options += [NOP, NOP, ("Timestamp", tuple(v & 0xFFFFFFFF for v in ts))]
     if sack:
         options += [NOP, NOP, ("SAck", tuple(v & 0xFFFFFFFF for blk in sack for v in blk))]
     uid = next(_uid)
-    return tcp_frame(fl, seq=1, ack=ackno & 0xFFFFFFFF, flags=flags, options=options, ecn=ecn,
-                     payload=payload, ip_id=uid, flow_label=uid)
+    frame = tcp_frame(fl, seq=1, ack=ackno & 0xFFFFFFFF, flags=flags, options=options, ecn=ecn,
+                      payload=payload, ip_id=uid, flow_label=uid, ip_option_words=ip_option_words)
+    if bad_csum:
+        tcp = 14 + 4 * len(fl.vlans) + (8 if fl.pppoe_session is not None else 0) + \
+            (40 if fl.ipv6 else 20 + 4 * ip_option_words)
+        frame = frame[:tcp + 17] + bytes([frame[tcp + 17] ^ 1]) + frame[tcp + 18:]
+    return frame
 
 
 def plug():
@@ -174,7 +182,6 @@ def check_scenario(tb, e0, r0, *, frames, names, events, out, what):
 
 async def finish(tb, model):
     cnt = await tb.counters()
-    # scoreboard() replays a tag collision on a copy of the model: use the one it returns.
     model = scoreboard(tb, model, counters=cnt)
     model.check_invariants()
     assert model.ack_queue_depth == 0 and model.data_queue_frames == 0
@@ -321,17 +328,30 @@ ACKNO_CASES = [
     _c("ack_backwards_across_the_wrap_does_not", [dict(ackno=0x0000_0100), dict(ackno=0xFFFF_FF00)],
        "NN", [0, 1]),
     _c("reordered_older_ack_does_not", [dict(ackno=A + M), dict(ackno=A)], "NN", [0, 1]),
-    # Exactly 2^31 apart: by the spec's formula new is after old (and before it).
-    _c("ack_exactly_2pow31_ahead_supersedes", [dict(ackno=0), dict(ackno=0x8000_0000)], "NS", [1]),
+    # Exactly 2^31 apart: undefined in RFC 1982, refused (issue 9).
+    _c("ack_exactly_2pow31_ahead_does_not", [dict(ackno=0), dict(ackno=0x8000_0000)], "NN", [0, 1]),
+    _c("ack_just_below_2pow31_ahead_does_not_either", [dict(ackno=0), dict(ackno=0x7FFF_FFFF)], "NN", [0, 1]),
     _c("three_advancing_acks_collapse_to_the_newest",
        [dict(ackno=A), dict(ackno=A + M), dict(ackno=A + 2 * M)], "NSS", [2]),
 ]
 
 DATA_CASES = [
-    _c("psh_ack_without_payload_is_data_and_does_not_supersede",
-       [dict(ackno=A), dict(ackno=A + M, flags="PA")], "ND", [0], [1]),
+    # Zero-payload ACKs that are not eligible keep their place among the
+    # flow's pure ACKs (issue 9): queued, never superseded, never superseding.
+    _c("psh_ack_without_payload_is_queued_and_does_not_supersede",
+       [dict(ackno=A), dict(ackno=A + M, flags="PA")], "NN", [0, 1]),
     _c("psh_ack_without_payload_is_never_superseded",
-       [dict(ackno=A, flags="PA"), dict(ackno=A + M)], "DN", [1], [0]),
+       [dict(ackno=A, flags="PA"), dict(ackno=A + M)], "NN", [0, 1]),
+    _c("ae_flagged_ack_keeps_its_place_before_a_later_pure_ack",
+       [dict(ackno=A), dict(ackno=A + M, flags="AN"), dict(ackno=A + 2 * M)], "NNN", [0, 1, 2]),
+    _c("urg_ack_without_payload_does_not_supersede",
+       [dict(ackno=A), dict(ackno=A + M, flags="AU")], "NN", [0, 1]),
+    _c("ack_with_a_bad_tcp_checksum_never_overwrites_a_good_one",
+       [dict(ackno=A), dict(ackno=A + M, bad_csum=True)], "NN", [0, 1]),
+    _c("ack_with_a_bad_tcp_checksum_is_never_overwritten",
+       [dict(ackno=A, bad_csum=True), dict(ackno=A + M)], "NN", [0, 1]),
+    _c("ack_with_ipv4_options_is_kept_in_its_place",
+       [dict(ackno=A, ip_option_words=1), dict(ackno=A + M), dict(ackno=A + 2 * M)], "NNS", [0, 2]),
     _c("ack_with_payload_is_data_and_a_later_ack_supersedes_across_it",
        [dict(ackno=A), dict(ackno=A + M, payload=b"0123456789"), dict(ackno=A + 2 * M)], "NDS", [2], [1]),
     _c("ack_with_payload_is_never_superseded",
@@ -487,6 +507,8 @@ def _key_variants():
         ("vlan20", Flow(**base, vlans=((0x8100, 20),))),
         ("qinq10_20", Flow(**base, vlans=((0x88A8, 10), (0x8100, 20)))),
         ("qinq20_10", Flow(**base, vlans=((0x88A8, 20), (0x8100, 10)))),
+        ("stag10", Flow(**base, vlans=((0x88A8, 10),))),
+        ("qinq10_20_ctags", Flow(**base, vlans=((0x8100, 10), (0x8100, 20)))),
         ("vlan0", Flow(**base, vlans=((0x8100, 0),))),
         ("pppoe1", Flow(**base, pppoe_session=1)),
         ("pppoe2", Flow(**base, pppoe_session=2)),
@@ -506,7 +528,7 @@ async def test_ipv6_vlan_and_pppoe_flows_are_keyed_separately(dut):
     higher ACK per variant, each superseding its own variant's ACK."""
     tb, gate, model = await start(dut, mode=AGGRESSIVE)
     variants = _key_variants()
-    tags = {rtl_key_tag(flow_key(fl)) for _, fl in variants}
+    tags = {flow_tag_of(fl) for _, fl in variants}
     assert len(tags) == len(variants), "two variants' CAM tags collide: pick other addresses"
     frames, names = [], []
     for k, (name, fl) in enumerate(variants):
@@ -526,22 +548,24 @@ async def test_ipv6_vlan_and_pppoe_flows_are_keyed_separately(dut):
 
 
 @cocotb.test(timeout_time=50, timeout_unit="ms")
-async def test_vlan_tpid_and_priority_are_not_part_of_the_flow_key(dut):
-    """The key holds the 12-bit VLAN IDs and the tag count (spec section 2):
-    the same flow seen with another TPID or another priority (PCP) is the same
-    flow, so its newer ACK supersedes."""
+async def test_vlan_tag_type_is_part_of_the_flow_key_priority_is_not(dut):
+    """The key holds the 12-bit VLAN IDs, the tag count and each tag's TPID
+    (spec section 2): an S-tag 10 and a C-tag 10 are different links, so
+    neither supersedes the other's ACK; the same flow seen with another
+    priority (PCP) is the same flow, so its newer ACK supersedes."""
     tb, gate, model = await start(dut, mode=AGGRESSIVE)
     base = dict(src="192.0.2.7", dst="198.51.100.7", sport=42000, dport=443)
     f1 = ack(Flow(**base, vlans=((0x8100, 10),)), A)
     f2 = ack(Flow(**base, vlans=((0x88A8, 10),)), A + M)
-    f3 = bytearray(ack(Flow(**base, vlans=((0x9100, 10),)), A + 2 * M))
-    f3[14] |= 0xE0                                    # PCP 7 in the TCI, VID unchanged
-    f3 = bytes(f3)
-    frames = [f1, f2, f3]
+    f3 = ack(Flow(**base, vlans=((0x9100, 10),)), A + 2 * M)
+    f4 = bytearray(ack(Flow(**base, vlans=((0x8100, 10),)), A + 3 * M))
+    f4[14] |= 0xE0                                    # PCP 7 in the TCI, VID unchanged
+    f4 = bytes(f4)
+    frames = [f1, f2, f3, f4]
     e0, r0 = await held(tb, gate, frames)
     await release(tb, gate)
-    check_scenario(tb, e0, r0, frames=frames, names=["8100", "88a8", "9100pcp7"], events="NSS",
-                   out=["9100pcp7"], what="tpid/pcp")
+    check_scenario(tb, e0, r0, frames=frames, names=["8100", "88a8", "9100", "8100pcp7"], events="NNNS",
+                   out=["8100pcp7", "88a8", "9100"], what="tpid/pcp")
     await finish(tb, model)
 
 
@@ -566,38 +590,9 @@ async def test_three_vlan_tags_make_a_frame_data(dut):
 # --------------------------------------------------------------------------
 # Tag collisions and a full flow table
 
-def _rotl32(x, k):
-    k %= 32
-    return ((x << k) | (x >> (32 - k))) & 0xFFFF_FFFF if k else x
-
-
-def flow_key(fl):
-    """The model's flow key of ``fl``'s pure ACKs."""
-    return FilterModel(ack_mode=AGGRESSIVE).classify(tcp_frame(fl, ack=1, builder="raw")).key
-
-
-def rtl_key_tag(key):
-    """The 16-bit CAM tag the parser computes for a flow key (the model's
-    ``Parsed.key``).
-
-    Mirrors ``parser.py`` (key words, fold, multiplicative hash): key word 0 is
-    ``Cat(vid0[12], vid1[12], ntags[2], pppoe, ipv6)``, word 1 the PPPoE
-    session, words 2-5 and 6-9 the addresses and word 10 the ports, each
-    address/port word holding the bytes in wire order, first byte in bits
-    0-7; the fold XORs word ``i`` rotated left by ``11 i``; the tag is
-    ``ackfilter.parser.tag_of_fold`` of the fold. If the RTL fold changes,
-    this must too (the collision tests then fail on their decisions).
-    """
-    ver, vids, ntags, sid, has_pppoe, src, dst, sport, dport = key
-    words = [vids[0] | vids[1] << 12 | ntags << 24 | int(has_pppoe) << 26 | int(ver == 6) << 27, sid]
-    for addr in (src, dst):
-        a = addr.ljust(16, b"\0")
-        words += [int.from_bytes(a[4 * k:4 * k + 4], "little") for k in range(4)]
-    words.append(int.from_bytes(sport.to_bytes(2, "big") + dport.to_bytes(2, "big"), "little"))
-    fold = 0
-    for i, w in enumerate(words):
-        fold ^= _rotl32(w, 11 * i)
-    return tag_of_fold(fold)
+def flow_tag_of(fl):
+    """The CAM tag of ``fl``'s pure ACKs, as the model computes it from the bytes."""
+    return classify(tcp_frame(fl, ack=1, builder="raw"), ack_mode=AGGRESSIVE).tag
 
 
 _colliding = None
@@ -608,12 +603,14 @@ def colliding_flows():
     global _colliding
     if _colliding is None:
         fa = Flow(src="10.9.0.1", dst="198.51.100.99", sport=50000, dport=443)
-        key = flow_key(fa)
-        want = rtl_key_tag(key)
+        key = list(classify(tcp_frame(fa, ack=1, builder="raw"), ack_mode=AGGRESSIVE).key)
+        want = flow_tag(key)
         for dport in (443, 80, 8080, 22, 8443, 25, 993, 5001):
             for sport in range(1024, 65536):
-                if (sport, dport) != (fa.sport, fa.dport) and rtl_key_tag(key[:7] + (sport, dport)) == want:
+                key[10] = int.from_bytes(sport.to_bytes(2, "big") + dport.to_bytes(2, "big"), "little")
+                if (sport, dport) != (fa.sport, fa.dport) and flow_tag(key) == want:
                     _colliding = (fa, replace(fa, sport=sport, dport=dport))
+                    assert flow_tag_of(_colliding[1]) == want
                     return _colliding
         raise AssertionError("no flow with a colliding tag found")
     return _colliding
@@ -627,7 +624,7 @@ def distinct_tag_flows(count, *, first):
     while len(out) < count:
         fl = flow(n)
         n += 1
-        tag = rtl_key_tag(flow_key(fl))
+        tag = flow_tag_of(fl)
         if tag not in tags:
             tags.add(tag)
             out.append(fl)
@@ -826,3 +823,48 @@ async def test_drop_from_front_with_a_small_queue_limit(dut):
     model = scoreboard(_View(tb, e1, s1, r1), model, counters=cnt)
     model.check_invariants()
     assert cnt["drop_ack_front"] == 3 + 6, cnt
+
+
+# --------------------------------------------------------------------------
+# A full queue drops covered ACKs first
+
+@cocotb.test(timeout_time=100, timeout_unit="ms")
+async def test_a_full_queue_drops_covered_acks_before_the_front(dut):
+    """Conservative mode, ack_queue_limit 4 (issue 9, item 4). A flow's older
+    ACK whose news its next ACK carries (the older of a conservative pair) is
+    *covered*; a full queue removes a covered ACK first, its place taken by
+    the ACK that covers it (``DROP_ACK_COVERED``), and drops from the front
+    only when no covered ACK is queued."""
+    tb = TB(dut)
+    await tb.reset()
+    await tb.set_param("ack_mode", CONSERVATIVE)
+    await tb.set_param("ack_queue_limit", 4)
+    await tb.set_param("data_share", 0)
+    await shaper_open(tb)
+    model = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=4, data_share=0)
+    fa, fb, fc, fd, fe, fx = (flow(40 + i) for i in range(6))
+
+    async def scenario(seq, events, out, what):
+        names, frames = zip(*seq)
+        e0, r0 = await shaper_held(tb, list(frames))
+        await shaper_release(tb)
+        check_scenario(tb, e0, r0, frames=frames, names=names, events=events, out=out, what=what)
+
+    # 1. [B1 A1 A2 C1], A2 covers A1. D1 needs a place: A1's place takes
+    #    A2, A2's goes; B1, the only ACK of its flow, stays.
+    await scenario([("B1", ack(fb, A)), ("A1", ack(fa, A)), ("A2", ack(fa, A + M)), ("C1", ack(fc, A)),
+                    ("D1", ack(fd, A))],
+                   "NNNNCN", ["B1", "A2", "C1", "D1"], "covered ACK first")
+    # 2. The coverer is not the newest: A3 (ECE set) does not cover A2 and is
+    #    appended; C1 collapses A1/A2 and A3 stays the newest. E1 then finds
+    #    nothing covered and drops the head.
+    await scenario([("A1", ack(fa, A)), ("A2", ack(fa, A + M)), ("A3", ack(fa, A + 2 * M, flags="AE")),
+                    ("B1", ack(fb, A)), ("C1", ack(fc, A)), ("E1", ack(fe, A))],
+                   "NNNNCNFN", ["A3", "B1", "C1", "E1"], "coverer not the newest")
+    # 3. The arrival's own flow: A3, a duplicate of A2, cannot supersede it;
+    #    A1/A2 collapse, and A3, looked up again, joins the tail.
+    await scenario([("A1", ack(fa, A)), ("A2", ack(fa, A + M)), ("B1", ack(fb, A)), ("X1", ack(fx, A)),
+                    ("A3", ack(fa, A + M))],
+                   "NNNNCN", ["A2", "B1", "X1", "A3"], "the arrival's own flow")
+    cnt = await finish(tb, model)
+    assert (cnt["drop_ack_covered"], cnt["drop_ack_front"]) == (3, 1), cnt

@@ -1,4 +1,5 @@
-"""Allocator of the ACK slot buffers: a free bitmap with a priority encoder."""
+"""Allocator of numbered resources (the ACK slot buffers, the ACK queue's
+list nodes): a free bitmap with a priority encoder."""
 
 from amaranth.hdl import *
 from amaranth.lib import wiring
@@ -10,8 +11,8 @@ __all__ = ["BufferPool"]
 
 
 class BufferPool(wiring.Component):
-    """``count`` buffers; buffer ``count - 1`` starts out taken (the first
-    staging buffer of the ingress), all others free.
+    """``count`` buffers; the last ``reserved`` start out taken (for the ACK
+    buffers: the first staging buffer of the ingress), all others free.
 
     Ports
     -----
@@ -20,8 +21,13 @@ class BufferPool(wiring.Component):
     free_a_en, free_a_id, free_b_en, free_b_id : In   buffers given back
     """
 
-    def __init__(self, *, count):
+    def __init__(self, *, count, reserved=1):
+        if not isinstance(count, int) or count < 2:
+            raise TypeError(f"count must be an integer >= 2, not {count!r}")
+        if not isinstance(reserved, int) or not 0 <= reserved < count:
+            raise TypeError(f"reserved must be an integer in 0..{count - 1}, not {reserved!r}")
         self.count = count
+        self.reserved = reserved
         ids = range(count)
         super().__init__({
             "alloc_valid": Out(1),
@@ -36,7 +42,7 @@ class BufferPool(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.count
-        free = Signal(n, init=(1 << (n - 1)) - 1)
+        free = Signal(n, init=(1 << (n - self.reserved)) - 1)
         # Frees are registered first (as a bitmap): a buffer given back is
         # offered one cycle later, which costs nothing and keeps the queue
         # manager's decision logic out of this block's timing path.

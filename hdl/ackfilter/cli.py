@@ -156,6 +156,7 @@ def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_fil
         "frames_in": c["frames_in"],
         "frames_out": c["frames_out"],
         "acks_in": c["acks_in"],
+        "acks_ineligible": c["acks_ineligible"],
         "acks_superseded": c["acks_superseded"],
         "drops": drops,
         "counters": dict(c),

@@ -15,7 +15,7 @@ from .buffer_pool import BufferPool
 from .csr import CSRBank
 from .egress import Egress
 from .ingress import Ingress, ingress_entry_layout
-from .parser import ACK_SLOT_BYTES, MAX_FRAME_BYTES
+from .params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .queue_manager import Event, QueueManager
 from .shaper import Shaper
 from .stream import WORD_BYTES
@@ -173,6 +173,7 @@ class UplinkCore(wiring.Component):
             shaper.overhead_bytes.eq(csr.p_shaper_overhead_bytes),
             shaper.charge.eq(manager.egress_start),
             shaper.charge_bytes.eq(manager.egress_bytes),
+            shaper.charge_l3_bytes.eq(manager.egress_l3_bytes),
             self.wake_at.eq(shaper.wake_at),
         ]
 
@@ -186,6 +187,7 @@ class UplinkCore(wiring.Component):
             csr.inc_frames_out.eq(egress.stat_frame),
             csr.inc_bytes_out.eq(egress.stat_bytes),
             csr.inc_acks_in.eq(ingress.stat_pure_ack),
+            csr.inc_acks_ineligible.eq(ingress.stat_ineligible),
             csr.inc_acks_superseded.eq(manager.stat_superseded),
             csr.inc_cam_collisions.eq(manager.stat_collision),
             csr.inc_cam_full.eq(manager.stat_cam_full),
@@ -205,6 +207,7 @@ class UplinkCore(wiring.Component):
         ]
         for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
                            ("drop_data_full", Event.DROP_DATA_FULL),
-                           ("drop_ack_front", Event.DROP_ACK_FRONT)):
+                           ("drop_ack_front", Event.DROP_ACK_FRONT),
+                           ("drop_ack_covered", Event.DROP_ACK_COVERED)):
             m.d.comb += getattr(csr, f"inc_{name}").eq(manager.ev_valid & (manager.ev_kind == kind))
         return m

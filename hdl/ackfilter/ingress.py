@@ -12,7 +12,8 @@ from amaranth.hdl import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from .parser import FrameParser, FrameClass, ack_meta_layout, ACK_SLOT_BYTES
+from .params import ACK_SLOT_BYTES
+from .parser import FrameParser, FrameClass, ack_meta_layout
 from .stream import FrameStream, WORD_BYTES
 
 __all__ = ["Verdict", "ingress_entry_layout", "Ingress"]
@@ -30,6 +31,7 @@ def ingress_entry_layout(*, ring_bits, buf_bits):
     return data.StructLayout({
         "verdict": Verdict,
         "nbytes":  16,
+        "l3_bytes": 12,            # IP packet length (shaper accounting), <= MAX_FRAME_BYTES
         "start":   ring_bits,      # data ring word address of a DATA frame
         "buf":     buf_bits,       # ACK buffer of an ACK
         "meta":    ack_meta_layout,
@@ -50,7 +52,7 @@ class Ingress(wiring.Component):
     stage_alloc_valid, stage_alloc_id, stage_take : the ACK buffer pool
     entry_valid, entry, entry_ready : the record to the queue manager's FIFO
     ev_overrun : Out(1)               a frame was dropped: FIFO full
-    stat_frame, stat_bytes, stat_pure_ack : Out   per-frame statistics strobes
+    stat_frame, stat_bytes, stat_pure_ack, stat_ineligible : Out   per-frame statistics strobes
     idle : Out(1)                     no frame in flight here
     """
 
@@ -83,6 +85,7 @@ class Ingress(wiring.Component):
             "stat_frame":           Out(1),
             "stat_bytes":           Out(16),
             "stat_pure_ack":        Out(1),
+            "stat_ineligible":      Out(1),
             "data_frames_queued":   Out(range(self.desc_depth + 1)),
             "idle":                 Out(1),
         })
@@ -152,6 +155,7 @@ class Ingress(wiring.Component):
         m.d.comb += [
             entry.verdict.eq(verdict),
             entry.nbytes.eq(res.nbytes),
+            entry.l3_bytes.eq(res.l3_bytes),
             entry.start.eq(wr_ptr[:rb]),
             entry.buf.eq(stage_buf),
             entry.meta.eq(res.meta),
@@ -159,6 +163,7 @@ class Ingress(wiring.Component):
             self.stat_frame.eq(parser.done),
             self.stat_bytes.eq(Mux(parser.done, res.nbytes, 0)),
             self.stat_pure_ack.eq(parser.done & res.pure_ack),
+            self.stat_ineligible.eq(parser.done & res.pure_ack & ~res.meta.eligible),
         ]
         committed_data = Signal()
         with m.If(parser.done):

@@ -11,12 +11,19 @@ low word latches the high word, so reading low then high is atomic.
 from dataclasses import dataclass
 
 __all__ = [
-    "F_SYS_HZ", "ACK_FILTER_MODES", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
+    "F_SYS_HZ", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
     "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "counter", "cpb_q16_for_rate",
 ]
 
 #: System clock of the core (DESIGN.md: 32-bit datapath at 62.5 MHz).
 F_SYS_HZ = 62_500_000
+
+#: Frames longer than this are dropped (``drop_oversize``; spec section 2).
+MAX_FRAME_BYTES = 2048
+#: One ACK slot buffer. Every pure ACK the parser can key fits (the longest:
+#: 14 + two tags 8 + PPPoE 8 + IPv4 60 + TCP 60 = 150 bytes), so a flow's
+#: pure ACKs all travel the ACK queue, in order (spec section 2 rule 5).
+ACK_SLOT_BYTES = 256
 
 #: ``ack_mode`` values.
 ACK_FILTER_MODES = {"off": 0, "conservative": 1, "aggressive": 2}
@@ -74,13 +81,18 @@ def _counters():
         ("frames_out",       False, "frames sent towards the modem"),
         ("bytes_out",        False, "bytes sent towards the modem (without FCS)"),
         ("acks_in",          False, "pure TCP ACKs received (whatever the mode)"),
+        ("acks_ineligible",  False, "pure ACKs that may neither supersede nor be superseded "
+                                    "(PSH/URG/AE, IP options, bad checksum, ...; they keep their order)"),
         ("acks_superseded",  False, "queued ACKs overwritten in place by a newer ACK of their flow"),
         ("cam_collisions",   False, "ACKs whose flow tag matched another flow (queued untracked)"),
         ("cam_full",         False, "ACKs queued untracked because the flow table was full"),
         ("drop_runt",        True,  "frames shorter than an Ethernet header, dropped"),
         ("drop_oversize",    True,  "frames longer than MAX_FRAME_BYTES, dropped"),
         ("drop_data_full",   True,  "data frames dropped because the data buffer was full"),
-        ("drop_ack_front",   True,  "ACKs dropped from the front of a full ACK queue"),
+        ("drop_ack_front",   True,  "ACKs dropped from the front of a full ACK queue "
+                                    "(only when no queued ACK is covered by a newer one)"),
+        ("drop_ack_covered", True,  "queued ACKs dropped from a full ACK queue because a newer queued "
+                                    "ACK of their flow carries their information"),
         ("drop_overrun",     True,  "frames dropped because the parser's output FIFO was full"),
     ]
     return tuple(Counter(name, COUNTER_BASE + 2 * i, doc, is_drop)

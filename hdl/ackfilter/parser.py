@@ -2,10 +2,17 @@
 
 The parser watches the words of a frame go by and, two cycles after the
 frame's last word, presents one :data:`parse_result_layout`
-record: the frame's class and, for a pure ACK, everything the queue manager
-needs to decide about supersession. The rules are those of ``docs/spec.md``
-section 2; anything the parser cannot prove to be a well-formed pure ACK is
-``DATA``.
+record: the frame's class and, for a pure ACK, whether it is eligible for
+supersession and everything the queue manager needs to decide about it. The
+rules are those of ``docs/spec.md`` section 2; a frame the parser cannot
+prove to be a zero-payload ACK-flagged TCP segment is ``DATA``, and a pure
+ACK it cannot prove well-formed in every detail (flags, IP options,
+padding, PPPoE length, checksums, options) is not eligible.
+
+The IPv4 header checksum and the TCP checksum (over the pseudo-header and the
+TCP header; a pure ACK has no payload) are summed while the words go by, two
+16-bit halves a cycle, in ones' complement with the end-around carry folded
+back every cycle (RFC 1071).
 
 Every L3 and L4 header starts two bytes into a 32-bit word (14-byte Ethernet
 header, 4-byte tags, 8-byte PPPoE+PPP header, IP headers in 32-bit units), so
@@ -17,25 +24,17 @@ bytes of options, well inside the 42 cycles of a minimum frame at line rate,
 and half the logic depth of a four-byte chain.
 """
 
-import functools
-
 from amaranth.lib import enum
 
 from amaranth.hdl import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .model.flowkey import KEY_WORDS, TPID_CODES, tag_matrix
+from .params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .stream import WORD_BYTES
 
-__all__ = ["tag_of_fold", "FrameClass", "sack_block_layout", "ack_meta_layout", "parse_result_layout",
-           "FrameParser", "KEY_WORDS", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES"]
-
-#: Frames longer than this are dropped (``drop_oversize``).
-MAX_FRAME_BYTES = 2048
-#: An ACK slot; longer pure ACKs are ordinary traffic (DESIGN.md).
-ACK_SLOT_BYTES = 128
-#: Flow key words: L2 tags, PPPoE session, 4 source, 4 destination, ports.
-KEY_WORDS = 11
+__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "parse_result_layout", "FrameParser"]
 
 
 class FrameClass(enum.Enum, shape=2):
@@ -58,6 +57,7 @@ ack_meta_layout = data.StructLayout({
     "sack_n":     3,
     "sack":       data.ArrayLayout(sack_block_layout, 4),
     "other_opts": 1,
+    "eligible":   1,
     "ece":        1,
     "cwr":        1,
     "ecn":        2,
@@ -67,31 +67,9 @@ parse_result_layout = data.StructLayout({
     "cls":      FrameClass,
     "pure_ack": 1,       # a pure ACK by the rules, whatever the ACK filter mode
     "nbytes":   16,      # frame length, saturating
+    "l3_bytes": 16,      # IP packet length for the shaper (spec section 6)
     "meta":     ack_meta_layout,
 })
-
-
-def tag_of_fold(fold):
-    """The 16-bit CAM tag of a 32-bit key fold: its CRC-16 (polynomial
-    0x1021, register preset 0, bits from the most significant one).
-
-    A CRC is linear, so the gateware is a fixed XOR network (at most three
-    LUT levels) derived from this function; a multiplicative hash needed a
-    DSP and a carry chain after it, too slow for the cycle it has.
-    """
-    crc = 0
-    for i in range(31, -1, -1):
-        feedback = (crc >> 15 & 1) ^ (fold >> i & 1)
-        crc = (crc << 1) & 0xFFFF
-        if feedback:
-            crc ^= 0x1021
-    return crc
-
-
-@functools.lru_cache(maxsize=None)
-def _tag_matrix():
-    """For each tag bit, the fold bits whose XOR it is."""
-    return tuple(tuple(i for i in range(32) if tag_of_fold(1 << i) >> j & 1) for j in range(16))
 
 
 #: The option walker's phase: at an option's kind byte, at its length byte,
@@ -207,12 +185,16 @@ class FrameParser(wiring.Component):
         hw      = Signal(5)                 # word index inside the current header
         ntags   = Signal(2)
         vid     = Array(Signal(12, name=f"vid{i}") for i in range(2))
+        tpid    = Array(Signal(2, name=f"tpid{i}") for i in range(2))   # TPID_CODES
+        tpid_next = Signal(2)               # code of the TPID that announced the next tag
         pppoe   = Signal()
         pppoe_sid = Signal(16)
+        pppoe_len = Signal(16)
         ipv6    = Signal()
         ihl     = Signal(4)
         ecn     = Signal(2)
         ip_len  = Signal(16)                # IPv4 total length or IPv6 payload length
+        ip_seen = Signal()                  # ip_len holds a length from an IP header
         src     = Array(Signal(32, name=f"src{i}") for i in range(4))
         dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
         ports   = Signal(32)
@@ -223,11 +205,12 @@ class FrameParser(wiring.Component):
 
         def dispatch(etype, tags_seen):
             with m.Switch(etype):
-                with m.Case(0x8100, 0x88A8, 0x9100):
-                    with m.If(tags_seen == 2):                  # a third tag
-                        m.d.sync += state.eq(_S.OTHER)
-                    with m.Else():
-                        m.d.sync += state.eq(_S.VLAN)
+                for tpid_value, code in TPID_CODES.items():
+                    with m.Case(tpid_value):
+                        with m.If(tags_seen == 2):              # a third tag
+                            m.d.sync += state.eq(_S.OTHER)
+                        with m.Else():
+                            m.d.sync += [state.eq(_S.VLAN), tpid_next.eq(code)]
                 with m.Case(0x0800):
                     m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
                 with m.Case(0x86DD):
@@ -265,6 +248,7 @@ class FrameParser(wiring.Component):
                     with m.If(r_full):
                         m.d.sync += [
                             vid[ntags[0]].eq(_be16(rb[0], rb[1])[0:12]),
+                            tpid[ntags[0]].eq(tpid_next),
                             ntags.eq(ntags + 1),
                         ]
                         dispatch(_be16(rb[2], rb[3]), tags_seen=ntags + 1)
@@ -283,6 +267,7 @@ class FrameParser(wiring.Component):
 
                 with m.Case(_S.PPPOE1):
                     proto = _be16(rb[2], rb[3])
+                    m.d.sync += pppoe_len.eq(_be16(rb[0], rb[1]))
                     with m.If(r_full & (proto == 0x0021)):
                         m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
                     with m.Elif(r_full & (proto == 0x0057)):
@@ -299,6 +284,7 @@ class FrameParser(wiring.Component):
                             ihl.eq(rb[0][0:4]),
                             ecn.eq(rb[1][0:2]),
                             ip_len.eq(_be16(rb[2], rb[3])),
+                            ip_seen.eq(rb[0][4:8] == 4),
                         ]
                         with m.If((rb[0][4:8] != 4) | (rb[0][0:4] < 5)):
                             m.d.sync += state.eq(_S.OTHER)
@@ -325,7 +311,7 @@ class FrameParser(wiring.Component):
                         with m.If(rb[0][4:8] != 6):
                             m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 1):
-                        m.d.sync += ip_len.eq(_be16(rb[0], rb[1]))
+                        m.d.sync += [ip_len.eq(_be16(rb[0], rb[1])), ip_seen.eq(1)]
                         with m.If(rb[2] != 6):
                             m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw < 6):
@@ -360,6 +346,32 @@ class FrameParser(wiring.Component):
                         m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw + 1 == doff):
                         m.d.sync += state.eq(_S.DONE)
+
+        # --- Checksums -----------------------------------------------------------
+        # Ones' complement sums of 16-bit words, two per R word. The halves
+        # are taken in lane order (bytes swapped against network order), which
+        # a ones' complement sum tolerates: the total is swapped too, and a
+        # correct header sums to 0xFFFF either way (RFC 1071 section 2 (B)).
+        # Each sum is kept as 18 bits whose value is `fold16` of them: the carry
+        # out of 16 bits is added back in the next cycle.
+        ip_sum  = Signal(18)                # IPv4 header
+        tcp_sum = Signal(18)                # pseudo-header addresses, TCP header
+
+        def fold16(x):
+            return x[0:16] + x[16:18]
+
+        word_sum = r_word[0:16] + r_word[16:32]
+        in_tcp = (state == _S.TCP) | (state == _S.OPTS)
+        is_addr = (((state == _S.IP4) & ((hw == 3) | (hw == 4))) |
+                   ((state == _S.IP6) & (hw >= 2) & (hw <= 9)))
+        # The rest of the pseudo-header, zero + protocol 6 + TCP length, added
+        # with TCP word 4: a pure ACK's TCP length is its header, 4 * doff.
+        pseudo = Mux((state == _S.TCP) & (hw == 4), Cat(C(0, 8), (4 * doff + 6)[0:8]), 0)
+        with m.If(r_valid & r_full):
+            with m.If(state == _S.IP4):
+                m.d.sync += ip_sum.eq(fold16(ip_sum) + word_sum)
+            with m.If(is_addr | in_tcp):
+                m.d.sync += tcp_sum.eq(fold16(tcp_sum) + word_sum + pseudo)
 
         # The option walker: two chained byte steps per cycle, two cycles per
         # options word (bytes 0-1 while the word is held, then bytes 2-3).
@@ -447,32 +459,50 @@ class FrameParser(wiring.Component):
         # --- Finalize ----------------------------------------------------------
         l3_off   = Signal(16)
         ip_end   = Signal(17)
+        ip_bytes = Signal(17)               # the IP packet's own length
+        l3_bytes = Signal(16)
         l4_len   = Signal(17)               # IP payload length
         tcp_ok   = Signal()
         opts_ok  = Signal()
         len_ok   = Signal()
+        csum_ok  = Signal()
         pure_ack = Signal()
+        eligible = Signal()
         m.d.comb += [
             l3_off.eq(14 + 4 * ntags + Mux(pppoe, 8, 0)),
-            ip_end.eq(l3_off + Mux(ipv6, ip_len + 40, ip_len)),
+            ip_bytes.eq(Mux(ipv6, ip_len + 40, ip_len)),
+            ip_end.eq(l3_off + ip_bytes),
+            # Link accounting (spec section 6): the announced IP length when the
+            # packet ends inside the frame (padding is not charged), else what
+            # follows the L2 header.
+            l3_bytes.eq(Mux(ip_seen & (ipv6 | (ip_len >= 20)) & (ip_end <= nbytes), ip_bytes,
+                            Mux(nbytes > l3_off, nbytes - l3_off, 0))),
             l4_len.eq(Mux(ipv6, ip_len, ip_len - 4 * ihl)),
-            # ACK set; URG PSH RST SYN FIN clear (RFC 9293 section 3.1); ECE CWR free.
+            # A pure ACK: ACK set, RST SYN FIN clear (RFC 9293 section 3.1), no
+            # payload, the whole IP packet in a frame that fits a slot.
+            pure_ack.eq((state == _S.DONE) & ((flags & 0x17) == 0x10) & (l4_len == 4 * doff) &
+                        (nbytes >= ip_end) & (nbytes <= ACK_SLOT_BYTES)),
+            # Eligible: URG PSH clear too, AE and the reserved bits clear (ECE
+            # CWR free); well-formed options; no IPv4 options; nothing after
+            # the IP packet but Ethernet padding of a minimum frame (64 bytes
+            # plus its tags); the PPPoE length agrees; both checksums hold.
             tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res == 0)),
             opts_ok.eq(~opt_bad & ((opt_phase == _OPT_KIND) | opt_eol)),
-            len_ok.eq((nbytes == ip_end) | ((nbytes <= 64) & (nbytes > ip_end))),
-            pure_ack.eq((state == _S.DONE) & tcp_ok & opts_ok & len_ok &
-                        (l4_len == 4 * doff) & (nbytes <= ACK_SLOT_BYTES)),
+            len_ok.eq((nbytes == ip_end) | (nbytes <= 64 + 4 * ntags)),
+            csum_ok.eq((fold16(tcp_sum) == 0xFFFF) & (ipv6 | (fold16(ip_sum) == 0xFFFF))),
+            eligible.eq(tcp_ok & opts_ok & len_ok & csum_ok & (ipv6 | (ihl == 5)) &
+                        (~pppoe | (pppoe_len == ip_bytes + 2))),
         ]
 
         key = [Signal(32, name=f"key{i}") for i in range(KEY_WORDS)]
         m.d.comb += [
-            key[0].eq(Cat(vid[0], vid[1], ntags, pppoe, ipv6)),
+            key[0].eq(Cat(vid[0], vid[1], ntags, pppoe, ipv6, tpid[0], tpid[1])),   # model.flowkey
             key[1].eq(pppoe_sid),
             *[key[2 + i].eq(src[i]) for i in range(4)],
             *[key[6 + i].eq(dst[i]) for i in range(4)],
             key[10].eq(ports),
         ]
-        # The CAM tag: fold the key to 32 bits, then hash (:func:`tag_of_fold`)
+        # The CAM tag (``model.flowkey``): fold the key to 32 bits, then hash
         # so structured keys (neighbouring addresses and ports) spread over
         # all tags. Collisions are only a missed chance to supersede: the
         # queue manager compares full keys.
@@ -482,7 +512,7 @@ class FrameParser(wiring.Component):
         fold_q = Signal(32)
         m.d.sync += fold_q.eq(fold)         # the key is final from the flush cycle on
         tag = Signal(16)
-        m.d.comb += tag.eq(Cat(*[Cat(*[fold_q[i] for i in bits]).xor() for bits in _tag_matrix()]))
+        m.d.comb += tag.eq(Cat(*[Cat(*[fold_q[i] for i in bits]).xor() for bits in tag_matrix()]))
 
         res = self.result
         m.d.sync += self.done.eq(finalize)
@@ -490,6 +520,7 @@ class FrameParser(wiring.Component):
             m.d.sync += [
                 res.pure_ack.eq(pure_ack),
                 res.nbytes.eq(nbytes),
+                res.l3_bytes.eq(l3_bytes),
                 res.meta.tag.eq(tag),
                 res.meta.ack.eq(ack),
                 res.meta.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
@@ -497,6 +528,7 @@ class FrameParser(wiring.Component):
                 res.meta.has_ts.eq(has_ts),
                 res.meta.sack_n.eq(sack_n),
                 res.meta.other_opts.eq(other_opt),
+                res.meta.eligible.eq(eligible),
                 res.meta.ece.eq(flags[6]),
                 res.meta.cwr.eq(flags[7]),
                 res.meta.ecn.eq(ecn),
@@ -519,8 +551,9 @@ class FrameParser(wiring.Component):
             # Ready for the next frame (whose first word only fills `hold`).
             m.d.sync += [
                 state.eq(_S.ETH), ridx.eq(0), hw.eq(0), ntags.eq(0), pppoe.eq(0),
-                pppoe_sid.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
-                *[s.eq(0) for s in (vid[0], vid[1], src[1], src[2], src[3],
+                pppoe_sid.eq(0), pppoe_len.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
+                ip_seen.eq(0), ip_sum.eq(0), tcp_sum.eq(0), tpid_next.eq(0),
+                *[s.eq(0) for s in (vid[0], vid[1], tpid[0], tpid[1], src[1], src[2], src[3],
                                     dst[1], dst[2], dst[3])],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
                 opt_phase.eq(_OPT_KIND), opt_left.eq(0), opt_at.eq(0), opt_is_ts.eq(0),

@@ -8,11 +8,17 @@ event port, so the golden model (``ackfilter.model``) can replay the exact
 sequence and must agree with every decision (``docs/spec.md`` sections 3, 4
 and 7).
 
+The ACK queue is a doubly linked list of nodes (one per queued ACK, from a
+free bitmap), so that a full queue can remove a *covered* ACK from its middle
+in two cycles: its node takes the frame of the ACK that covers it, whose own
+node is unlinked.
+
 Flow state lives in three places: the tag CAM (:class:`FlowCAM`), a small
-register file per entry (queued ACK count, queue position of the newest
-ACK), and a block-RAM record per entry holding the full flow key and the
-newest ACK's fields (16 words of 64 bits, 12 used). The full key is compared
-on every tag hit, so a hash collision cannot cause a wrong supersession.
+register file per entry (queued ACK count, node of the newest ACK, the
+covered ACK and its coverer), and a block-RAM record per entry holding the
+full flow key, the newest ACK's fields and the flow's floor (16 words of 64
+bits, 14 used). The full key is compared on every tag hit, so a hash
+collision cannot cause a wrong supersession.
 """
 
 from amaranth.hdl import *
@@ -21,15 +27,22 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .buffer_pool import BufferPool
 from .flow_cam import FlowCAM
+from .prio import lowest_set
 from .ingress import Verdict, ingress_entry_layout
-from .parser import KEY_WORDS
+from .model.filter import EVENTS
+from .model.flowkey import KEY_WORDS
+from .model.pktparse import SANE_SPAN
+from .params import ACK_SLOT_BYTES
 
 __all__ = ["Event", "QueueManager"]
 
-RECORD_WORDS = 16          # per flow entry, 64-bit words; 0-5 key, 6 ack+flags, 7 ts, 8-11 SACK
-REC_ACK, REC_TS, REC_SACK = 6, 7, 8
-REC_USED = 12
+RECORD_WORDS = 16          # per flow entry, 64-bit words; 0-5 key, 6 ack+flags, 7 ts, 8-11 SACK,
+REC_ACK, REC_TS, REC_SACK = 6, 7, 8   # 12 floor ack, 13 floor TSval/TSecr
+REC_FLOOR_ACK, REC_FLOOR_TS = 12, 13
+REC_NEWEST_END = 12        # words REC_ACK..11 describe the newest ACK
+REC_USED = 14
 
 
 class Event(enum.Enum, shape=4):
@@ -44,6 +57,11 @@ class Event(enum.Enum, shape=4):
     DROP_ACK_FRONT       = 7
     DEPART_ACK           = 8
     DEPART_DATA          = 9
+    DROP_ACK_COVERED     = 10
+
+
+# The model's event table is the one definition; this enum must spell it.
+assert tuple(e.name for e in Event) == EVENTS and all(e.value == i for i, e in enumerate(Event))
 
 
 def _before(a, b):
@@ -60,6 +78,11 @@ def _inside(s, e, s2, e2):
     return ~_before(s, s2) & ~_after(e, e2)
 
 
+def _within_span(value, floor):
+    """``(value - floor) mod 2^32 < SANE_SPAN`` (2^30)."""
+    return (value - floor)[30:32] == 0
+
+
 class QueueManager(wiring.Component):
     """See the module docstring.
 
@@ -74,7 +97,7 @@ class QueueManager(wiring.Component):
     entry_* : the ingress FIFO's read side
     ack_mode, ack_queue_limit, data_share : parameters
     egress_busy, shaper_eligible : may a frame start
-    egress_start, egress_is_ack, egress_addr, egress_bytes : grant
+    egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant
     free_buf_en, free_buf_id : an ACK buffer whose frame is gone
     ev_valid, ev_kind : event trace
     stat_superseded, stat_collision, stat_cam_full : counter strobes
@@ -105,6 +128,7 @@ class QueueManager(wiring.Component):
             "egress_is_ack":     Out(1),
             "egress_addr":       Out(max(ring_bits, buf_bits)),
             "egress_bytes":      Out(16),
+            "egress_l3_bytes":   Out(16),
             "free_buf_en":       Out(1),
             "free_buf_id":       Out(buf_bits),
             "ev_valid":          Out(1),
@@ -122,18 +146,28 @@ class QueueManager(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n_slots, n_flows = self.ack_slots, self.flow_entries
-        slot_ids, flow_ids = range(n_slots), range(n_flows)
+        node_ids, flow_ids = range(n_slots), range(n_flows)
 
         m.submodules.cam = cam = FlowCAM(entries=n_flows)
-        m.submodules.desc = desc = SyncFIFOBuffered(width=self.ring_bits + 16, depth=self.desc_depth)
+        desc_layout = data.StructLayout({"start": self.ring_bits, "nbytes": 16, "l3_bytes": 12})
+        m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
+        desc_r = data.View(desc_layout, desc.r_data)
 
-        ring_layout = data.StructLayout({
-            "buf": self.buf_bits, "nbytes": 8, "flow": flow_ids, "tracked": 1,
+        # --- The ACK queue: a doubly linked list of nodes -----------------------
+        ack_bits = ACK_SLOT_BYTES.bit_length()
+        node_layout = data.StructLayout({
+            "buf": self.buf_bits, "nbytes": ack_bits, "l3_bytes": ack_bits, "flow": flow_ids, "tracked": 1,
         })
-        m.submodules.ring = ring = Memory(shape=ring_layout, depth=n_slots, init=[])
-        ring_w    = ring.write_port()
-        ring_head = ring.read_port(domain="comb")
-        ring_new  = ring.read_port(domain="comb")
+        m.submodules.nodes = nodes = Memory(shape=node_layout, depth=n_slots, init=[])
+        m.submodules.nxt = nxt = Memory(shape=node_ids, depth=n_slots, init=[])
+        m.submodules.prv = prv = Memory(shape=node_ids, depth=n_slots, init=[])
+        node_w, nxt_w, prv_w = nodes.write_port(), nxt.write_port(), prv.write_port()
+        node_head = nodes.read_port(domain="comb")
+        node_at   = nodes.read_port(domain="comb")     # the newest of a flow, or a collapse's X, N
+        nxt_head  = nxt.read_port(domain="comb")
+        nxt_at    = nxt.read_port(domain="comb")
+        prv_at    = prv.read_port(domain="comb")
+        m.submodules.node_pool = node_pool = BufferPool(count=n_slots, reserved=0)
 
         m.submodules.records = records = Memory(shape=64, depth=n_flows * RECORD_WORDS, init=[])
         rec_w = records.write_port()
@@ -142,23 +176,46 @@ class QueueManager(wiring.Component):
         m.d.sync += rec_word.eq(rec_r.data)
 
         flow_count  = Array(Signal(range(n_slots + 1), name=f"flow_count{i}") for i in flow_ids)
-        flow_newest = Array(Signal(slot_ids, name=f"flow_newest{i}") for i in flow_ids)
+        flow_newest = Array(Signal(node_ids, name=f"flow_newest{i}") for i in flow_ids)
+        # A flow's covered ACK (at most one: it is marked only when the flow had
+        # one ACK queued) and the next ACK of the flow, which covers it.
+        flow_cov    = Signal(n_flows)
+        flow_cov_x  = Array(Signal(node_ids, name=f"flow_cov_x{i}") for i in flow_ids)
+        flow_cov_n  = Array(Signal(node_ids, name=f"flow_cov_n{i}") for i in flow_ids)
 
-        head = Signal(slot_ids)
-        tail = Signal(slot_ids)
+        head = Signal(node_ids)
+        tail = Signal(node_ids)
         qlen = Signal(range(n_slots + 1))
         credit = Signal(signed(28))
 
-        # The head ACK and whether it is its flow's last, registered every
-        # cycle. They lag a change of head, ring or flow counts by one cycle,
-        # which is never seen: the states that use them (Depart, Drop-Front)
-        # are entered only from states that change none of these (Idle,
-        # Decide-* when the queue is full).
-        head_q   = Signal(ring_layout)
-        head_one = Signal()
+        # The head ACK, its successor, whether it is its flow's last and whether
+        # it is its flow's covered ACK, registered every cycle. They lag a
+        # change by one cycle, which is never seen: the states that use them
+        # (Depart, Drop-Front) are entered at least two cycles after any state
+        # that changes the list or the flow registers.
+        head_q      = Signal(node_layout)
+        head_next_q = Signal(node_ids)
+        head_one    = Signal()
+        head_is_cov = Signal()
+        hflow = node_head.data.flow
         m.d.sync += [
-            head_q.eq(ring_head.data),
-            head_one.eq(Cat(c == 1 for c in flow_count).bit_select(ring_head.data.flow, 1)),
+            head_q.eq(node_head.data),
+            head_next_q.eq(nxt_head.data),
+            head_one.eq(Cat(c == 1 for c in flow_count).bit_select(hflow, 1)),
+            head_is_cov.eq(flow_cov.bit_select(hflow, 1) & (flow_cov_x[hflow] == head)),
+        ]
+        m.d.comb += [node_head.addr.eq(head), nxt_head.addr.eq(head)]
+
+        # The collapse candidate, in two registered stages: the lowest flow
+        # with a covered ACK, then its two nodes. Valid two (three) cycles
+        # after a change of the flow registers; see Settle.
+        cov_any_q, cov_flow_q = Signal(), Signal(flow_ids)
+        cov_x_q, cov_n_q, cov_n_newest_q = Signal(node_ids), Signal(node_ids), Signal()
+        any_cov, lowest_cov = lowest_set(flow_cov)
+        m.d.sync += [
+            cov_any_q.eq(any_cov), cov_flow_q.eq(lowest_cov),
+            cov_x_q.eq(flow_cov_x[cov_flow_q]), cov_n_q.eq(flow_cov_n[cov_flow_q]),
+            cov_n_newest_q.eq(flow_newest[cov_flow_q] == flow_cov_n[cov_flow_q]),
         ]
 
         def count_add(flow, delta):
@@ -167,9 +224,6 @@ class QueueManager(wiring.Component):
             for i in flow_ids:
                 with m.If(flow == i):
                     m.d.sync += flow_count[i].eq(flow_count[i] + delta)
-
-        def wrap_inc(v):
-            return Mux(v == n_slots - 1, 0, v + 1)
 
         limit = Signal(range(n_slots + 1))
         m.d.comb += limit.eq(Mux(self.ack_queue_limit > n_slots, n_slots, self.ack_queue_limit))
@@ -180,6 +234,20 @@ class QueueManager(wiring.Component):
         # The CAM's tag and indices follow registers whatever the state;
         # only its enables carry decisions (the tag fans out to every entry).
         m.d.comb += [cam.lookup_tag.eq(meta.tag), cam.set_tag.eq(meta.tag)]
+
+        # The new ACK's SACK blocks that are sane (well formed, wholly above
+        # its ack, within SANE_SPAN), in two registered steps from `cur`: valid
+        # from Await-Lookup on.
+        s = [meta.sack[k].start for k in range(4)]
+        e = [meta.sack[k].end for k in range(4)]
+        ds_q = [Signal(32, name=f"ds{k}") for k in range(4)]
+        de_q = [Signal(32, name=f"de{k}") for k in range(4)]
+        sane_new = Signal(4)
+        assert SANE_SPAN == 1 << 30
+        m.d.sync += [ds_q[k].eq(s[k] - meta.ack) for k in range(4)]
+        m.d.sync += [de_q[k].eq(e[k] - meta.ack) for k in range(4)]
+        m.d.sync += sane_new.eq(Cat((meta.sack_n > k) & (ds_q[k] < de_q[k]) & (de_q[k][30:32] == 0)
+                                    for k in range(4)))
 
         # Fields of the flow's newest queued ACK, as read from its record.
         idx        = Signal(flow_ids)
@@ -192,29 +260,28 @@ class QueueManager(wiring.Component):
         key_word   = Signal(64)                  # the record word due in rec_word next cycle
         # Decided while the record streams in, so that Decide-Hit is short.
         count_q    = Signal(range(n_slots + 1))  # flow_count[idx]
-        newest_q   = Signal(slot_ids)             # flow_newest[idx]
-        old_buf_q  = Signal(self.buf_bits)        # ring[newest_q].buf: the newest queued ACK's buffer
-        ack_gt_q   = Signal()                     # after(new.ack, old.ack)
+        newest_q   = Signal(node_ids)             # flow_newest[idx]
+        old_buf_q  = Signal(self.buf_bits)        # nodes[newest_q].buf: the newest queued ACK's buffer
+        ack_gt_q   = Signal()                     # 0 < new.ack - old.ack < 2^31
         ack_eq_q   = Signal()
-        sack_ahead = Signal(4)                    # new SACK block k ends after new.ack
-        flags_ok_q = Signal()                     # supersedable, same ECE/CWR/ECN
+        flags_ok_q = Signal()                     # supersedable, same ECE/CWR/ECN, new eligible
         enough_q   = Signal()                     # count_q allows a supersede (ack_mode)
+        ts_ok_q    = Signal()
+        floor_ok_q = Signal()                     # new.ack within SANE_SPAN of the floor
+        floor_ts_ok_q = Signal()                  # new TSval, TSecr within SANE_SPAN of the floor's
         # An append of a tracked ACK grows its flow a cycle later (the first
         # cycle of Write-Record, where nothing else touches the flow's
         # counters): the per-entry decode stays off the Decide-Hit path.
         grow       = Signal()
-        grow_slot  = Signal(slot_ids)
-        ts_ok_q    = Signal()
+        grow_node  = Signal(node_ids)
+        cover_q    = Signal()                     # the append covers the old newest
 
         # The new ACK's own supersedability (first bullet of the spec).
-        s = [meta.sack[k].start for k in range(4)]
-        e = [meta.sack[k].end for k in range(4)]
-        blocks_ok = Cat(*[(meta.sack_n <= k) | _before(s[k], e[k]) for k in range(4)]).all()
-        dsack = (meta.sack_n >= 1) & (_before(s[0], meta.ack) |
-                                      ((meta.sack_n >= 2) & _inside(s[0], e[0], s[1], e[1])))
+        blocks_ok = Cat((meta.sack_n <= k) | sane_new[k] for k in range(4)).all()
+        dsack = (meta.sack_n >= 2) & _inside(s[0], e[0], s[1], e[1])
         new_flags = Signal.like(old_flags)
         m.d.comb += [
-            new_flags.supersedable.eq(~meta.other_opts & blocks_ok & ~dsack),
+            new_flags.supersedable.eq(meta.eligible & ~meta.other_opts & blocks_ok & ~dsack),
             new_flags.has_ts.eq(meta.has_ts),
             new_flags.sack_n.eq(meta.sack_n),
             new_flags.ece.eq(meta.ece),
@@ -229,8 +296,10 @@ class QueueManager(wiring.Component):
                 return Cat(meta.key[KEY_WORDS - 1], C(0, 32))
             if j == REC_ACK:
                 return Cat(meta.ack, new_flags.as_value(), C(0, 32 - len(new_flags.as_value())))
-            if j == REC_TS:
+            if j in (REC_TS, REC_FLOOR_TS):
                 return Cat(meta.tsval, meta.tsecr)
+            if j == REC_FLOOR_ACK:
+                return Cat(meta.ack, C(0, 32))
             k = j - REC_SACK
             return Cat(meta.sack[k].start, meta.sack[k].end)
 
@@ -254,19 +323,25 @@ class QueueManager(wiring.Component):
         def event(kind):
             m.d.comb += [self.ev_valid.eq(1), ev.eq(kind)]
 
+        # Frees of list nodes: the head (Depart, Drop-Front) or a collapse's N.
+        node_free_en = Signal()
+        node_free_id = Signal(node_ids)
+        m.d.comb += [node_pool.free_a_en.eq(node_free_en), node_pool.free_a_id.eq(node_free_id)]
+
         def leave_head():
             """Bookkeeping of the head ACK leaving the queue (sent or dropped)."""
-            m.d.sync += [head.eq(wrap_inc(head)), qlen.eq(qlen - 1)]
+            m.d.sync += [head.eq(head_next_q), qlen.eq(qlen - 1)]
+            m.d.comb += [node_free_en.eq(1), node_free_id.eq(head)]
             with m.If(head_q.tracked):
                 count_add(head_q.flow, -1)
                 with m.If(head_one):
                     m.d.comb += cam.clear_en.eq(1)
+                with m.If(head_is_cov):
+                    m.d.sync += flow_cov.bit_select(head_q.flow, 1).eq(0)
 
         m.d.comb += [
             cam.set_index.eq(idx),
             cam.clear_index.eq(head_q.flow),
-            ring_head.addr.eq(head),
-            ring_new.addr.eq(newest_q),
             self.data_queue_frames.eq(desc.level),
             self.flows_active.eq(cam.used),
             self.ack_queue_depth.eq(qlen),
@@ -291,9 +366,15 @@ class QueueManager(wiring.Component):
         ]
 
         wk = Signal(range(RECORD_WORDS))            # record word being written
+        wk_last = Signal(range(RECORD_WORDS))       # the last one to write
         done_event = Signal(Event)                  # reported when the write ends
+        from_hit = Signal()                         # the arrival hit its flow's entry (or collided)
         can_depart = Signal()
         m.d.comb += can_depart.eq(~self.egress_busy & self.shaper_eligible & self.backlog)
+
+        # A collapse: X (the covered ACK's node), N (its coverer's), the flow.
+        col_x, col_n, col_flow = Signal(node_ids), Signal(node_ids), Signal(flow_ids)
+        col_n_newest, col_x_buf = Signal(), Signal(self.buf_bits)
 
         with m.FSM(name="manager"):
             with m.State("Idle"):
@@ -317,7 +398,8 @@ class QueueManager(wiring.Component):
                         event(Event.DROP_DATA_FULL)
                         m.next = "Idle"
                     with m.Case(Verdict.DATA):
-                        m.d.comb += [desc.w_en.eq(1), desc.w_data.eq(Cat(cur.start, cur.nbytes))]
+                        m.d.comb += [desc.w_en.eq(1),
+                                     desc.w_data.eq(Cat(cur.start, cur.nbytes, cur.l3_bytes))]
                         event(Event.ARRIVE_DATA)
                         m.next = "Idle"
                     with m.Default():
@@ -325,7 +407,7 @@ class QueueManager(wiring.Component):
 
             with m.State("Lookup"):
                 # The CAM has seen meta.tag since the previous state (Arrive
-                # or Drop-Front); its answer is ready next cycle.
+                # or a drop); its answer is ready next cycle.
                 m.next = "Await-Lookup"
 
             with m.State("Await-Lookup"):
@@ -334,23 +416,22 @@ class QueueManager(wiring.Component):
                 m.d.sync += [rk.eq(1), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
                 load_record(0)
                 with m.If(cam.hit):
-                    m.d.sync += idx.eq(cam.hit_index)
+                    m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
                     m.next = "Read-Record"
                 with m.Else():
-                    m.d.sync += idx.eq(cam.free_index)
+                    m.d.sync += [idx.eq(cam.free_index), from_hit.eq(0)]
                     m.next = "Decide-Miss"
 
             with m.State("Read-Record"):
                 # Word rk is read, word rk - 1 comes out of the block RAM into
                 # a register, word rk - 2 is compared from there.
-                m.d.comb += rec_r.addr.eq(idx * RECORD_WORDS + rk)
+                m.d.comb += [rec_r.addr.eq(idx * RECORD_WORDS + rk), node_at.addr.eq(newest_q)]
                 m.d.sync += [
                     rk.eq(rk + 1),
                     count_q.eq(flow_count[idx]),
                     enough_q.eq(Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)),
                     newest_q.eq(flow_newest[idx]),
-                    old_buf_q.eq(ring_new.data.buf),
-                    sack_ahead.eq(Cat((meta.sack_n > k) & _after(e[k], meta.ack) for k in range(4))),
+                    old_buf_q.eq(node_at.data.buf),
                 ]
                 m.d.sync += key_word.eq(next_record_word())      # word rk - 1
                 lo, hi = rec_word[0:32], rec_word[32:64]
@@ -365,11 +446,13 @@ class QueueManager(wiring.Component):
                                 m.d.sync += key_eq.eq(0)
                         with m.Case(REC_ACK):
                             of = data.View(old_flags.shape(), hi[:len(old_flags.as_value())])
+                            d_ack = Signal(32)
+                            m.d.comb += d_ack.eq(meta.ack - lo)
                             m.d.sync += [
                                 old_flags.eq(hi),
-                                ack_gt_q.eq(_after(meta.ack, lo)),
-                                ack_eq_q.eq(meta.ack == lo),
-                                flags_ok_q.eq(of.supersedable & (of.ece == meta.ece) &
+                                ack_gt_q.eq((d_ack != 0) & ~d_ack[31]),
+                                ack_eq_q.eq(d_ack == 0),
+                                flags_ok_q.eq(meta.eligible & of.supersedable & (of.ece == meta.ece) &
                                               (of.cwr == meta.cwr) & (of.ecn == meta.ecn)),
                             ]
                         with m.Case(REC_TS):
@@ -382,33 +465,57 @@ class QueueManager(wiring.Component):
                                 valid = old_flags.sack_n > i
                                 covered = ~_after(hi, meta.ack)
                                 for k in range(4):
-                                    covered = covered | ((meta.sack_n > k) & _inside(lo, hi, s[k], e[k]))
+                                    covered = covered | (sane_new[k] & _inside(lo, hi, s[k], e[k]))
                                 with m.If(valid & ~covered):
                                     m.d.sync += all_cov.eq(0)
                                 for k in range(4):
                                     with m.If(valid & _inside(s[k], e[k], lo, hi)):
                                         m.d.sync += new_cov[k].eq(1)
+                        with m.Case(REC_FLOOR_ACK):
+                            m.d.sync += floor_ok_q.eq(_within_span(meta.ack, lo))
+                        with m.Case(REC_FLOOR_TS):
+                            m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(meta.tsval, lo) &
+                                                                         _within_span(meta.tsecr, hi)))
                 with m.If(rk == REC_USED + 1):
                     m.next = "Decide-Hit"
 
             # Where the ACK goes once it needs a queue position.
-            def append(tracked, new_entry, kind):
+            def append(tracked, new_entry, kind, cover=False):
                 with m.If(qlen >= limit):
-                    m.next = "Drop-Front"
+                    # Make room: a covered ACK first, else the head.
+                    with m.If(cov_any_q):
+                        m.next = "Collapse-Read"
+                    with m.Else():
+                        m.next = "Drop-Front"
                 with m.Else():
+                    n = node_pool.alloc_id
                     m.d.comb += [
-                        ring_w.en.eq(1),
-                        ring_w.addr.eq(tail),
-                        ring_w.data.buf.eq(cur.buf),
-                        ring_w.data.nbytes.eq(cur.nbytes),
-                        ring_w.data.flow.eq(idx),
-                        ring_w.data.tracked.eq(tracked),
+                        node_pool.take.eq(1),
+                        node_w.en.eq(1),
+                        node_w.addr.eq(n),
+                        node_w.data.buf.eq(cur.buf),
+                        node_w.data.nbytes.eq(cur.nbytes),
+                        node_w.data.l3_bytes.eq(cur.l3_bytes),
+                        node_w.data.flow.eq(idx),
+                        node_w.data.tracked.eq(tracked),
+                        nxt_w.en.eq(qlen != 0),
+                        nxt_w.addr.eq(tail),
+                        nxt_w.data.eq(n),
+                        prv_w.en.eq(1),
+                        prv_w.addr.eq(n),
+                        prv_w.data.eq(tail),
                     ]
-                    m.d.sync += [tail.eq(wrap_inc(tail)), qlen.eq(qlen + 1)]
+                    m.d.sync += [tail.eq(n), qlen.eq(qlen + 1)]
+                    with m.If(qlen == 0):
+                        m.d.sync += head.eq(n)
                     if tracked:
+                        # A new entry writes its whole record; an append the
+                        # newest ACK's fields and, when it starts a new chain
+                        # (it does not cover the old newest), the floor.
+                        last = Mux(cover, REC_NEWEST_END - 1, REC_USED - 1)
                         m.d.sync += [
-                            grow.eq(1), grow_slot.eq(tail),
-                            wk.eq(0 if new_entry else REC_ACK),
+                            grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
+                            wk.eq(0 if new_entry else REC_ACK), wk_last.eq(last),
                             done_event.eq(kind),
                         ]
                         load_record(0 if new_entry else REC_ACK)
@@ -428,64 +535,126 @@ class QueueManager(wiring.Component):
                         m.d.comb += self.stat_cam_full.eq(1)
 
             with m.State("Decide-Hit"):
-                strictly_more = ack_gt_q | (ack_eq_q & (sack_ahead & ~new_cov).any())
-                may = flags_ok_q & ts_ok_q & all_cov & strictly_more
-                enough = enough_q
+                strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
+                may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q
                 with m.If(~key_eq):
                     append(False, False, Event.ARRIVE_ACK_UNTRACKED)
                     with m.If(qlen < limit):
                         m.d.comb += self.stat_collision.eq(1)
-                with m.Elif(may & enough):
+                with m.Elif(may & enough_q):
                     m.d.comb += [
-                        ring_w.en.eq(1),
-                        ring_w.addr.eq(newest_q),
-                        ring_w.data.buf.eq(cur.buf),
-                        ring_w.data.nbytes.eq(cur.nbytes),
-                        ring_w.data.flow.eq(idx),
-                        ring_w.data.tracked.eq(1),
+                        node_w.en.eq(1),
+                        node_w.addr.eq(newest_q),
+                        node_w.data.buf.eq(cur.buf),
+                        node_w.data.nbytes.eq(cur.nbytes),
+                        node_w.data.l3_bytes.eq(cur.l3_bytes),
+                        node_w.data.flow.eq(idx),
+                        node_w.data.tracked.eq(1),
                         self.free_buf_en.eq(1),
                         self.free_buf_id.eq(old_buf_q),
                         self.stat_superseded.eq(1),
                     ]
-                    m.d.sync += [wk.eq(REC_ACK), done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
+                    m.d.sync += [wk.eq(REC_ACK), wk_last.eq(REC_NEWEST_END - 1),
+                                 done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
                     load_record(REC_ACK)
                     m.next = "Write-Record"
                 with m.Else():
-                    append(True, False, Event.ARRIVE_ACK_NEW)
+                    append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
 
             with m.State("Write-Record"):
                 with m.If(grow):
                     count_add(idx, 1)
-                    m.d.sync += [flow_newest[idx].eq(grow_slot), grow.eq(0)]
+                    m.d.sync += [flow_newest[idx].eq(grow_node), grow.eq(0)]
+                    with m.If(cover_q):
+                        m.d.sync += [
+                            flow_cov.bit_select(idx, 1).eq(1),
+                            flow_cov_x[idx].eq(newest_q),
+                            flow_cov_n[idx].eq(grow_node),
+                        ]
                 m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
                 m.d.comb += rec_w.data.eq(next_record_word())   # word wk
                 m.d.sync += wk.eq(wk + 1)
-                with m.If(wk == REC_USED - 1):
+                with m.If(wk == wk_last):
                     event(done_event)
                     m.next = "Idle"
+
+            def after_drop(same_flow):
+                """Back to the decision: directly when the drop did not touch
+                the arrival's flow entry (nothing it decided on changed), else
+                through a new lookup (spec: the arrival is processed again)."""
+                with m.If(from_hit & ~same_flow):
+                    m.next = "Settle"
+                with m.Else():
+                    m.next = "Lookup"
 
             with m.State("Drop-Front"):
                 leave_head()
                 m.d.comb += [self.free_buf_en.eq(1), self.free_buf_id.eq(head_q.buf)]
                 event(Event.DROP_ACK_FRONT)
-                m.next = "Lookup"
+                after_drop(head_q.tracked & (head_q.flow == idx))
+
+            with m.State("Collapse-Read"):
+                # The candidate's nodes; X's buffer, read through node_at.
+                m.d.comb += node_at.addr.eq(cov_x_q)
+                m.d.sync += [
+                    col_x.eq(cov_x_q), col_n.eq(cov_n_q), col_flow.eq(cov_flow_q),
+                    col_n_newest.eq(cov_n_newest_q), col_x_buf.eq(node_at.data.buf),
+                ]
+                m.next = "Collapse"
+
+            with m.State("Collapse"):
+                # X's node takes N's frame; N's node is unlinked and freed.
+                m.d.comb += [node_at.addr.eq(col_n), nxt_at.addr.eq(col_n), prv_at.addr.eq(col_n)]
+                p_node, q_node = prv_at.data, nxt_at.data
+                m.d.comb += [
+                    node_w.en.eq(1),
+                    node_w.addr.eq(col_x),
+                    node_w.data.eq(node_at.data),
+                    nxt_w.en.eq(1),
+                    nxt_w.addr.eq(p_node),
+                    nxt_w.data.eq(q_node),
+                    prv_w.en.eq(col_n != tail),
+                    prv_w.addr.eq(q_node),
+                    prv_w.data.eq(p_node),
+                    node_free_en.eq(1),
+                    node_free_id.eq(col_n),
+                    self.free_buf_en.eq(1),
+                    self.free_buf_id.eq(col_x_buf),
+                ]
+                with m.If(col_n == tail):
+                    m.d.sync += tail.eq(p_node)
+                m.d.sync += [qlen.eq(qlen - 1), flow_cov.bit_select(col_flow, 1).eq(0)]
+                count_add(col_flow, -1)
+                with m.If(col_n_newest):
+                    m.d.sync += flow_newest[col_flow].eq(col_x)
+                event(Event.DROP_ACK_COVERED)
+                after_drop(col_flow == idx)
+
+            with m.State("Settle"):
+                # The collapse candidate (two registered stages) and the node
+                # pool's offer see the drop by the next cycle.
+                m.next = "Decide-Hit"
 
             with m.State("Depart"):
                 have_ack = qlen != 0
                 have_data = desc.r_rdy
                 pick_data = have_data & (~have_ack | credit_pos)
-                nbytes = Mux(pick_data, desc.r_data[self.ring_bits:], head_q.nbytes)
+                nbytes = Mux(pick_data, desc_r.nbytes, head_q.nbytes)
                 m.d.sync += charge_n.eq(nbytes)
                 with m.If(have_ack & have_data):
                     m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
                 with m.Else():
                     m.d.sync += charge_clear.eq(1)
-                m.d.comb += [self.egress_start.eq(1), self.egress_bytes.eq(nbytes)]
+                m.d.comb += [
+                    self.egress_start.eq(1),
+                    self.egress_bytes.eq(nbytes),
+                    self.egress_l3_bytes.eq(Mux(pick_data, desc_r.l3_bytes, head_q.l3_bytes)),
+                ]
                 with m.If(pick_data):
                     m.d.comb += [
                         desc.r_en.eq(1),
                         self.egress_is_ack.eq(0),
-                        self.egress_addr.eq(desc.r_data[:self.ring_bits]),
+                        self.egress_addr.eq(desc_r.start),
                     ]
                     event(Event.DEPART_DATA)
                 with m.Else():

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import params
+from .model.filter import EVENTS
 
 __all__ = [
     "EVENT_KINDS", "OVERRUN_KIND", "ReplayResult", "ReplayError",
@@ -35,12 +36,8 @@ __all__ = [
 #: Cycles per second of the core clock (``now`` counts these).
 F_SYS_HZ = params.F_SYS_HZ
 
-#: ``ev_kind`` names, docs/spec.md section 7.
-EVENT_KINDS = getattr(params, "EVENT_KINDS", (
-    "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
-    "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
-    "DEPART_ACK", "DEPART_DATA",
-))
+#: ``ev_kind`` names, docs/spec.md section 7 (the model's table).
+EVENT_KINDS = EVENTS
 #: Kind the harness writes for an ``ev_overrun`` strobe.
 OVERRUN_KIND = 15
 OVERRUN_NAME = "DROP_OVERRUN"

@@ -25,6 +25,7 @@ class Shaper(wiring.Component):
     now : In(48)             free-running cycle count (may jump forward)
     cpb_q16, burst_bytes, overhead_bytes : In   the shaper registers
     charge, charge_bytes : In   a frame of ``charge_bytes`` starts now
+    charge_l3_bytes : In     the IP packet length of that frame (spec section 6)
     eligible : Out(1)        a frame may start now (registered; low for
                              ``RECOVERY_CYCLES`` after a charge)
     wake_at : Out(48)        earliest ``now`` at which ``eligible`` rises
@@ -36,6 +37,7 @@ class Shaper(wiring.Component):
     overhead_bytes: In(8)
     charge:         In(1)
     charge_bytes:   In(16)
+    charge_l3_bytes: In(16)
     eligible:       Out(1)
     wake_at:        Out(48)
 

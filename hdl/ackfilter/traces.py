@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "Flow", "tcp_frame", "tcp_options_bytes", "ack_stream", "data_stream",
-    "demo_scenario", "random_trace", "malformed_cases", "write_pcap", "read_pcap",
+    "demo_scenario", "random_trace", "malformed_cases", "expected_class", "write_pcap", "read_pcap",
     "MSS", "MIN_FRAME_BYTES",
 ]
 
@@ -707,16 +707,24 @@ def _fix_lengths(f, flow, ip_packet_len):
 # --------------------------------------------------------------------------
 # Parser edge cases.
 
+def expected_class(expected):
+    """``(cls, eligible)`` of a :func:`malformed_cases` expectation."""
+    if expected in ("ack", "ack-ineligible"):
+        return "ack", expected == "ack"
+    return expected, False
+
+
 def malformed_cases():
     """Every parser edge case of spec section 2, built with Scapy, with its expected class.
 
-    Returns ``{name: (frame_bytes, expected_cls)}`` where the class is the one
-    a filtering mode (conservative or aggressive) gives; in mode ``off`` every
-    ``ack`` becomes ``data``. Each expectation is reasoned by hand from the
-    spec and noted in the name.
+    Returns ``{name: (frame_bytes, expected)}`` where ``expected`` is the class
+    a filtering mode (conservative or aggressive) gives, ``"ack"`` for an
+    eligible pure ACK and ``"ack-ineligible"`` for a pure ACK that may neither
+    supersede nor be superseded; in mode ``off`` every pure ACK is ``data``.
+    Each expectation is reasoned by hand from the spec and noted in the name.
     """
     from scapy.layers.l2 import Ether, Dot1Q, ARP
-    from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP
+    from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP, IPOption_Router_Alert
     from scapy.layers.inet6 import IPv6, IPv6ExtHdrHopByHop
     from scapy.layers.ppp import PPPoE, PPPoED, PPP
 
@@ -733,8 +741,17 @@ def malformed_cases():
     def pad(b, to=MIN_FRAME_BYTES, byte=0):
         return b + bytes([byte]) * max(0, to - len(b))
 
-    def v4(**kw):
-        return bytes(Ether(**eth) / IP(**ip4) / tcp(**kw))
+    def v4(raw_opts=None, **kw):
+        """``raw_opts`` replaces the last ``len(raw_opts)`` option bytes, with the TCP checksum fixed."""
+        pkt = Ether(**eth) / IP(**ip4) / tcp(**kw)
+        if raw_opts is None:
+            return bytes(pkt)
+        b = bytearray(bytes(pkt))
+        b[len(b) - len(raw_opts):] = raw_opts
+        b[50:52] = b"\0\0"
+        b[50:52] = _csum(bytes(b[26:34]) + b"\x00\x06" + (len(b) - 34).to_bytes(2, "big") +
+                         bytes(b[34:])).to_bytes(2, "big")
+        return bytes(b)
 
     def patch(b, offset, value):
         b = bytearray(b)
@@ -753,8 +770,14 @@ def malformed_cases():
     c["ack_ipv4_padded_to_60_with_zeros"] = (pad(v4()), "ack")
     c["ack_ipv4_padded_with_nonzero_bytes"] = (pad(v4(), byte=0xAA), "ack")
     c["ack_ipv4_padded_to_64"] = (pad(v4(), 64), "ack")
-    c["padding_to_65_bytes_is_data"] = (pad(v4(), 65), "data")
-    c["ack_66_bytes_with_2_trailing_bytes_is_data"] = (v4(options=ts) + b"\x00\x00", "data")
+    c["padding_to_65_bytes_is_ineligible"] = (pad(v4(), 65), "ack-ineligible")
+    c["ack_66_bytes_with_2_trailing_bytes_is_ineligible"] = (v4(options=ts) + b"\x00\x00", "ack-ineligible")
+    c["ack_vlan_padded_to_68"] = (pad(bytes(Ether(**eth, type=0x8100) / Dot1Q(vlan=5, type=0x0800) /
+                                             IP(**ip4) / tcp()), 68), "ack")
+    c["ack_vlan_padded_to_69_is_ineligible"] = (pad(bytes(Ether(**eth, type=0x8100) / Dot1Q(vlan=5, type=0x0800) /
+                                                          IP(**ip4) / tcp()), 69), "ack-ineligible")
+    c["ack_qinq_padded_to_72"] = (pad(bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=10, type=0x8100) /
+                                            Dot1Q(vlan=20, type=0x0800) / IP(**ip4) / tcp()), 72), "ack")
     c["ack_with_timestamps_66_bytes"] = (v4(options=ts), "ack")
     c["frame_shorter_than_ip_total_length_is_data"] = (v4(options=ts)[:-4], "data")
     c["padded_frame_shorter_than_ip_total_length_is_data"] = (
@@ -796,15 +819,20 @@ def malformed_cases():
     # -- IPv4 (rule 2)
     c["ipv4_ihl_4_is_data"] = (pad(patch(v4(), 14, b"\x44")), "data")
     c["ipv4_ihl_0_is_data"] = (pad(patch(v4(), 14, b"\x40")), "data")
-    c["ack_ipv4_with_options_ihl_6"] = (bytes(Ether(**eth) / IP(**ip4, options=[IPOption_NOP()] * 4) /
-                                              tcp(options=ts)), "ack")
+    c["ack_ipv4_with_options_ihl_6_is_ineligible"] = (
+        bytes(Ether(**eth) / IP(**ip4, options=[IPOption_NOP()] * 4) / tcp(options=ts)), "ack-ineligible")
+    c["ack_ipv4_with_router_alert_is_ineligible"] = (
+        bytes(Ether(**eth) / IP(**ip4, options=[IPOption_Router_Alert()]) / tcp(options=ts)), "ack-ineligible")
     c["ipv4_ihl_6_without_room_for_tcp_is_data"] = (pad(patch(v4(), 14, b"\x46")), "data")
     c["ipv4_version_6_in_ipv4_ethertype_is_data"] = (pad(patch(v4(), 14, b"\x65")), "data")
     c["ipv4_more_fragments_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4, flags="MF") / tcp())), "data")
     c["ipv4_fragment_offset_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4, frag=1) / tcp())), "data")
     c["ack_ipv4_dont_fragment_set"] = (pad(bytes(Ether(**eth) / IP(**ip4, flags="DF") / tcp())), "ack")
     c["ipv4_udp_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4) / UDP(sport=1, dport=53))), "data")
-    c["ipv4_bad_header_checksum_is_still_ack"] = (pad(patch(v4(), 24, b"\xde\xad")), "ack")
+    c["ipv4_bad_header_checksum_is_ineligible"] = (pad(patch(v4(), 24, b"\xde\xad")), "ack-ineligible")
+    c["tcp_bad_checksum_is_ineligible"] = (pad(patch(v4(), 50, b"\xde\xad")), "ack-ineligible")
+    c["ipv6_tcp_bad_checksum_is_ineligible"] = (
+        bytes(Ether(**eth) / IPv6(**ip6) / tcp(options=ts, chksum=0x1234)), "ack-ineligible")
     c["ipv4_truncated_header_is_data"] = (v4()[:30], "data")
     # -- IPv6 (rule 3)
     c["ack_ipv6"] = (bytes(Ether(**eth) / IPv6(**ip6) / tcp(options=ts)), "ack")
@@ -814,19 +842,21 @@ def malformed_cases():
     c["ipv6_version_4_in_ipv6_ethertype_is_data"] = (patch(bytes(Ether(**eth) / IPv6(**ip6) / tcp()), 14, b"\x40"), "data")
     c["ipv6_truncated_header_is_data"] = (bytes(Ether(**eth) / IPv6(**ip6) / tcp())[:50], "data")
     # -- TCP (rule 4)
-    for name, flags in (("fin", "FA"), ("syn", "SA"), ("rst", "RA"), ("psh", "PA"), ("urg", "UA"), ("ae", "AN")):
+    for name, flags in (("fin", "FA"), ("syn", "SA"), ("rst", "RA")):
         c[f"tcp_{name}_with_ack_is_data"] = (pad(v4(flags=flags)), "data")
+    for name, flags in (("psh", "PA"), ("urg", "UA"), ("ae", "AN")):
+        c[f"tcp_{name}_with_ack_is_ineligible"] = (pad(v4(flags=flags)), "ack-ineligible")
     c["tcp_without_ack_flag_is_data"] = (pad(v4(flags="")), "data")
     c["tcp_rst_alone_is_data"] = (pad(v4(flags="R")), "data")
     for bit in range(3):
-        c[f"tcp_reserved_bit_{bit}_is_data"] = (pad(v4(reserved=1 << bit)), "data")
+        c[f"tcp_reserved_bit_{bit}_is_ineligible"] = (pad(v4(reserved=1 << bit)), "ack-ineligible")
     c["ack_with_ece"] = (pad(v4(flags="AE")), "ack")
     c["ack_with_cwr"] = (pad(v4(flags="AC")), "ack")
     c["ack_with_ece_and_cwr"] = (pad(v4(flags="AEC")), "ack")
     c["tcp_data_offset_4_is_data"] = (pad(v4(dataofs=4)), "data")
     c["tcp_data_offset_past_ip_payload_is_data"] = (pad(v4(dataofs=6)), "data")
     c["ack_with_1_byte_payload_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4) / tcp() / b"x")), "data")
-    c["psh_ack_without_payload_is_data"] = (pad(v4(flags="PA", ack=200000)), "data")
+    c["psh_ack_without_payload_is_ineligible"] = (pad(v4(flags="PA", ack=200000)), "ack-ineligible")
     # -- TCP options (rule 6)
     c["ack_with_sack_1_block"] = (v4(options=ts + [("NOP", None), ("NOP", None), ("SAck", (1, 2))]), "ack")
     c["ack_with_sack_3_blocks"] = (v4(options=ts + [("NOP", None), ("NOP", None), ("SAck", (1, 2, 3, 4, 5, 6))]), "ack")
@@ -837,25 +867,40 @@ def malformed_cases():
     c["ack_with_window_scale_option"] = (v4(options=[("NOP", None), ("WScale", 7)]), "ack")
     c["ack_with_unknown_option_kind_99"] = (v4(options=[(99, b"\x01\x02")]), "ack")
     c["ack_with_mss_length_3_is_still_well_formed"] = (v4(options=[(2, b"\x05"), ("NOP", None)]), "ack")
-    c["option_length_0_is_data"] = (v4(options=[(2, b"\x05\xb4")])[:-4] + b"\x02\x00\x05\xb4", "data")
-    c["option_length_1_is_data"] = (v4(options=[(2, b"\x05\xb4")])[:-4] + b"\x02\x01\x05\xb4", "data")
-    c["option_running_past_header_is_data"] = (v4(options=[(2, b"\x05\xb4")])[:-4] + b"\x01\x01\x02\x04", "data")
-    c["option_kind_without_length_byte_is_data"] = (v4(options=[(2, b"\x05\xb4")])[:-4] + b"\x01\x01\x01\x03", "data")
-    c["timestamps_length_8_is_data"] = (v4(options=ts)[:-12] + b"\x01\x01\x08\x08" + bytes(8), "data")
-    c["sack_length_12_is_data"] = (v4(options=[(5, bytes(10))]), "data")
-    c["sack_length_2_is_data"] = (v4(options=[(5, b""), ("NOP", None), ("NOP", None)]), "data")
-    c["two_timestamps_options_is_data"] = (v4(options=ts + ts), "data")
-    c["two_sack_options_is_data"] = (v4(options=[("NOP", None), ("NOP", None), ("SAck", (1, 2)),
-                                                 ("NOP", None), ("NOP", None), ("SAck", (3, 4))]), "data")
-    # -- slot size (rule 7)
+    c["option_length_0_is_ineligible"] = (v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x02\x00\x05\xb4"),
+                                          "ack-ineligible")
+    c["option_length_1_is_ineligible"] = (v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x02\x01\x05\xb4"),
+                                          "ack-ineligible")
+    c["option_running_past_header_is_ineligible"] = (v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x01\x01\x02\x04"),
+                                                     "ack-ineligible")
+    c["option_kind_without_length_byte_is_ineligible"] = (
+        v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x01\x01\x01\x03"), "ack-ineligible")
+    c["timestamps_length_8_is_ineligible"] = (v4(options=ts, raw_opts=b"\x01\x01\x08\x08" + bytes(8)),
+                                              "ack-ineligible")
+    c["sack_length_12_is_ineligible"] = (v4(options=[(5, bytes(10))]), "ack-ineligible")
+    c["sack_length_2_is_ineligible"] = (v4(options=[(5, b""), ("NOP", None), ("NOP", None)]), "ack-ineligible")
+    c["two_timestamps_options_is_ineligible"] = (v4(options=ts + ts), "ack-ineligible")
+    c["two_sack_options_is_ineligible"] = (v4(options=[("NOP", None), ("NOP", None), ("SAck", (1, 2)),
+                                                       ("NOP", None), ("NOP", None), ("SAck", (3, 4))]),
+                                           "ack-ineligible")
+    # -- PPPoE length (eligibility)
+    bad_len = bytearray(pad(bytes(ppp4)))
+    bad_len[18:20] = (len(bytes(ppp4)) - 22 + 2 + 4).to_bytes(2, "big")
+    c["pppoe_length_not_matching_ip_is_ineligible"] = (bytes(bad_len), "ack-ineligible")
+    # -- slot size (rule 5)
     big = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2)), ("NOP", None), ("NOP", None),
            ("SAck", (1, 2, 3, 4, 5, 6))]                          # 40 bytes of options: doff 15
-    c["ack_126_bytes_fits_slot"] = (bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) /
+    c["ack_126_bytes_with_ip_options_is_ineligible"] = (bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) /
                                           Dot1Q(vlan=2, type=0x0800) / IP(**ip4, options=[IPOption_NOP()] * 24) /
-                                          tcp(options=big)), "ack")
-    c["pure_ack_130_bytes_over_slot_is_data"] = (bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) /
-                                                       Dot1Q(vlan=2, type=0x8864) / PPPoE(sessionid=5) /
-                                                       PPP(proto=0x0057) / IPv6(**ip6) / tcp(options=big)), "data")
+                                          tcp(options=big)), "ack-ineligible")
+    c["ack_130_bytes_qinq_pppoe_ipv6"] = (bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) /
+                                                Dot1Q(vlan=2, type=0x8864) / PPPoE(sessionid=5) /
+                                                PPP(proto=0x0057) / IPv6(**ip6) / tcp(options=big)), "ack")
+    longest = bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) / Dot1Q(vlan=2, type=0x8864) /
+                    PPPoE(sessionid=5) / PPP(proto=0x0021) / IP(**ip4, options=[IPOption_NOP()] * 40) /
+                    tcp(options=big))
+    c["ack_150_bytes_longest_fits_a_slot_ineligible"] = (longest, "ack-ineligible")
+    c["pure_ack_with_trailer_over_the_256_byte_slot_is_data"] = (longest + bytes(107), "data")
     return c
 
 

@@ -8,33 +8,45 @@ them. It has no notion of time, buffer bytes or the shaper (see
 the data buffer full (``data_full=True``) and calls :meth:`depart` when the
 hardware reports a departure.
 
-Hash collisions: the model keys its flow table by the full flow key, so on its
-own it never sees a collision and ``cam_collisions`` stays 0. The hardware
-matches a 16-bit tag first; when two flows share a tag the hardware reports
-``ARRIVE_ACK_UNTRACKED`` (and counts ``cam_collisions``) where the model would
-say ``ARRIVE_ACK_NEW`` or ``ARRIVE_ACK_SUPERSEDE``. A scoreboard must allow
-that and replay the hardware's choice with ``arrive(frame, collision=True)``.
+The flow table is modelled as the hardware builds it: ``flow_entries``
+numbered entries, each holding a flow's 16-bit tag (:mod:`.flowkey`) and full
+key; a new flow takes the lowest free entry. So the model predicts every CAM
+lookup itself, tag collisions included, and a scoreboard has nothing to
+excuse.
 """
 
 from collections import deque
 from dataclasses import dataclass
 
-from ..params import COUNTERS
-from .pktparse import ACK_SLOT_BYTES, MAX_FRAME_BYTES, Parsed, after, before, classify
+from ..params import ACK_SLOT_BYTES, COUNTERS, MAX_FRAME_BYTES
+from .pktparse import SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 
-__all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS"]
+__all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
 
 #: Event kinds of spec section 7, by number.
 EVENTS = (
     "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
     "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
-    "DEPART_ACK", "DEPART_DATA",
+    "DEPART_ACK", "DEPART_DATA", "DROP_ACK_COVERED",
 )
 
 #: Counters the model keeps (all of ``params.COUNTERS``; ``drop_overrun`` only
-#: moves through :meth:`FilterModel.overrun`, ``cam_collisions`` only through
-#: ``arrive(..., collision=True)``).
+#: moves through :meth:`FilterModel.overrun`).
 MODEL_COUNTERS = tuple(c.name for c in COUNTERS)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The oldest values a flow's newest queued ACK must still carry (spec
+    section 3, "Floor"): ack, TSval and TSecr of the ACK that started the
+    chain of supersessions and covered ACKs the newest one stands for."""
+    ack: int
+    tsval: int
+    tsecr: int
+
+    @classmethod
+    def of(cls, p):
+        return cls(p.ack, p.tsval, p.tsecr)
 
 
 def _inside(s, e, s2, e2):
@@ -42,47 +54,64 @@ def _inside(s, e, s2, e2):
     return not before(s, s2) and not after(e, e2)
 
 
-def may_supersede(old, new):
-    """May queued pure ACK ``old`` be overwritten by ``new`` of the same flow? (spec section 3)
+def _within(value, floor):
+    """``(value - floor) mod 2^32 < SANE_SPAN``."""
+    return ((value - floor) & 0xFFFF_FFFF) < SANE_SPAN
 
-    Both are :class:`~ackfilter.model.pktparse.Parsed` pure ACKs. The first
-    bullet is ``old.supersedable`` (computed by the parser).
+
+def may_supersede(old, new, floor=None):
+    """May queued pure ACK ``old`` be overwritten by (or counted as covered by)
+    ``new`` of the same flow? (spec section 3, "Supersedable")
+
+    Both are :class:`~ackfilter.model.pktparse.Parsed` pure ACKs; ``floor``
+    (a :class:`Floor`) is the flow's floor, by default ``old``'s own values.
     """
-    if not old.supersedable:
+    floor = Floor.of(old) if floor is None else floor
+    if not old.supersedable or not new.eligible:
         return False
     if (old.ece, old.cwr, old.ecn) != (new.ece, new.cwr, new.ecn):
         return False
     if old.has_ts != new.has_ts:
         return False
-    if old.has_ts and (after(old.tsval, new.tsval) or after(old.tsecr, new.tsecr)):
+    if old.has_ts:
+        if after(old.tsval, new.tsval) or after(old.tsecr, new.tsecr):
+            return False
+        if not (_within(new.tsval, floor.tsval) and _within(new.tsecr, floor.tsecr)):
+            return False
+    if not _within(new.ack, floor.ack):
         return False
+    new_blocks = [(s, e) for s, e in new.sack if sack_block_sane(s, e, new.ack)]
     for s, e in old.sack:
         if not after(e, new.ack):
             continue
-        if not any(_inside(s, e, s2, e2) for s2, e2 in new.sack):
+        if not any(_inside(s, e, s2, e2) for s2, e2 in new_blocks):
             return False
-    if after(new.ack, old.ack):
+    if serial_lt(old.ack, new.ack):
         return True
     if new.ack == old.ack:
-        # Same cumulative ack: only a SACK block above it that the older ACK
-        # did not report is new information (a D-SACK block below the ack is
-        # not: such an ACK is a duplicate like the older one).
-        return any(after(e, new.ack) and not any(_inside(s, e, s2, e2) for s2, e2 in old.sack)
-                   for s, e in new.sack)
+        # Same cumulative ack: only a sane SACK block (wholly above the ack)
+        # that the older ACK did not report is new information; a D-SACK or a
+        # malformed block is not, so duplicate ACKs are never collapsed.
+        return any(not any(_inside(s, e, s2, e2) for s2, e2 in old.sack) for s, e in new_blocks)
     return False
 
 
-@dataclass
+@dataclass(eq=False)
 class _QueuedAck:
     frame: bytes
     parsed: Parsed
-    tracked: bool      # True: its flow owns the entry ``parsed.key``
+    entry: int          # flow-table entry of its flow, or None (untracked)
 
 
-@dataclass
+@dataclass(eq=False)
 class _FlowEntry:
-    count: int         # tracked ACKs of this flow in the queue
-    newest: _QueuedAck  # the queue element (slot) holding the flow's newest ACK
+    key: tuple
+    tag: int
+    count: int                 # tracked ACKs of this flow in the queue
+    newest: _QueuedAck         # the queue element holding the flow's newest ACK
+    floor: Floor
+    covered: _QueuedAck = None  # a queued ACK of the flow whose news a newer one carries:
+    coverer: _QueuedAck = None  # the flow's next queued ACK after it
 
 
 class FilterModel:
@@ -94,8 +123,8 @@ class FilterModel:
         0 off (plain FIFO), 1 conservative (supersede only when the flow has
         >= 2 ACKs queued), 2 aggressive (>= 1).
     ack_queue_limit : int
-        ACK queue length at which drop-from-front starts; the effective limit
-        is ``min(ack_queue_limit, ack_slots)``.
+        ACK queue length at which a full queue drops; the effective limit is
+        ``min(ack_queue_limit, ack_slots)``.
     flow_entries : int
         Size of the flow table (``FLOW_ENTRIES``).
     data_share : int
@@ -135,7 +164,7 @@ class FilterModel:
         self.max_frame = max_frame
         self.ack_queue = deque()     # of _QueuedAck, head first
         self.data_queue = deque()    # of bytes, head first
-        self.flows = {}              # key -> _FlowEntry
+        self.entries = [None] * flow_entries   # of _FlowEntry
         self.credit = 0
         self.counters = {name: 0 for name in MODEL_COUNTERS}
         self.events = []
@@ -152,7 +181,7 @@ class FilterModel:
 
     @property
     def flows_active(self):
-        return len(self.flows)
+        return sum(e is not None for e in self.entries)
 
     def queued_ack_frames(self):
         """The frames in the ACK queue, head first."""
@@ -174,20 +203,22 @@ class FilterModel:
         self.counters["bytes_in"] += len(frame)
         if parsed.pure_ack:
             self.counters["acks_in"] += 1
+            if not parsed.eligible:
+                self.counters["acks_ineligible"] += 1
 
     def overrun(self, frame):
         """Account a frame the hardware dropped for ``drop_overrun`` (``ev_overrun``).
 
         Such a frame never reaches the queue manager and produces no event. It
         is counted in ``frames_in``, ``bytes_in``, ``drop_overrun`` and, if it
-        is a pure ACK, in ``acks_in`` (the parser classified it before the
-        metadata FIFO refused it).
+        is a pure ACK, in ``acks_in`` (and ``acks_ineligible``): the parser
+        classified it before the metadata FIFO refused it.
         """
         frame = bytes(frame)
         self._count_in(frame, self.classify(frame))
         self.counters["drop_overrun"] += 1
 
-    def arrive(self, frame, *, data_full=False, collision=False):
+    def arrive(self, frame, *, data_full=False):
         """One frame arrives; returns the events it produces, in order.
 
         Parameters
@@ -197,11 +228,6 @@ class FilterModel:
         data_full : bool
             The hardware found no room for this frame in the data buffer. The
             frame must then be of class ``data`` (else ``AssertionError``).
-        collision : bool
-            Replay a flow-tag collision reported by the hardware: every flow
-            lookup of this arrival is a collision, so the ACK is queued
-            untracked (``cam_collisions`` counts it once). Only meaningful for
-            a pure ACK in a filtering mode (else ``AssertionError``).
         """
         frame = bytes(frame)
         p = self.classify(frame)
@@ -209,9 +235,6 @@ class FilterModel:
         if data_full and p.cls != "data":
             raise AssertionError(f"hardware reported the data buffer full for a frame the model "
                                  f"classes {p.cls!r}: {frame.hex()}")
-        if collision and p.cls != "ack":
-            raise AssertionError(f"hardware reported a flow-tag collision for a frame the model "
-                                 f"classes {p.cls!r} ({p.reason}): {frame.hex()}")
         if p.cls == "runt":
             self.counters["drop_runt"] += 1
             ev = ["DROP_RUNT"]
@@ -226,57 +249,93 @@ class FilterModel:
                 self.data_queue.append(frame)
                 ev = ["ARRIVE_DATA"]
         else:
-            ev = self._arrive_ack(frame, p, collision)
+            ev = self._arrive_ack(frame, p)
         self.events.extend(ev)
         return ev
 
-    def _arrive_ack(self, frame, p, collision):
+    def _lookup(self, p):
+        """``(index, hit)``: the entry holding ``p``'s tag (``hit``: and its
+        key), or ``(None, False)``. No two entries hold one tag."""
+        for i, e in enumerate(self.entries):
+            if e is not None and e.tag == p.tag:
+                return i, e.key == p.key
+        return None, False
+
+    def _arrive_ack(self, frame, p):
         events = []
         threshold = 2 if self.ack_mode == 1 else 1
-        if collision:
-            self.counters["cam_collisions"] += 1
         while True:
-            # Step 1: look the flow up (a forced collision hides the entry).
-            entry = None if collision else self.flows.get(p.key)
+            # Step 1: look the flow up.
+            idx, hit = self._lookup(p)
+            entry = self.entries[idx] if hit else None
+            covers = entry is not None and may_supersede(entry.newest.parsed, p, entry.floor)
             # Step 2: supersede the flow's newest queued ACK.
-            if entry is not None and entry.count >= threshold and may_supersede(entry.newest.parsed, p):
+            if covers and entry.count >= threshold:
                 entry.newest.frame = frame
                 entry.newest.parsed = p
                 self.counters["acks_superseded"] += 1
                 events.append("ARRIVE_ACK_SUPERSEDE")
                 return events
-            # Step 3: drop from front when full, then start again.
+            # Step 3: a full queue makes room, then the arrival starts again.
             if len(self.ack_queue) >= self.ack_limit:
-                self._remove_head_ack()
-                self.counters["drop_ack_front"] += 1
-                events.append("DROP_ACK_FRONT")
+                victim = next((e for e in self.entries if e is not None and e.covered is not None), None)
+                if victim is not None:
+                    self._collapse(victim)
+                    self.counters["drop_ack_covered"] += 1
+                    events.append("DROP_ACK_COVERED")
+                else:
+                    self._remove_head_ack()
+                    self.counters["drop_ack_front"] += 1
+                    events.append("DROP_ACK_FRONT")
                 continue
             # Step 4: append.
-            q = _QueuedAck(frame, p, tracked=False)
+            q = _QueuedAck(frame, p, entry=None)
             if entry is not None:
-                q.tracked = True
+                q.entry = idx
                 entry.count += 1
+                if covers:               # conservative mode, one queued: keep both
+                    assert entry.covered is None and entry.count == 2
+                    entry.covered, entry.coverer = entry.newest, q
+                else:
+                    entry.floor = Floor.of(p)
                 entry.newest = q
                 events.append("ARRIVE_ACK_NEW")
-            elif not collision and len(self.flows) < self.flow_entries:
-                q.tracked = True
-                self.flows[p.key] = _FlowEntry(count=1, newest=q)
+            elif idx is not None:        # the tag is another flow's: a collision
+                self.counters["cam_collisions"] += 1
+                events.append("ARRIVE_ACK_UNTRACKED")
+            elif None in self.entries:
+                q.entry = self.entries.index(None)
+                self.entries[q.entry] = _FlowEntry(key=p.key, tag=p.tag, count=1, newest=q,
+                                                   floor=Floor.of(p))
                 events.append("ARRIVE_ACK_NEW")
             else:
-                if not collision:
-                    self.counters["cam_full"] += 1
+                self.counters["cam_full"] += 1
                 events.append("ARRIVE_ACK_UNTRACKED")
             self.ack_queue.append(q)
             return events
 
+    def _collapse(self, entry):
+        """Drop ``entry``'s covered ACK: its queue position now holds the ACK
+        that covers it (the flow's next one), whose own position is removed
+        (spec section 3)."""
+        old, coverer = entry.covered, entry.coverer
+        old.frame, old.parsed = coverer.frame, coverer.parsed
+        self.ack_queue.remove(coverer)
+        if entry.newest is coverer:
+            entry.newest = old
+        entry.count -= 1
+        entry.covered = entry.coverer = None
+
     def _remove_head_ack(self):
         q = self.ack_queue.popleft()
-        if q.tracked:
-            entry = self.flows[q.parsed.key]
+        if q.entry is not None:
+            entry = self.entries[q.entry]
             entry.count -= 1
+            if entry.covered is q:
+                entry.covered = entry.coverer = None
             if entry.count == 0:
                 assert entry.newest is q
-                del self.flows[q.parsed.key]
+                self.entries[q.entry] = None
         return q
 
     # -- departure -------------------------------------------------------
@@ -329,12 +388,19 @@ class FilterModel:
         queued = len(self.ack_queue) + len(self.data_queue)
         assert c["frames_in"] == c["frames_out"] + c["acks_superseded"] + self.dropped() + queued
         assert len(self.ack_queue) <= self.ack_limit
-        assert len(self.flows) <= self.flow_entries
         counts = {}
         for q in self.ack_queue:
-            if q.tracked:
-                counts[q.parsed.key] = counts.get(q.parsed.key, 0) + 1
-        assert counts == {k: e.count for k, e in self.flows.items()}
-        for k, e in self.flows.items():
-            last = [q for q in self.ack_queue if q.tracked and q.parsed.key == k][-1]
-            assert last is e.newest
+            if q.entry is not None:
+                counts[q.entry] = counts.get(q.entry, 0) + 1
+        assert counts == {i: e.count for i, e in enumerate(self.entries) if e is not None}
+        tags = [e.tag for e in self.entries if e is not None]
+        assert len(tags) == len(set(tags)), "two entries hold one tag"
+        for i, e in enumerate(self.entries):
+            if e is None:
+                continue
+            mine = [q for q in self.ack_queue if q.entry == i]
+            assert mine[-1] is e.newest
+            assert all(q.parsed.key == e.key for q in mine)
+            if e.covered is not None:
+                assert e.covered in mine and e.coverer in mine
+                assert mine.index(e.coverer) == mine.index(e.covered) + 1

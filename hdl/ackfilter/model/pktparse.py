@@ -2,25 +2,26 @@
 
 A plain byte parser written from the spec text, independent of Scapy and of the
 gateware: it decides whether a frame is a ``runt``, ``oversize``, a pure TCP
-``ack`` or ``data``, and for a pure ACK extracts what the ACK queue needs (flow
-key, ack number, option summary, ECN bits and the ``supersedable`` bit).
+``ack`` or ``data``; for a pure ACK it decides whether it is *eligible* (may
+supersede or be superseded) and extracts what the ACK queue needs (flow key
+and tag, ack number, option summary, ECN bits and the ``supersedable`` bit).
 
 Frames are given without preamble and FCS, exactly as the core sees them.
 """
 
 from dataclasses import dataclass, field
 
+from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
+from .flowkey import TPID_CODES, flow_key_words, flow_tag
+
 __all__ = [
     "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "VLAN_TPIDS", "Parsed", "classify",
-    "before", "after", "parse_pure_ack",
+    "before", "after", "serial_lt", "sack_block_sane", "parse_pure_ack", "ip_packet_length",
+    "ones_complement_sum", "SANE_SPAN",
 ]
 
-#: Frames longer than this are dropped as ``oversize`` (spec section 2).
-MAX_FRAME_BYTES = 2048
-#: Size of an ACK slot; a pure ACK must fit in one (spec section 2 rule 7).
-ACK_SLOT_BYTES = 128
 #: TPIDs accepted for each of up to two VLAN tags (spec section 2 rule 1).
-VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
+VLAN_TPIDS = tuple(TPID_CODES)
 
 ETH_IPV4 = 0x0800
 ETH_IPV6 = 0x86DD
@@ -34,9 +35,19 @@ TCP_FIN, TCP_SYN, TCP_RST, TCP_PSH, TCP_ACK, TCP_URG, TCP_ECE, TCP_CWR = (1 << i
 OPT_EOL, OPT_NOP, OPT_SACK, OPT_TS = 0, 1, 5, 8
 SACK_LENGTHS = (10, 18, 26, 34)
 
+#: A SACK block is *sane* when it lies wholly within this many bytes above
+#: its ACK's cumulative ack (spec section 3): then every sequence number a
+#: supersession compares lies within 2^31 of the flow's floor, where serial
+#: arithmetic orders them as integers (so coverage is transitive).
+SANE_SPAN = 1 << 30
+
 
 def before(a, b):
-    """RFC 1982 serial arithmetic as in the spec: ``(a - b) mod 2^32 >= 2^31``."""
+    """RFC 1982 serial arithmetic as in the spec: ``(a - b) mod 2^32 >= 2^31``.
+
+    Exactly 2^31 apart (undefined in RFC 1982), each is before the other: the
+    tests that use it ("not after") then refuse, which is the safe side.
+    """
     return ((a - b) & 0xFFFF_FFFF) >= 0x8000_0000
 
 
@@ -45,22 +56,54 @@ def after(a, b):
     return before(b, a)
 
 
+def serial_lt(a, b):
+    """``a`` is certainly before ``b``: ``0 < (b - a) mod 2^32 < 2^31``.
+
+    The strict form for tests that *allow* something (a greater ack, a
+    well-formed block): exactly 2^31 apart is refused.
+    """
+    return 0 < ((b - a) & 0xFFFF_FFFF) < 0x8000_0000
+
+
+def sack_block_sane(start, end, ack):
+    """``0 <= start - ack < end - ack < SANE_SPAN`` (mod 2^32): the block is
+    well formed and lies wholly above ``ack``, within ``SANE_SPAN``."""
+    ds, de = (start - ack) & 0xFFFF_FFFF, (end - ack) & 0xFFFF_FFFF
+    return ds < de < SANE_SPAN
+
+
+def ones_complement_sum(data, initial=0):
+    """RFC 1071 ones'-complement sum of 16-bit big-endian words (an odd last
+    byte is padded with zero), folded to 16 bits."""
+    data = bytes(data)
+    if len(data) % 2:
+        data += b"\0"
+    total = initial + sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
 @dataclass
 class Parsed:
     """What the classifier learned about one frame.
 
     ``cls`` is the class the core gives the frame in the mode it was classified
     for; ``pure_ack`` says whether the frame is a pure ACK by the rules of
-    section 2 (slot size included) whatever the mode (it feeds ``acks_in``).
-    The remaining fields are filled only when ``pure_ack`` is true.
-    ``reason`` is a short human-readable note why a frame is not a pure ACK.
+    section 2 whatever the mode (it feeds ``acks_in``), ``eligible`` whether
+    that pure ACK may supersede or be superseded. The remaining fields are
+    filled only when ``pure_ack`` is true (the option fields only when
+    ``eligible``). ``reason`` is a short human-readable note why a frame is
+    not a pure ACK, or why a pure ACK is not eligible.
     """
 
     cls: str
     length: int
     pure_ack: bool = False
+    eligible: bool = False
     reason: str = ""
     key: tuple = None
+    tag: int = 0
     ack: int = 0
     seq: int = 0
     tsval: int = 0
@@ -82,6 +125,10 @@ class _NotPureAck(Exception):
     pass
 
 
+class _Ineligible(Exception):
+    pass
+
+
 def _u16(b, i):
     return (b[i] << 8) | b[i + 1]
 
@@ -95,26 +142,56 @@ def _need(frame, end, what):
         raise _NotPureAck(f"frame ends inside the {what}")
 
 
-def _first_bullet(p):
+def _supersedable(p):
     """First bullet of "Supersedable" (spec section 3): depends on the ACK alone."""
-    if p.other_opts:
+    if not p.eligible or p.other_opts:
         return False
-    for s, e in p.sack:
-        if not before(s, e):
+    if not all(sack_block_sane(s, e, p.ack) for s, e in p.sack):
+        return False          # malformed, below the ack (a D-SACK, RFC 2883) or far above it
+    if len(p.sack) >= 2:
+        (s0, e0), (s1, e1) = p.sack[0], p.sack[1]
+        if not before(s0, s1) and not after(e0, e1):   # D-SACK inside block 1
             return False
-    if p.sack:
-        s0, e0 = p.sack[0]
-        if before(s0, p.ack):           # D-SACK below the cumulative ack (RFC 2883)
-            return False
-        if len(p.sack) >= 2:
-            s1, e1 = p.sack[1]
-            if not before(s0, s1) and not after(e0, e1):   # D-SACK inside block 1
-                return False
     return True
 
 
+def _walk_options(frame, p, i, end):
+    """Rule 6 of eligibility: fills the option summary; raises ``_Ineligible``."""
+    while i < end:
+        kind = frame[i]
+        if kind == OPT_EOL:
+            break
+        if kind == OPT_NOP:
+            i += 1
+            continue
+        if i + 1 >= end:
+            raise _Ineligible(f"option {kind} has no length byte")
+        length = frame[i + 1]
+        if length < 2:
+            raise _Ineligible(f"option {kind} length {length} < 2")
+        if i + length > end:
+            raise _Ineligible(f"option {kind} runs past the TCP header")
+        if kind == OPT_TS:
+            if length != 10:
+                raise _Ineligible(f"timestamps option length {length}")
+            if p.has_ts:
+                raise _Ineligible("second timestamps option")
+            p.has_ts = True
+            p.tsval, p.tsecr = _u32(frame, i + 2), _u32(frame, i + 6)
+        elif kind == OPT_SACK:
+            if length not in SACK_LENGTHS:
+                raise _Ineligible(f"SACK option length {length}")
+            if p.sack:
+                raise _Ineligible("second SACK option")
+            p.sack = [(_u32(frame, j), _u32(frame, j + 4)) for j in range(i + 2, i + length, 8)]
+        else:
+            p.other_opts = True
+        i += length
+
+
 def parse_pure_ack(frame):
-    """Parse ``frame`` as a pure ACK by rules 1-6 of section 2 (not the slot size).
+    """Parse ``frame`` as a pure ACK by rules 1-5 of section 2 and decide its
+    eligibility.
 
     Returns a :class:`Parsed` with ``cls="ack"`` or raises ``_NotPureAck``
     (internal; use :func:`classify`).
@@ -124,16 +201,16 @@ def parse_pure_ack(frame):
     _need(frame, 14, "Ethernet header")
     off = 12
     ethertype = _u16(frame, off)
-    vlan_ids = []
+    tags = []
     while ethertype in VLAN_TPIDS:
-        if len(vlan_ids) == 2:
+        if len(tags) == 2:
             raise _NotPureAck("third VLAN tag")
         _need(frame, off + 6, "VLAN tag")
-        vlan_ids.append(_u16(frame, off + 2) & 0x0FFF)
+        tags.append((ethertype, _u16(frame, off + 2) & 0x0FFF))
         off += 4
         ethertype = _u16(frame, off)
     off += 2                                  # first byte after the EtherType
-    pppoe = None
+    pppoe = pppoe_len = None
     if ethertype == ETH_PPPOE_SESSION:
         _need(frame, off + 8, "PPPoE header")
         if frame[off] != 0x11:
@@ -141,6 +218,7 @@ def parse_pure_ack(frame):
         if frame[off + 1] != 0x00:
             raise _NotPureAck("PPPoE code is not 0 (session data)")
         pppoe = _u16(frame, off + 2)
+        pppoe_len = _u16(frame, off + 4)
         proto = _u16(frame, off + 6)
         off += 8
         if proto == PPP_IPV4:
@@ -157,6 +235,7 @@ def parse_pure_ack(frame):
         raise _NotPureAck(f"EtherType 0x{ethertype:04x}")
 
     ip = off
+    ineligible = []                           # reasons, checked once the key is known
     if ip_version == 4:
         # Rule 2: IPv4.
         _need(frame, ip + 20, "IPv4 header")
@@ -174,6 +253,10 @@ def parse_pure_ack(frame):
         if total < 4 * ihl + 20:
             raise _NotPureAck("IPv4 total length < 4*IHL + 20")
         _need(frame, ip + 4 * ihl, "IPv4 options")
+        if ihl != 5:
+            ineligible.append("IPv4 options")
+        elif ones_complement_sum(frame[ip:ip + 20]) != 0xFFFF:
+            ineligible.append("IPv4 header checksum")
         ecn = frame[ip + 1] & 3
         src, dst = bytes(frame[ip + 12:ip + 16]), bytes(frame[ip + 16:ip + 20])
         tcp = ip + 4 * ihl
@@ -194,13 +277,11 @@ def parse_pure_ack(frame):
         tcp = ip + 40
         ip_end = ip + 40 + ip_payload
 
-    # Rule 5: the IP packet ends at the end of the frame, or Ethernet padding.
-    if not (n == ip_end or (n <= 64 and n > ip_end)):
-        if n < ip_end:
-            raise _NotPureAck("frame shorter than its IP packet")
-        raise _NotPureAck("bytes after the IP packet in a frame longer than 64")
+    # Rule 4: the whole IP packet is in the frame.
+    if n < ip_end:
+        raise _NotPureAck("frame shorter than its IP packet")
 
-    # Rule 4: TCP header, no payload, flags.
+    # Rule 3 (TCP): header, no payload, ACK set, SYN/FIN/RST clear.
     doff = frame[tcp + 12] >> 4
     if doff < 5:
         raise _NotPureAck("TCP data offset < 5")
@@ -208,58 +289,88 @@ def parse_pure_ack(frame):
         raise _NotPureAck("TCP header longer than the IP payload")
     if ip_payload - 4 * doff != 0:
         raise _NotPureAck("TCP payload")
-    if frame[tcp + 12] & 0x0F:
-        raise _NotPureAck("TCP reserved or AE bit set")
     flags = frame[tcp + 13]
     if not flags & TCP_ACK:
         raise _NotPureAck("ACK flag clear")
-    if flags & (TCP_FIN | TCP_SYN | TCP_RST | TCP_PSH | TCP_URG):
-        raise _NotPureAck("FIN, SYN, RST, PSH or URG set")
+    if flags & (TCP_FIN | TCP_SYN | TCP_RST):
+        raise _NotPureAck("FIN, SYN or RST set")
 
     p = Parsed(cls="ack", length=n, pure_ack=True)
-    p.key = (ip_version, tuple(vlan_ids) + (0,) * (2 - len(vlan_ids)), len(vlan_ids),
-             pppoe if pppoe is not None else 0, pppoe is not None,
-             src, dst, _u16(frame, tcp), _u16(frame, tcp + 2))
+    p.key = flow_key_words(tags=tags, pppoe_session=pppoe, src=src, dst=dst,
+                           ports=frame[tcp:tcp + 4])
+    p.tag = flow_tag(p.key)
     p.seq = _u32(frame, tcp + 4)
     p.ack = _u32(frame, tcp + 8)
     p.ece = bool(flags & TCP_ECE)
     p.cwr = bool(flags & TCP_CWR)
     p.ecn = ecn
 
-    # Rule 6: option walk.
-    i, end = tcp + 20, tcp + 4 * doff
-    while i < end:
-        kind = frame[i]
-        if kind == OPT_EOL:
-            break
-        if kind == OPT_NOP:
-            i += 1
-            continue
-        if i + 1 >= end:
-            raise _NotPureAck(f"option {kind} has no length byte")
-        length = frame[i + 1]
-        if length < 2:
-            raise _NotPureAck(f"option {kind} length {length} < 2")
-        if i + length > end:
-            raise _NotPureAck(f"option {kind} runs past the TCP header")
-        if kind == OPT_TS:
-            if length != 10:
-                raise _NotPureAck(f"timestamps option length {length}")
-            if p.has_ts:
-                raise _NotPureAck("second timestamps option")
-            p.has_ts = True
-            p.tsval, p.tsecr = _u32(frame, i + 2), _u32(frame, i + 6)
-        elif kind == OPT_SACK:
-            if length not in SACK_LENGTHS:
-                raise _NotPureAck(f"SACK option length {length}")
-            if p.sack:
-                raise _NotPureAck("second SACK option")
-            p.sack = [(_u32(frame, j), _u32(frame, j + 4)) for j in range(i + 2, i + length, 8)]
-        else:
-            p.other_opts = True
-        i += length
-    p.supersedable = _first_bullet(p)
+    # Eligibility (spec section 2, "Eligible"), in the order the reasons are given.
+    if flags & (TCP_PSH | TCP_URG):
+        ineligible.append("PSH or URG set")
+    if frame[tcp + 12] & 0x0F:
+        ineligible.append("TCP reserved or AE bit set")
+    if not (n == ip_end or n <= 64 + 4 * len(tags)):
+        ineligible.append("bytes after the IP packet that are not Ethernet padding")
+    if pppoe_len is not None and pppoe_len != ip_end - ip + 2:
+        ineligible.append("PPPoE length does not match the IP packet")
+    pseudo = src + dst + bytes([0, 6]) + (4 * doff).to_bytes(2, "big")
+    if ones_complement_sum(frame[tcp:tcp + 4 * doff], ones_complement_sum(pseudo)) != 0xFFFF:
+        ineligible.append("TCP checksum")
+    try:
+        _walk_options(frame, p, tcp + 20, tcp + 4 * doff)
+    except _Ineligible as e:
+        ineligible.append(f"malformed options: {e}")
+    p.eligible = not ineligible
+    p.reason = "; ".join(ineligible)
+    p.supersedable = _supersedable(p)
     return p
+
+
+def ip_packet_length(frame):
+    """Length of the IP packet a frame carries, as the shaper's link accounting
+    charges it (``docs/spec.md`` section 6, "IP packet length").
+
+    The L2 header is the 14-byte Ethernet header, 4 bytes per leading VLAN
+    tag (at most two are counted) and 8 bytes of PPPoE session header and PPP
+    protocol (EtherType 0x8864, ver/type 0x11, code 0). When an IPv4 header
+    (PPP protocol 0x0021 or EtherType 0x0800, version 4) announces a total
+    length of at least 20 bytes, or an IPv6 header (0x0057 or 0x86DD,
+    version 6) a payload length, and that packet ends inside the frame, the
+    announced length is the answer (Ethernet padding is not charged);
+    otherwise it is whatever follows the L2 header.
+    """
+    frame = bytes(frame)
+    n = len(frame)
+    if n < 14:
+        return 0
+    off, ntags = 12, 0
+    ethertype = _u16(frame, off)
+    while ethertype in VLAN_TPIDS and ntags < 2 and n >= off + 6:
+        ntags += 1
+        off += 4
+        ethertype = _u16(frame, off)
+    l2 = off + 2
+    if ethertype in VLAN_TPIDS:                 # a third tag, or a tag cut short
+        return max(0, n - l2)
+    version = None
+    if ethertype == ETH_PPPOE_SESSION:
+        if n >= l2 + 4 and frame[l2] == 0x11 and frame[l2 + 1] == 0x00:
+            l2 += 8
+            if n >= l2:
+                proto = _u16(frame, l2 - 2)
+                version = {PPP_IPV4: 4, PPP_IPV6: 6}.get(proto)
+    else:
+        version = {ETH_IPV4: 4, ETH_IPV6: 6}.get(ethertype)
+    if version == 4 and n >= l2 + 4 and frame[l2] >> 4 == 4:
+        total = _u16(frame, l2 + 2)
+        if total >= 20 and l2 + total <= n:
+            return total
+    elif version == 6 and n >= l2 + 8 and frame[l2] >> 4 == 6:
+        total = 40 + _u16(frame, l2 + 4)
+        if l2 + total <= n:
+            return total
+    return max(0, n - l2)
 
 
 def classify(frame, *, ack_mode, slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES):
@@ -273,7 +384,7 @@ def classify(frame, *, ack_mode, slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_
         0 off, 1 conservative, 2 aggressive (``params.ACK_FILTER_MODES``). In
         mode 0 a pure ACK is classed ``data`` but still has ``pure_ack`` set.
     slot_bytes, max_frame : int
-        ACK slot size (rule 7) and ``MAX_FRAME_BYTES``.
+        ACK slot size (rule 5) and ``MAX_FRAME_BYTES``.
 
     Returns
     -------

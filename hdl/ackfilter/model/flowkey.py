@@ -1,0 +1,103 @@
+"""The flow key of a pure ACK as the gateware stores it, and its CAM tag.
+
+This is the one definition of both: the parser packs the key into these
+eleven 32-bit words and computes the tag with :func:`tag_of_fold` (through
+:func:`tag_matrix`), the golden model computes them here from the frame's
+bytes, so the model knows which flows share a tag (a CAM collision) and can
+predict every lookup of the hardware (``docs/spec.md`` section 3).
+
+Key words (byte *k* of a header field is bits ``8k..8k+7`` of its word, the
+order in which the bytes arrive on the 32-bit datapath):
+
+====  ===================================================================
+word  contents
+====  ===================================================================
+0     VLAN ID of tag 0 (bits 0-11), of tag 1 (12-23), number of tags
+      (24-25), PPPoE (26), IPv6 (27), TPID code of tag 0 (28-29), of tag 1
+      (30-31): 1 = 0x8100, 2 = 0x88A8, 3 = 0x9100, 0 = no tag
+1     PPPoE session ID (0 without PPPoE)
+2-5   source address (IPv4: word 2 only, words 3-5 are 0)
+6-9   destination address (IPv4: word 6 only)
+10    source port (bytes 0-1), destination port (bytes 2-3)
+====  ===================================================================
+"""
+
+import functools
+
+__all__ = ["KEY_WORDS", "TPID_CODES", "flow_key_words", "key_fold", "tag_of_fold", "tag_matrix",
+           "flow_tag"]
+
+#: Number of 32-bit words of a flow key.
+KEY_WORDS = 11
+#: The 2-bit code of each accepted VLAN TPID in key word 0 (0 = no tag).
+TPID_CODES = {0x8100: 1, 0x88A8: 2, 0x9100: 3}
+
+
+def _le32(b):
+    return int.from_bytes(bytes(b), "little")
+
+
+def flow_key_words(*, tags, pppoe_session, src, dst, ports):
+    """The eleven key words.
+
+    Parameters
+    ----------
+    tags : sequence of (tpid, vid)
+        Up to two VLAN tags, outermost first (``vid`` without priority/DEI).
+    pppoe_session : int or None
+    src, dst : bytes
+        4 (IPv4) or 16 (IPv6) bytes.
+    ports : bytes
+        The first four bytes of the TCP header.
+    """
+    if len(tags) > 2:
+        raise ValueError(f"at most two VLAN tags, not {len(tags)}")
+    if len(src) not in (4, 16) or len(dst) != len(src):
+        raise ValueError(f"addresses must be 4 or 16 bytes, not {len(src)} and {len(dst)}")
+    w0 = len(tags) << 24
+    for i, (tpid, vid) in enumerate(tags):
+        w0 |= (vid & 0xFFF) << (12 * i) | TPID_CODES[tpid] << (28 + 2 * i)
+    w0 |= (pppoe_session is not None) << 26 | (len(src) == 16) << 27
+    words = [w0, pppoe_session or 0]
+    for addr in (src, dst):
+        addr = bytes(addr).ljust(16, b"\0")
+        words += [_le32(addr[4 * i:4 * i + 4]) for i in range(4)]
+    words.append(_le32(ports[:4]))
+    return tuple(words)
+
+
+def key_fold(words):
+    """The 32-bit fold of a key: the XOR of word *i* rotated left by ``11 i mod 32``."""
+    fold = 0
+    for i, w in enumerate(words):
+        r = (11 * i) % 32
+        fold ^= ((w << r) | (w >> (32 - r))) & 0xFFFF_FFFF if r else w
+    return fold
+
+
+def tag_of_fold(fold):
+    """The 16-bit CAM tag of a 32-bit key fold: its CRC-16 (polynomial
+    0x1021, register preset 0, bits from the most significant one).
+
+    A CRC is linear, so the gateware is a fixed XOR network (at most three
+    LUT levels, :func:`tag_matrix`); a multiplicative hash needed a DSP and a
+    carry chain after it, too slow for the cycle it has.
+    """
+    crc = 0
+    for i in range(31, -1, -1):
+        feedback = (crc >> 15 & 1) ^ (fold >> i & 1)
+        crc = (crc << 1) & 0xFFFF
+        if feedback:
+            crc ^= 0x1021
+    return crc
+
+
+@functools.lru_cache(maxsize=None)
+def tag_matrix():
+    """For each tag bit, the fold bits whose XOR it is."""
+    return tuple(tuple(i for i in range(32) if tag_of_fold(1 << i) >> j & 1) for j in range(16))
+
+
+def flow_tag(words):
+    """The CAM tag of a flow key."""
+    return tag_of_fold(key_fold(words))
