@@ -29,7 +29,6 @@ import argparse
 import gzip
 import inspect
 import json
-import os
 import random
 import struct
 import sys

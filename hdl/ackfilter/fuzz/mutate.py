@@ -34,7 +34,6 @@ Checksums are RFC 1071 ones' complement sums: the IPv4 header's over the
 header, TCP's over the pseudo-header and the segment (:func:`fix_checksums`).
 """
 
-import random
 import struct
 
 __all__ = ["MUTATIONS", "Layout", "layout", "fix_checksums", "mutate_trace", "stamp_unique"]
