@@ -16,7 +16,7 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test demo bench verilog reports bitstream flash clean
+.PHONY: help venv test demo bench fuzz captures verilog reports bitstream flash clean
 
 BOARD ?= colorlight-5a-75b
 CABLE ?= ft232
@@ -46,6 +46,14 @@ bitstream: venv ## build build/bitstream/$(BOARD)/top.bit; fails when a clock mi
 
 flash: venv ## load the bitstream with openFPGALoader (SRAM; SPI=1 writes the SPI flash; CABLE=ft232)
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) --flash --cable $(CABLE) $(if $(SPI),--spi)
+
+SEED   ?= 1
+FRAMES ?= 1000000
+fuzz: venv ## mutation campaign through the RTL, model + independent checker (SEED=1 FRAMES=1000000; ~5 min per million) -> build/fuzz/
+	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter fuzz --seed $(SEED) --frames $(FRAMES)
+
+captures: ## (root) remake sim/captures/*.pcap.gz: real Linux TCP in network namespaces (~2 min)
+	bash scripts/make_captures.sh
 
 verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog

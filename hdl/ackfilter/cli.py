@@ -292,14 +292,16 @@ def make_parser():
     p.set_defaults(func=cmd_replay)
 
     for name, text in (("demo", "run the demonstration scenario"),
-                       ("bench", "measure the simulator and the filter on generated traces")):
+                       ("bench", "measure the simulator and the filter on generated traces"),
+                       ("fuzz", "mutation campaign: real captures and traces, mutated, replayed "
+                                "through the RTL, checked against the model and an independent checker")):
         p = sub.add_parser(name, help=text, description=text, add_help=False)
         p.add_argument("argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         p.set_defaults(func=_lazy(name))
     return parser
 
 
-_PASSTHROUGH = ("demo", "bench")
+_PASSTHROUGH = ("demo", "bench", "fuzz")
 
 
 def main(argv=None):
