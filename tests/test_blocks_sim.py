@@ -16,7 +16,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from ackfilter import traces
-from ackfilter.buffer_pool import BufferPool
+from ackfilter.buffer_pool import BufferPool, FreeStack
 from ackfilter.flow_cam import FlowCAM
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.shaper import GcraShaper
@@ -289,3 +289,32 @@ def test_buffer_pool_never_hands_out_a_buffer_twice():
             assert ctx.get(dut.alloc_valid) == (len(in_use | pending) < 10)
 
     simulate(dut, bench, name="buffer_pool")
+
+
+def test_free_stack_hands_out_every_id_once_and_the_last_freed_first():
+    # The ACK queue's node allocator: one take or one free per cycle, a stack.
+    dut = FreeStack(count=8)
+    rng = random.Random(6)
+
+    async def bench(ctx):
+        free = list(range(8))               # the stack, top last: 7 is on top at first
+        in_use = set()
+        for _ in range(500):
+            assert ctx.get(dut.alloc_valid) == bool(free)
+            if free:
+                assert ctx.get(dut.alloc_id) == free[-1]
+            if free and (not in_use or rng.random() < 0.5):
+                ctx.set(dut.take, 1)
+                in_use.add(free.pop())
+            elif in_use:
+                back = rng.choice(sorted(in_use))
+                ctx.set(dut.free_en, 1)
+                ctx.set(dut.free_id, back)
+                in_use.remove(back)
+                free.append(back)
+            await ctx.tick()
+            ctx.set(dut.take, 0)
+            ctx.set(dut.free_en, 0)
+        assert len(free) + len(in_use) == 8
+
+    simulate(dut, bench, name="free_stack")

@@ -68,24 +68,44 @@ class CSRBank(wiring.Component):
             pending.append(inc.any())
         m.d.comb += self.busy.eq(Cat(*pending).any())
 
+        # Reads: one word per address region, each through a balanced
+        # multiplexer indexed by address bits (a flat case statement over
+        # every address maps to priority chains several times the size).
+        def region_word(words, lsb):
+            """``words``: offset -> Value; a 32-bit word for ``addr[lsb:lsb+5]``."""
+            table = [C(0, 32)] * 32
+            for offset, value in words.items():
+                assert 0 <= offset < 32, offset
+                table[offset] = value
+            return Array(table)[self.addr[lsb:lsb + 5]]
+
+        assert P.PARAM_BASE == 0x00 and P.INFO_BASE == 0x20 and P.COUNTER_BASE == 0x40
+        param_word = Signal(32)
+        info_word = Signal(32)
+        counter_lo = Signal(32)
+        counter_hi = Signal(32)
+        m.d.comb += [
+            param_word.eq(region_word({p.addr: getattr(self, f"p_{p.name}") for p in P.PARAMS}, 0)),
+            info_word.eq(region_word({addr - P.INFO_BASE: (P.ID_VALUE if name == "id" else
+                                                            getattr(self, f"info_{name}"))
+                                      for name, addr in P.INFO.items()}, 0)),
+            counter_lo.eq(region_word({(c.addr - P.COUNTER_BASE) // 2: counters[c.name][0:32]
+                                       for c in P.COUNTERS}, 1)),
+            counter_hi.eq(region_word({(c.addr - P.COUNTER_BASE) // 2: counters[c.name][32:64]
+                                       for c in P.COUNTERS}, 1)),
+        ]
         hi_latch = Signal(32)
         with m.If(self.r_en):
-            with m.Switch(self.addr):
-                for p in P.PARAMS:
-                    with m.Case(p.addr):
-                        m.d.sync += self.r_data.eq(getattr(self, f"p_{p.name}"))
-                for name, addr in P.INFO.items():
-                    with m.Case(addr):
-                        value = P.ID_VALUE if name == "id" else getattr(self, f"info_{name}")
-                        m.d.sync += self.r_data.eq(value)
-                for c in P.COUNTERS:
-                    with m.Case(c.addr):
-                        m.d.sync += [
-                            self.r_data.eq(counters[c.name][0:32]),
-                            hi_latch.eq(counters[c.name][32:64]),
-                        ]
-                    with m.Case(c.addr + 1):
+            with m.Switch(self.addr[5:8]):
+                with m.Case(0):
+                    m.d.sync += self.r_data.eq(param_word)
+                with m.Case(1):
+                    m.d.sync += self.r_data.eq(info_word)
+                with m.Case(2, 3):
+                    with m.If(self.addr[0]):
                         m.d.sync += self.r_data.eq(hi_latch)
+                    with m.Else():
+                        m.d.sync += [self.r_data.eq(counter_lo), hi_latch.eq(counter_hi)]
                 with m.Default():
                     m.d.sync += self.r_data.eq(0)
         return m

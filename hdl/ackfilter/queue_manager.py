@@ -27,7 +27,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .buffer_pool import BufferPool
+from .buffer_pool import FreeStack
 from .flow_cam import FlowCAM
 from .prio import lowest_set
 from .ingress import Verdict, ingress_entry_layout
@@ -162,12 +162,17 @@ class QueueManager(wiring.Component):
         m.submodules.nxt = nxt = Memory(shape=node_ids, depth=n_slots, init=[])
         m.submodules.prv = prv = Memory(shape=node_ids, depth=n_slots, init=[])
         node_w, nxt_w, prv_w = nodes.write_port(), nxt.write_port(), prv.write_port()
+        # Read ports, each at a registered address (no state multiplexer in
+        # front of a LUT RAM): the head, the arriving flow's newest, and the
+        # collapse candidate's covered ACK (X) and coverer (N).
         node_head = nodes.read_port(domain="comb")
-        node_at   = nodes.read_port(domain="comb")     # the newest of a flow, or a collapse's X, N
+        node_new  = nodes.read_port(domain="comb")
+        node_cx   = nodes.read_port(domain="comb")
+        node_cn   = nodes.read_port(domain="comb")
         nxt_head  = nxt.read_port(domain="comb")
-        nxt_at    = nxt.read_port(domain="comb")
-        prv_at    = prv.read_port(domain="comb")
-        m.submodules.node_pool = node_pool = BufferPool(count=n_slots, reserved=0)
+        nxt_cn    = nxt.read_port(domain="comb")
+        prv_cn    = prv.read_port(domain="comb")
+        m.submodules.node_pool = node_pool = FreeStack(count=n_slots)
 
         m.submodules.records = records = Memory(shape=64, depth=n_flows * RECORD_WORDS, init=[])
         rec_w = records.write_port()
@@ -178,10 +183,16 @@ class QueueManager(wiring.Component):
         flow_count  = Array(Signal(range(n_slots + 1), name=f"flow_count{i}") for i in flow_ids)
         flow_newest = Array(Signal(node_ids, name=f"flow_newest{i}") for i in flow_ids)
         # A flow's covered ACK (at most one: it is marked only when the flow had
-        # one ACK queued) and the next ACK of the flow, which covers it.
+        # one ACK queued): a valid bit, the nodes of the covered ACK (X) and
+        # of the flow's next ACK, which covers it (N), in LUT RAM, and whether
+        # N is still the flow's newest.
         flow_cov    = Signal(n_flows)
-        flow_cov_x  = Array(Signal(node_ids, name=f"flow_cov_x{i}") for i in flow_ids)
-        flow_cov_n  = Array(Signal(node_ids, name=f"flow_cov_n{i}") for i in flow_ids)
+        flow_cov_n_newest = Signal(n_flows)
+        cov_layout  = data.StructLayout({"x": node_ids, "n": node_ids})
+        m.submodules.cov_nodes = cov_nodes = Memory(shape=cov_layout, depth=n_flows, init=[])
+        cov_w      = cov_nodes.write_port()
+        cov_head   = cov_nodes.read_port(domain="comb")    # of the head ACK's flow
+        cov_cand   = cov_nodes.read_port(domain="comb")    # of the collapse candidate
 
         head = Signal(node_ids)
         tail = Signal(node_ids)
@@ -198,11 +209,12 @@ class QueueManager(wiring.Component):
         head_one    = Signal()
         head_is_cov = Signal()
         hflow = node_head.data.flow
+        m.d.comb += cov_head.addr.eq(hflow)
         m.d.sync += [
             head_q.eq(node_head.data),
             head_next_q.eq(nxt_head.data),
             head_one.eq(Cat(c == 1 for c in flow_count).bit_select(hflow, 1)),
-            head_is_cov.eq(flow_cov.bit_select(hflow, 1) & (flow_cov_x[hflow] == head)),
+            head_is_cov.eq(flow_cov.bit_select(hflow, 1) & (cov_head.data.x == head)),
         ]
         m.d.comb += [node_head.addr.eq(head), nxt_head.addr.eq(head)]
 
@@ -212,10 +224,11 @@ class QueueManager(wiring.Component):
         cov_any_q, cov_flow_q = Signal(), Signal(flow_ids)
         cov_x_q, cov_n_q, cov_n_newest_q = Signal(node_ids), Signal(node_ids), Signal()
         any_cov, lowest_cov = lowest_set(flow_cov)
+        m.d.comb += cov_cand.addr.eq(cov_flow_q)
         m.d.sync += [
             cov_any_q.eq(any_cov), cov_flow_q.eq(lowest_cov),
-            cov_x_q.eq(flow_cov_x[cov_flow_q]), cov_n_q.eq(flow_cov_n[cov_flow_q]),
-            cov_n_newest_q.eq(flow_newest[cov_flow_q] == flow_cov_n[cov_flow_q]),
+            cov_x_q.eq(cov_cand.data.x), cov_n_q.eq(cov_cand.data.n),
+            cov_n_newest_q.eq(flow_cov_n_newest.bit_select(cov_flow_q, 1)),
         ]
 
         def count_add(flow, delta):
@@ -326,7 +339,7 @@ class QueueManager(wiring.Component):
         # Frees of list nodes: the head (Depart, Drop-Front) or a collapse's N.
         node_free_en = Signal()
         node_free_id = Signal(node_ids)
-        m.d.comb += [node_pool.free_a_en.eq(node_free_en), node_pool.free_a_id.eq(node_free_id)]
+        m.d.comb += [node_pool.free_en.eq(node_free_en), node_pool.free_id.eq(node_free_id)]
 
         def leave_head():
             """Bookkeeping of the head ACK leaving the queue (sent or dropped)."""
@@ -372,9 +385,15 @@ class QueueManager(wiring.Component):
         can_depart = Signal()
         m.d.comb += can_depart.eq(~self.egress_busy & self.shaper_eligible & self.backlog)
 
-        # A collapse: X (the covered ACK's node), N (its coverer's), the flow.
+        # A collapse: X (the covered ACK's node), N (its coverer's), the flow,
+        # N's frame, N's neighbours in the list, X's buffer; all registered in
+        # Collapse-Read from the candidate registers.
         col_x, col_n, col_flow = Signal(node_ids), Signal(node_ids), Signal(flow_ids)
         col_n_newest, col_x_buf = Signal(), Signal(self.buf_bits)
+        col_frame = Signal(node_layout)
+        col_p, col_q = Signal(node_ids), Signal(node_ids)
+        m.d.comb += [node_cx.addr.eq(cov_x_q), node_cn.addr.eq(cov_n_q),
+                     nxt_cn.addr.eq(cov_n_q), prv_cn.addr.eq(cov_n_q)]
 
         with m.FSM(name="manager"):
             with m.State("Idle"):
@@ -425,13 +444,13 @@ class QueueManager(wiring.Component):
             with m.State("Read-Record"):
                 # Word rk is read, word rk - 1 comes out of the block RAM into
                 # a register, word rk - 2 is compared from there.
-                m.d.comb += [rec_r.addr.eq(idx * RECORD_WORDS + rk), node_at.addr.eq(newest_q)]
+                m.d.comb += [rec_r.addr.eq(idx * RECORD_WORDS + rk), node_new.addr.eq(newest_q)]
                 m.d.sync += [
                     rk.eq(rk + 1),
                     count_q.eq(flow_count[idx]),
                     enough_q.eq(Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)),
                     newest_q.eq(flow_newest[idx]),
-                    old_buf_q.eq(node_at.data.buf),
+                    old_buf_q.eq(node_new.data.buf),
                 ]
                 m.d.sync += key_word.eq(next_record_word())      # word rk - 1
                 lo, hi = rec_word[0:32], rec_word[32:64]
@@ -564,12 +583,16 @@ class QueueManager(wiring.Component):
             with m.State("Write-Record"):
                 with m.If(grow):
                     count_add(idx, 1)
-                    m.d.sync += [flow_newest[idx].eq(grow_node), grow.eq(0)]
+                    m.d.sync += [
+                        flow_newest[idx].eq(grow_node), grow.eq(0),
+                        # The coverer stays the newest until the flow grows again.
+                        flow_cov_n_newest.bit_select(idx, 1).eq(cover_q),
+                    ]
                     with m.If(cover_q):
-                        m.d.sync += [
-                            flow_cov.bit_select(idx, 1).eq(1),
-                            flow_cov_x[idx].eq(newest_q),
-                            flow_cov_n[idx].eq(grow_node),
+                        m.d.sync += flow_cov.bit_select(idx, 1).eq(1)
+                        m.d.comb += [
+                            cov_w.en.eq(1), cov_w.addr.eq(idx),
+                            cov_w.data.x.eq(newest_q), cov_w.data.n.eq(grow_node),
                         ]
                 m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
                 m.d.comb += rec_w.data.eq(next_record_word())   # word wk
@@ -594,22 +617,20 @@ class QueueManager(wiring.Component):
                 after_drop(head_q.tracked & (head_q.flow == idx))
 
             with m.State("Collapse-Read"):
-                # The candidate's nodes; X's buffer, read through node_at.
-                m.d.comb += node_at.addr.eq(cov_x_q)
                 m.d.sync += [
                     col_x.eq(cov_x_q), col_n.eq(cov_n_q), col_flow.eq(cov_flow_q),
-                    col_n_newest.eq(cov_n_newest_q), col_x_buf.eq(node_at.data.buf),
+                    col_n_newest.eq(cov_n_newest_q), col_x_buf.eq(node_cx.data.buf),
+                    col_frame.eq(node_cn.data), col_p.eq(prv_cn.data), col_q.eq(nxt_cn.data),
                 ]
                 m.next = "Collapse"
 
             with m.State("Collapse"):
                 # X's node takes N's frame; N's node is unlinked and freed.
-                m.d.comb += [node_at.addr.eq(col_n), nxt_at.addr.eq(col_n), prv_at.addr.eq(col_n)]
-                p_node, q_node = prv_at.data, nxt_at.data
+                p_node, q_node = col_p, col_q
                 m.d.comb += [
                     node_w.en.eq(1),
                     node_w.addr.eq(col_x),
-                    node_w.data.eq(node_at.data),
+                    node_w.data.eq(col_frame),
                     nxt_w.en.eq(1),
                     nxt_w.addr.eq(p_node),
                     nxt_w.data.eq(q_node),
