@@ -8,6 +8,7 @@ split in a low word (address ``2k``) and a high word (``2k + 1``); reading the
 low word latches the high word, so reading low then high is atomic.
 """
 
+import math
 from dataclasses import dataclass
 
 from .units import format_rate
@@ -179,8 +180,12 @@ def cpb_q16_for_rate(rate_bps, f_sys_hz=F_SYS_HZ):
         return 0
     lo, hi = rate_limits_bps(f_sys_hz)
     if not lo <= rate_bps <= hi:      # also false for NaN
-        what = "is not a finite number" if rate_bps != rate_bps or abs(rate_bps) == float("inf") \
-            else "is negative" if rate_bps < 0 else "is outside what the shaper can express"
-        raise ValueError(f"rate {rate_bps!r} bit/s {what}: a shaped rate must be {lo} .. {hi} bit/s "
+        what = ("is not a finite number" if isinstance(rate_bps, float) and not math.isfinite(rate_bps)
+                else "is negative" if rate_bps < 0
+                else "is more than the shaper can express" if rate_bps > hi
+                else "is less than the shaper can express")
+        shown = f"{rate_bps!r}" if isinstance(rate_bps, float) or rate_bps < 10**18 \
+            else f"about 10^{len(str(rate_bps)) - 1}"
+        raise ValueError(f"rate {shown} bit/s {what}: a shaped rate must be {lo} .. {hi} bit/s "
                          f"({format_rate(lo)} .. {format_rate(hi)}); 0 means unshaped")
     return min(2**32 - 1, round(8 * f_sys_hz * 65536 / rate_bps))
