@@ -148,7 +148,8 @@ class Shaper(wiring.Component):
     now : In(48)             free-running cycle count (may jump forward)
     cpb_q16, burst_bytes : In   the shaper registers
     charge_base, overhead_bytes, mpu_bytes, link_layer : In   link accounting registers
-    charge, charge_bytes : In   a frame of ``charge_bytes`` starts now
+    charge, charge_bytes : In   a frame of ``charge_bytes`` starts now (at most
+                             ``MAX_FRAME_BYTES``: the core stores no longer frame)
     charge_l3_bytes : In     the IP packet length of that frame (spec section 6)
     eligible : Out(1)        a frame may start now (registered; low for
                              ``RECOVERY_CYCLES`` after a charge)
@@ -190,13 +191,17 @@ class Shaper(wiring.Component):
             link.mpu_bytes.eq(self.mpu_bytes),
             link.link_layer.eq(self.link_layer),
         ]
+        # `charge` is the queue manager's grant, decoded late in its cycle:
+        # it drives only `step` and `eligible`. The charge's `now` is taken a
+        # cycle later from a copy of `now`, so no wide enable hangs on it.
         latency = LinkCharge.LATENCY
         step     = Signal(latency + 2)          # the charge in each step
+        now_q    = Signal.like(self.now)        # `now` of the previous cycle
         t_charge = Signal(64)
         cost     = Signal(64)
-        m.d.sync += step.eq(Cat(self.charge, step[:-1]))
-        with m.If(self.charge):
-            m.d.sync += t_charge.eq(now_q16)
+        m.d.sync += [step.eq(Cat(self.charge, step[:-1])), now_q.eq(self.now)]
+        with m.If(step[0]):
+            m.d.sync += t_charge.eq(now_q << 16)
         with m.If(step[latency - 1]):
             m.d.sync += cost.eq(link.charge_bytes * self.cpb_q16)
         with m.If(step[latency]):
