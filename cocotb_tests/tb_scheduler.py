@@ -12,7 +12,8 @@
   data frame of ``len`` bytes.
 * Shaper: the departure cycles of a burst of frames are compared with the
   GCRA reference :func:`ackfilter.model.shaper.gcra_departures`, and the
-  long-run rate with the configured one.
+  long-run rate with the configured one, in the bytes the link accounting
+  charges (the Ethernet wire by default; tc-cake's words).
 
 Every test also replays its event trace through the golden model
 (:func:`ackfilter_tb.scoreboard`).
@@ -24,7 +25,8 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
-from ackfilter.model import FilterModel, GcraShaper, gcra_departures
+from ackfilter.cake import cake_accounting
+from ackfilter.model import FilterModel, GcraShaper, LinkAccounting, gcra_departures
 from ackfilter.traces import Flow, tcp_frame
 from ackfilter_tb import TB, scoreboard
 from tb_random import send_paced
@@ -239,10 +241,11 @@ class Probe:
 ARRIVE_DATA, DEPART_DATA = 0, 9
 
 
-async def shaped_burst(dut, *, rate_bps, burst_bytes, overhead_bytes, sizes):
-    """Send data frames of ``sizes`` back to back through the shaper.
+async def shaped_burst(dut, *, rate_bps, burst_bytes, accounting, sizes):
+    """Send data frames of ``sizes`` back to back through the shaper, with
+    the link accounting registers set from ``accounting``.
 
-    Returns ``(cpb_q16, rows)`` with a row ``(depart_now, length, ready_now)``
+    Returns ``(cpb_q16, rows)`` with a row ``(depart_now, frame, ready_now)``
     per frame, in ``now`` units: ``ready_now`` is when the frame could start
     if the shaper were open: queued (its ARRIVE event) and the output free
     (the previous frame's last word gone)."""
@@ -252,7 +255,8 @@ async def shaped_burst(dut, *, rate_bps, burst_bytes, overhead_bytes, sizes):
     cpb = P.cpb_q16_for_rate(rate_bps)
     await tb.set_param("shaper_cpb_q16", cpb)
     await tb.set_param("shaper_burst_bytes", burst_bytes)
-    await tb.set_param("shaper_overhead_bytes", overhead_bytes)
+    for name, value in accounting.registers().items():
+        await tb.set_param(name, P.param(name).to_word(value))
     await tb.set_param("ack_mode", CONSERVATIVE)
     model = FilterModel(ack_mode=CONSERVATIVE)
     frames = data_frames(sizes)
@@ -263,33 +267,32 @@ async def shaped_burst(dut, *, rate_bps, burst_bytes, overhead_bytes, sizes):
     deps = [now for now, kind in probe.events if kind == DEPART_DATA]
     ends = probe.frame_ends
     assert len(queued) == len(deps) == len(ends) == len(frames)
-    rows = [(deps[i], len(frames[i]), max(queued[i], ends[i - 1] if i else 0)) for i in range(len(frames))]
+    rows = [(deps[i], frames[i], max(queued[i], ends[i - 1] if i else 0)) for i in range(len(frames))]
     out_cycles = [e - d for d, e in zip(deps, ends)]
     dut._log.info(f"grant to last word out, cycles: {out_cycles} for frames of {sizes} bytes")
     return cpb, rows
 
 
-def check_gcra(dut, rows, *, cpb, burst_bytes, overhead_bytes, latency=SHAPER_LATENCY_CYCLES,
+def check_gcra(dut, rows, *, cpb, burst_bytes, accounting, latency=SHAPER_LATENCY_CYCLES,
                tolerance=GCRA_REFERENCE_TOLERANCE):
     """Departures against :func:`gcra_departures` (0..``tolerance`` cycles
     late) and, frame by frame, against a GCRA charged at the hardware's own
     departures: never early, at most ``latency`` cycles late."""
     got = [r[0] for r in rows]
-    lengths = [r[1] for r in rows]
+    frames = [r[1] for r in rows]
     ready = [r[2] for r in rows]
-    want = gcra_departures(lengths, ready, cpb_q16=cpb, burst_bytes=burst_bytes,
-                           overhead_bytes=overhead_bytes)
+    want = gcra_departures(frames, ready, cpb_q16=cpb, burst_bytes=burst_bytes, accounting=accounting)
     diffs = [g - w for g, w in zip(got, want)]
     dut._log.info(f"departures - gcra_departures: {diffs}")
     assert all(0 <= d <= tolerance for d in diffs), (
         f"departures - gcra_departures = {diffs} (allowed 0..{tolerance} cycles)\n got {got}\n want {want}")
-    shaper = GcraShaper(cpb_q16=cpb, burst_bytes=burst_bytes, overhead_bytes=overhead_bytes)
+    shaper = GcraShaper(cpb_q16=cpb, burst_bytes=burst_bytes, accounting=accounting)
     late = []
-    for n, (now, length, rdy) in enumerate(zip(got, lengths, ready)):
+    for n, (now, frame, rdy) in enumerate(zip(got, frames, ready)):
         earliest = max(rdy, shaper.wake_at())
         assert shaper.may_start(now), f"frame #{n} started at {now}, before the GCRA allows ({shaper.wake_at()})"
         late.append(now - earliest)
-        shaper.start(now, length)
+        shaper.start(now, frame)
     dut._log.info(f"cycles after the GCRA (charged at the actual departures) allowed each frame: {late}")
     assert all(d <= latency for d in late), f"departures late by {late} cycles (allowed {latency})"
     return got
@@ -298,43 +301,56 @@ def check_gcra(dut, rows, *, cpb, burst_bytes, overhead_bytes, latency=SHAPER_LA
 @cocotb.test(timeout_time=1, timeout_unit="sec")
 async def test_shaper_departures_follow_gcra_at_10_mbps(dut):
     """10 Mb/s (cpb_q16 = 3276800, 50 cycles per byte), burst 2000 bytes,
-    overhead 38 bytes: 18 data frames of 60..400 bytes sent at once. The
-    first ones go on the burst, the rest one GCRA step apart; every
-    departure within 0..6 cycles of ``gcra_departures`` (see
+    overhead 38 bytes on the frame: 18 data frames of 60..400 bytes sent at
+    once. The first ones go on the burst, the rest one GCRA step apart;
+    every departure within 0..6 cycles of ``gcra_departures`` (see
     :data:`GCRA_REFERENCE_TOLERANCE`), never before and at most 3 cycles
     after the GCRA allows it given the earlier departures; the rate once the
     bucket is spent within 1 % of 10 Mb/s."""
-    rate, burst, ovh = 10_000_000, 2000, 38
+    rate, burst, acc = 10_000_000, 2000, LinkAccounting(overhead_bytes=38)
     sizes = [400, 60, 64, 128, 300, 60, 90, 400, 60, 200, 61, 333, 60, 150, 64, 250, 60, 399]
-    cpb, rows = await shaped_burst(dut, rate_bps=rate, burst_bytes=burst, overhead_bytes=ovh, sizes=sizes)
+    cpb, rows = await shaped_burst(dut, rate_bps=rate, burst_bytes=burst, accounting=acc, sizes=sizes)
     assert cpb == 3_276_800
-    check_gcra(dut, rows, cpb=cpb, burst_bytes=burst, overhead_bytes=ovh)
-    check_rate(dut, rows, overhead_bytes=ovh, rate_bps=rate)
+    check_gcra(dut, rows, cpb=cpb, burst_bytes=burst, accounting=acc)
+    check_rate(dut, rows, accounting=acc, rate_bps=rate)
 
 
 @cocotb.test(timeout_time=1, timeout_unit="sec")
 async def test_shaper_departures_follow_gcra_at_a_fractional_rate(dut):
     """33 Mb/s: cpb_q16 = 992970 (15.15 cycles per byte, the fraction in the
-    16 low bits), burst 1514 bytes, overhead 24: 14 frames of 60..1514
-    bytes; same checks."""
-    rate, burst, ovh = 33_000_000, 1514, 24
+    16 low bits), burst 1514 bytes, the default accounting (the frame + 24):
+    14 frames of 60..1514 bytes; same checks."""
+    rate, burst, acc = 33_000_000, 1514, LinkAccounting()
     sizes = [1514, 60, 1514, 700, 64, 1514, 1000, 60, 1514, 128, 1514, 61, 999, 1514]
-    cpb, rows = await shaped_burst(dut, rate_bps=rate, burst_bytes=burst, overhead_bytes=ovh, sizes=sizes)
+    cpb, rows = await shaped_burst(dut, rate_bps=rate, burst_bytes=burst, accounting=acc, sizes=sizes)
     assert cpb == 992_970 and cpb & 0xFFFF
-    check_gcra(dut, rows, cpb=cpb, burst_bytes=burst, overhead_bytes=ovh)
-    check_rate(dut, rows, overhead_bytes=ovh, rate_bps=rate)
+    check_gcra(dut, rows, cpb=cpb, burst_bytes=burst, accounting=acc)
+    check_rate(dut, rows, accounting=acc, rate_bps=rate)
 
 
-def check_rate(dut, rows, *, overhead_bytes, rate_bps):
-    """Wire rate (frame + overhead bytes) over the frames that waited for the
-    shaper (the bucket spent: each starts one GCRA step after the previous),
-    against ``rate_bps``."""
+@cocotb.test(timeout_time=1, timeout_unit="sec")
+@cocotb.parametrize(words=["pppoa-vcmux", "pppoe-ptm ether-vlan", "docsis", "overhead -40"])
+async def test_shaper_departures_follow_gcra_with_cake_accounting(dut, words):
+    """tc-cake's accounting (``words`` as tc reads them: ATM cells, PTM,
+    docsis's mpu, a negative overhead on the IP packet) at 10 Mb/s, burst
+    1514: 16 frames of 60..1514 bytes; same checks, in the charged bytes."""
+    rate, burst, acc = 10_000_000, 1514, cake_accounting(words)
+    sizes = [60, 1514, 60, 61, 64, 100, 101, 1000, 60, 1514, 90, 130, 700, 60, 1514, 66]
+    cpb, rows = await shaped_burst(dut, rate_bps=rate, burst_bytes=burst, accounting=acc, sizes=sizes)
+    check_gcra(dut, rows, cpb=cpb, burst_bytes=burst, accounting=acc)
+    check_rate(dut, rows, accounting=acc, rate_bps=rate)
+
+
+def check_rate(dut, rows, *, accounting, rate_bps):
+    """Charged rate (the link accounting's bytes) over the frames that waited
+    for the shaper (the bucket spent: each starts one GCRA step after the
+    previous), against ``rate_bps``."""
     waited = [dep - ready > SHAPER_LATENCY_CYCLES for dep, _, ready in rows]
     k = len(rows) - 1
     while k > 0 and waited[k - 1]:
         k -= 1
     assert len(rows) - k >= 5, f"only {len(rows) - k} frames waited for the shaper"
-    bits = 8 * sum(length + overhead_bytes for _, length, _ in rows[k:-1])
+    bits = 8 * sum(accounting.charge(frame) for _, frame, _ in rows[k:-1])
     seconds = (rows[-1][0] - rows[k][0]) * CLK_NS * 1e-9
     measured = bits / seconds
     dut._log.info(f"rate over frames {k}..{len(rows) - 1} ({bits} bits): {measured:.0f} bit/s "

@@ -13,6 +13,7 @@ TESTS = [
     "test_data_share_under_contention",
     "test_shaper_departures_follow_gcra_at_10_mbps",
     "test_shaper_departures_follow_gcra_at_a_fractional_rate",
+    "test_shaper_departures_follow_gcra_with_cake_accounting",
 ]
 
 

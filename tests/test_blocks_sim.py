@@ -2,7 +2,8 @@
 
 * the parser against the model's byte classifier (``model.pktparse``) on every
   hand-reasoned edge case and on a slice of a random trace;
-* the shaper against the GCRA reference (``model.shaper``);
+* the shaper and its link accounting (``LinkCharge``, exhaustively over
+  every length) against the model (``model.shaper``);
 * the flow CAM and the buffer pool against plain Python sets.
 
 Set ``ACKFILTER_VCD=1`` to write a VCD per test into build/vcd/.
@@ -19,9 +20,10 @@ from ackfilter import traces
 from ackfilter.buffer_pool import BufferPool, FreeStack
 from ackfilter.flow_cam import FlowCAM
 from ackfilter.model.pktparse import classify, ip_packet_length
-from ackfilter.model.shaper import GcraShaper
+from ackfilter.model.shaper import GcraShaper, LinkAccounting
+from ackfilter.params import MAX_FRAME_BYTES
 from ackfilter.parser import FrameClass, FrameParser
-from ackfilter.shaper import RECOVERY_CYCLES, Shaper
+from ackfilter.shaper import RECOVERY_CYCLES, LinkCharge, Shaper
 
 CLS = {FrameClass.DATA: "data", FrameClass.ACK: "ack", FrameClass.RUNT: "runt",
        FrameClass.OVERSIZE: "oversize"}
@@ -160,23 +162,92 @@ def test_equal_keys_give_equal_tags_and_neighbouring_flows_spread():
     assert len(set(tags[:-1])) == len(flows)    # 40 neighbouring flows: 40 tags
 
 
-@pytest.mark.parametrize("cpb_q16,burst,overhead", [
-    (65536 * 50, 1514, 24),         # 10 Mb/s
-    (65536 * 500, 0, 24),           # 1 Mb/s, no burst
-    (123457, 3000, 0),              # an odd rate
-])
-def test_shaper_starts_frames_when_the_gcra_reference_does(cpb_q16, burst, overhead):
+def run_link_charge(cases):
+    """Feed ``LinkCharge`` one case a cycle (``(frame_bytes, l3_bytes,
+    LinkAccounting)``); return its ``charge_bytes`` for each."""
+    dut = LinkCharge()
+    got = []
+
+    async def bench(ctx):
+        for k in range(len(cases) + LinkCharge.LATENCY - 1):
+            if k < len(cases):
+                frame_bytes, l3_bytes, acc = cases[k]
+                ctx.set(dut.frame_bytes, frame_bytes)
+                ctx.set(dut.l3_bytes, l3_bytes)
+                for name, value in acc.registers().items():
+                    ctx.set(getattr(dut, name[len("shaper_"):]), value)
+            await ctx.tick()
+            if k >= LinkCharge.LATENCY - 1:
+                got.append(ctx.get(dut.charge_bytes))
+
+    simulate(dut, bench, name="link_charge")
+    return got
+
+
+@pytest.mark.parametrize("link_layer", ["none", "atm", "ptm"])
+def test_link_charge_matches_the_model_for_every_length(link_layer):
+    # Every frame length the core can store, with the largest and the most
+    # negative overhead (every sum 0..MAX_FRAME_BYTES + 256 reaches the
+    # atm/ptm step, negative sums included), and every IP packet length with
+    # an mpu, on the IP base.
+    cases = []
+    for ovh in (-64, 256):
+        acc = LinkAccounting(charge_base="frame", overhead_bytes=ovh, link_layer=link_layer)
+        cases += [(n, 0, acc) for n in range(MAX_FRAME_BYTES + 1)]
+    acc = LinkAccounting(charge_base="ip", overhead_bytes=-64, mpu_bytes=256, link_layer=link_layer)
+    cases += [(MAX_FRAME_BYTES, n, acc) for n in range(MAX_FRAME_BYTES + 1)]
+    got = run_link_charge(cases)
+    want = [acc.charged_bytes(f, l3) for f, l3, acc in cases]
+    bad = [(c, g, w) for c, g, w in zip(cases, got, want) if g != w]
+    assert not bad, f"{len(bad)} mismatches, first {bad[:3]}"
+    # The model's rounding itself, on a few hand-computed points.
+    atm = {0: 0, 1: 53, 48: 53, 49: 106, 96: 106, 97: 159}
+    ptm = {0: 0, 1: 2, 64: 65, 65: 67, 128: 130, 129: 132}
+    acc0 = LinkAccounting(overhead_bytes=0, link_layer=link_layer)
+    for n in atm:
+        assert acc0.charged_bytes(n) == {"none": n, "atm": atm[n], "ptm": ptm.get(n, n + -(-n // 64))}[link_layer]
+
+
+def test_link_charge_follows_each_cycles_settings():
+    # Random lengths and settings that change every cycle: each charge is the
+    # model's for the settings that came with its lengths.
+    rng = random.Random(5)
+    cases = []
+    for _ in range(4000):
+        frame_bytes = rng.randrange(14, MAX_FRAME_BYTES + 1)
+        acc = LinkAccounting(charge_base=rng.choice(["frame", "ip"]),
+                             overhead_bytes=rng.randint(-64, 256),
+                             mpu_bytes=rng.choice([0, 0, 64, 84, rng.randint(0, 256)]),
+                             link_layer=rng.choice(["none", "atm", "ptm"]))
+        cases.append((frame_bytes, rng.randint(0, frame_bytes - 14), acc))
+    got = run_link_charge(cases)
+    want = [acc.charged_bytes(f, l3) for f, l3, acc in cases]
+    assert got == want
+
+
+@pytest.mark.parametrize("cpb_q16,burst,accounting", [
+    (65536 * 50, 1514, LinkAccounting()),                            # 10 Mb/s, Ethernet wire
+    (65536 * 500, 0, LinkAccounting()),                              # 1 Mb/s, no burst
+    (123457, 3000, LinkAccounting(overhead_bytes=0)),                # an odd rate
+    (65536 * 50, 0, LinkAccounting(charge_base="ip", overhead_bytes=18, mpu_bytes=64)),   # docsis
+    (65536 * 50, 0, LinkAccounting(charge_base="ip", overhead_bytes=30, link_layer="ptm")),
+    (65536 * 50, 0, LinkAccounting(charge_base="ip", overhead_bytes=10, link_layer="atm")),
+    (65536 * 50, 0, LinkAccounting(charge_base="frame", overhead_bytes=-40)),
+], ids=["wire-10M", "wire-1M", "odd-rate", "docsis", "pppoe-ptm", "pppoa-vcmux", "negative"])
+def test_shaper_starts_frames_when_the_gcra_reference_does(cpb_q16, burst, accounting):
     dut = Shaper()
-    rng = random.Random(cpb_q16)
+    rng = random.Random(cpb_q16 + accounting.overhead_bytes)
     lengths = [rng.choice([60, 64, 300, 1514]) for _ in range(30)]
+    l3s = [rng.choice([n - 14, n - 22, 40]) for n in lengths]
     starts = []
 
     async def bench(ctx):
         ctx.set(dut.cpb_q16, cpb_q16)
         ctx.set(dut.burst_bytes, burst)
-        ctx.set(dut.overhead_bytes, overhead)
+        for name, value in accounting.registers().items():
+            ctx.set(getattr(dut, name[len("shaper_"):]), value)
         now = 0
-        for length in lengths:
+        for length, l3 in zip(lengths, l3s):
             # Ask every cycle, as the queue manager does when the egress is
             # free; skip idle time to `wake_at`, as the replay harness does.
             while True:
@@ -190,9 +261,12 @@ def test_shaper_starts_frames_when_the_gcra_reference_does(cpb_q16, burst, overh
             starts.append(now)
             ctx.set(dut.charge, 1)
             ctx.set(dut.charge_bytes, length)
+            ctx.set(dut.charge_l3_bytes, l3)
             await ctx.tick()
             now += 1
             ctx.set(dut.charge, 0)
+            ctx.set(dut.charge_bytes, 0)          # the lengths count only with `charge`
+            ctx.set(dut.charge_l3_bytes, 0)
             ctx.set(dut.now, now)
             await ctx.tick()     # the eligible register follows one cycle later
             now += 1
@@ -201,18 +275,18 @@ def test_shaper_starts_frames_when_the_gcra_reference_does(cpb_q16, burst, overh
     # Step the reference through the hardware's own start times: each start
     # must be allowed, and no later than one cycle (the registered `eligible`)
     # after the earliest the reference allows.
-    ref = GcraShaper(cpb_q16=cpb_q16, burst_bytes=burst, overhead_bytes=overhead)
+    ref = GcraShaper(cpb_q16=cpb_q16, burst_bytes=burst, accounting=accounting)
     ready = 0
-    for n, (length, start) in enumerate(zip(lengths, starts)):
+    for n, (length, l3, start) in enumerate(zip(lengths, l3s, starts)):
         earliest = max(ready, ref.wake_at())
         assert ref.may_start(start), f"frame {n} started at {start}, before the GCRA allows"
         assert start - earliest <= 1, f"frame {n} started at {start}, allowed from {earliest}"
-        ref.start(start, length)
+        ref.start(start, length, l3)
         ready = start + RECOVERY_CYCLES
-    # Over the whole burst the rate is the configured one.
+    # Over the whole burst the rate is the configured one, in charged bytes.
     if burst == 0:
         span = (starts[-1] - starts[0]) * 65536
-        want = sum(length + overhead for length in lengths[:-1]) * cpb_q16
+        want = sum(accounting.charged_bytes(n, l3) for n, l3 in zip(lengths[:-1], l3s[:-1])) * cpb_q16
         assert abs(span - want) <= len(lengths) * 65536
 
 
@@ -289,6 +363,44 @@ def test_buffer_pool_never_hands_out_a_buffer_twice():
             assert ctx.get(dut.alloc_valid) == (len(in_use | pending) < 10)
 
     simulate(dut, bench, name="buffer_pool")
+
+
+def test_csr_bank_clamps_signed_parameters_and_reads_them_back_sign_extended():
+    from ackfilter import params as P
+    from ackfilter.csr import CSRBank
+    dut = CSRBank()
+    ovh, mpu = P.param("shaper_overhead_bytes"), P.param("shaper_mpu_bytes")
+    # (register, word written, value held, word read back)
+    writes = [
+        (ovh, ovh.to_word(-10), -10, 0xFFFF_FFF6),
+        (ovh, ovh.to_word(-64), -64, 0xFFFF_FFC0),
+        (ovh, ovh.to_word(-65), -64, 0xFFFF_FFC0),        # below the range: the minimum
+        (ovh, 0x8000_0000, -64, 0xFFFF_FFC0),             # the most negative word
+        (ovh, 256, 256, 256),
+        (ovh, 257, 256, 256),
+        (ovh, 0x7FFF_FFFF, 256, 256),
+        (ovh, 0, 0, 0),
+        (mpu, 0xFFFF_FFFF, 256, 256),                     # unsigned: a huge value, the maximum
+        (mpu, 84, 84, 84),
+    ]
+    seen = []
+
+    async def bench(ctx):
+        assert ctx.get(dut.p_shaper_overhead_bytes) == ovh.default == 24
+        for p, word, _value, _back in writes:
+            ctx.set(dut.addr, p.addr)
+            ctx.set(dut.w_data, word)
+            ctx.set(dut.w_en, 1)
+            await ctx.tick()
+            ctx.set(dut.w_en, 0)
+            ctx.set(dut.r_en, 1)
+            await ctx.tick()
+            ctx.set(dut.r_en, 0)
+            seen.append((ctx.get(getattr(dut, f"p_{p.name}")), ctx.get(dut.r_data)))
+
+    simulate(dut, bench, name="csr_signed")
+    assert seen == [(value, back) for _p, _w, value, back in writes]
+    assert [ovh.from_word(back) for _p, _w, _v, back in writes[:8]] == [v for _p, _w, v, _b in writes[:8]]
 
 
 def test_free_stack_hands_out_every_id_once_and_the_last_freed_first():

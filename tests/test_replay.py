@@ -53,6 +53,97 @@ def test_output_times_follow_the_shaper_rate():
     assert all(abs(g - 1538 * 8 / rate) < 1e-6 for g in gaps), (min(gaps), max(gaps))
 
 
+def _mixed_data_frames(n, seed):
+    """``n`` data frames (PSH|ACK, so none is a pure ACK) of 60..1514 bytes
+    from one flow, all offered at once, with their IP packet lengths."""
+    import random
+    rng = random.Random(seed)
+    flow = traces.Flow(src="10.0.0.2", dst="203.0.113.5", sport=5000, dport=80)
+    out = []
+    for i in range(n):
+        payload = rng.choice([0, 1, 6, 7, 100, 500, 1000, 1459, 1460])
+        out.append((0.0, traces.tcp_frame(flow, seq=1 + 1460 * i, ack=1, flags="PA",
+                                          payload=bytes(payload), ip_id=i)))
+    return out
+
+
+@pytest.mark.parametrize("words", [None, "docsis", "pppoe-ptm ether-vlan", "pppoa-vcmux", "overhead -30"])
+def test_output_times_follow_the_charged_bytes(words):
+    # 10 Mb/s is 50 cycles per byte exactly; with no burst each frame starts
+    # its predecessor's charge later (plus the 0..3 cycles of the grant).
+    from ackfilter.cake import cake_accounting
+    from ackfilter.model.shaper import LinkAccounting
+    acc = LinkAccounting() if words is None else cake_accounting(words)
+    frames = _mixed_data_frames(60, seed=len(words or ""))
+    rate = 10_000_000
+    res = replay(frames, uplink_rate_bps=rate, accounting=None if words is None else acc,
+                 csr={"shaper_burst_bytes": 0})
+    assert res.params["shaper_overhead_bytes"] == acc.overhead_bytes          # read back signed
+    assert LinkAccounting.from_registers(res.params) == acc
+    out = res.frames_out
+    assert len(out) == 60 - res.counters["drop_data_full"] >= 20
+    gaps = [(b[0] - a[0], acc.charge(a[1]) * 8 / rate) for a, b in zip(out, out[1:])]
+    worst = max(abs(got - want) for got, want in gaps)
+    assert worst <= 4 / params.F_SYS_HZ, (worst, gaps[:5])
+    # The charges differ from the default's where they should (the registers took).
+    if words is not None:
+        assert any(acc.charge(f) != LinkAccounting().charge(f) for _t, f in out)
+
+
+def test_full_size_frames_leave_one_charge_apart_under_docsis_and_by_default():
+    # Hand numbers: a 1514-byte frame (IP 1500) is charged 1518 under docsis
+    # (1500 + 18) and 1538 by default (1514 + 24): 1.2144 ms and 1.2304 ms at 10 Mb/s.
+    from ackfilter.cake import cake_accounting
+    flow = traces.Flow(src="10.0.0.2", dst="203.0.113.5", sport=5000, dport=80)
+    frames = [(0.0, traces.tcp_frame(flow, seq=1 + 1460 * i, ack=1, flags="PA",
+                                     payload=bytes(1460), ip_id=i)) for i in range(12)]
+    for acc, gap_s in ((None, 1538 * 8 / 1e7), (cake_accounting("docsis"), 1518 * 8 / 1e7)):
+        res = replay(frames, uplink_rate_bps=10_000_000, accounting=acc, csr={"shaper_burst_bytes": 0})
+        times = [t for t, _f in res.frames_out]
+        assert len(times) == 12
+        assert all(abs((b - a) - gap_s) < 1e-7 for a, b in zip(times, times[1:])), gap_s
+
+
+def test_replay_command_charges_a_cake_preset(tmp_path):
+    frames = _mixed_data_frames(40, seed=3)
+    src, dst, stats = tmp_path / "in.pcap", tmp_path / "out.pcap", tmp_path / "stats.json"
+    write_pcap(src, frames)
+    proc = run_cli("replay", "--in", src, "--out", dst, "--uplink-rate", "10mbit",
+                   "--link-preset", "pppoe-ptm", "--overhead", "-20", "--stats", stats, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(stats.read_text())
+    assert s["params"]["shaper_overhead_bytes"] == -20 and s["params"]["shaper_link_layer"] == 2
+    assert s["params"]["link_accounting"] == "ip - 20, ptm"
+    assert s["params"]["link_words"] == "pppoe-ptm overhead -20"
+    from ackfilter.cake import cake_accounting
+    acc = cake_accounting("overhead -20 ptm")
+    out = traces.read_pcap(str(dst))
+    assert len(out) >= 20
+    # The default bucket (1514 bytes) lets the first frames go at once; once
+    # twice that has been charged, each frame leaves its predecessor's charge later.
+    charged = 0
+    checked = 0
+    for (t0, f0), (t1, _f1) in zip(out, out[1:]):
+        charged += acc.charge(f0)
+        if charged > 2 * 1514:
+            assert abs((t1 - t0) - acc.charge(f0) * 8 / 1e7) <= 4 / params.F_SYS_HZ + 1e-9
+            checked += 1
+    assert checked >= 20
+
+
+def test_replay_reads_every_csr_word_the_table_names(monkeypatch):
+    # Counters beyond 0x5f (the harness's old hard-coded last address) are read
+    # too: the harness is told the table's last address.
+    grown = params.COUNTERS + tuple(params.Counter(f"extra_{k}", 0x60 + 2 * k, "a counter to come")
+                                    for k in range(3))
+    monkeypatch.setattr(params, "COUNTERS", grown)
+    flow = traces.Flow(src="10.0.0.2", dst="203.0.113.5", sport=5000, dport=80)
+    res = replay([(0.0, traces.tcp_frame(flow, ack=1, flags="PA", payload=b"x"))])
+    assert max(res.csr) == 0x65
+    assert [res.counters[f"extra_{k}"] for k in range(3)] == [0, 0, 0]   # no such register: 0
+    assert res.counters["frames_in"] == 1
+
+
 def write_pcap(path, frames):
     traces.write_pcap(str(path), frames)
 

@@ -48,6 +48,34 @@ def test_parse_rate_errors(text):
         assert "kbit" in msg and "bps" in msg   # lists the accepted forms
 
 
+@pytest.mark.parametrize("text", ["0.4bit", "0.4", "1e-400mbit", "0.0004kbit", 0.4])
+def test_a_rate_that_rounds_to_zero_is_an_error_not_unshaped(text):
+    with pytest.raises(ValueError, match="rounds to 0 bit/s") as info:
+        parse_rate(text)
+    assert repr(text) in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["0", "0kbit", "0.0mbit", 0, 0.0])
+def test_only_an_exact_zero_is_zero(text):
+    assert parse_rate(text) == 0
+
+
+@pytest.mark.parametrize("text", [float("inf"), float("-inf"), float("nan"), "1e5000mbit", "inf", "nan"])
+def test_a_rate_that_is_not_finite_is_an_error(text):
+    with pytest.raises(ValueError) as info:
+        parse_rate(text)
+    assert repr(text) in str(info.value)
+
+
+def test_huge_and_tiny_exponents_are_read_exactly():
+    # 1e400mbit used to overflow a float (a traceback); it is a number, just
+    # not one the shaper takes (the CLI says so, tests/test_cli.py).
+    assert parse_rate("1e400mbit") == 10**406
+    assert parse_rate("1.5e-3kbit") == 2            # 1.5 bit/s rounds to 2 (half to even)
+    assert parse_rate("2.5bit") == 2 and parse_rate("3.5bit") == 4
+    assert parse_size("1e400") == 10**400
+
+
 def test_parse_rate_error_mentions_bytes():
     with pytest.raises(ValueError, match="BYTES per second"):
         parse_rate("12 parsecs")

@@ -7,14 +7,19 @@ start on the output, to OUT.pcap. See docs/stats.md for ``--stats``.
 """
 
 import argparse
+import gzip
 import json
 import os
 import struct
 import sys
+import textwrap
 import time
+import zlib
 from fractions import Fraction
 
 from . import params
+from .cake import CAKE_KEYWORDS, CakeError, cake_accounting, keyword_summary
+from .model.shaper import LinkAccounting
 from .units import RATE_FORMS, format_rate, parse_rate
 
 __all__ = ["main", "read_pcap", "write_pcap", "PcapError"]
@@ -29,49 +34,168 @@ class PcapError(Exception):
 
 # --- pcap I/O -------------------------------------------------------------------
 
+#: Largest captured length a record may claim (tcpdump's largest snap length);
+#: more means the file is corrupt, not a frame.
+MAX_RECORD_BYTES = 262144
+
+
+class _Truncated(Exception):
+    """The file ends inside a record (``where``: what was cut)."""
+
+    def __init__(self, where):
+        self.where = where
+
+
+def _read_exact(f, n, where):
+    data = f.read(n)
+    if len(data) != n:
+        raise _Truncated(f"{where} ({len(data)} of {n} bytes)")
+    return data
+
+
+def _pcap_records(f, magic):
+    """``(t_ns, data, wirelen, linktype)`` per record of a classic pcap file."""
+    endian = "<" if magic[:1] in (b"\xd4", b"\x4d") else ">"
+    nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+    hdr = f.read(20)
+    if len(hdr) < 20:
+        raise PcapError("the pcap file header is cut short (not a capture, or an empty file)")
+    linktype = struct.unpack(endian + "HHiIII", hdr)[5] & 0xFFFF
+    n = 0
+    while True:
+        rec = f.read(16)
+        if not rec:
+            return
+        n += 1
+        if len(rec) < 16:
+            raise _Truncated(f"inside the header of record {n} ({len(rec)} of 16 bytes)")
+        sec, frac, caplen, wirelen = struct.unpack(endian + "IIII", rec)
+        if caplen > MAX_RECORD_BYTES:
+            raise PcapError(f"record {n} claims {caplen} captured bytes (more than "
+                            f"{MAX_RECORD_BYTES}): the file is corrupt")
+        data = _read_exact(f, caplen, f"inside the data of record {n}")
+        yield sec * 10**9 + frac * (1 if nano else 1000), data, wirelen, linktype
+
+
+def _pcapng_records(f, magic):
+    """``(t_ns, data, wirelen, linktype)`` per packet of a pcapng file whose
+    first 4 bytes (``magic``) were read (Enhanced and obsolete Packet Blocks;
+    other blocks are skipped)."""
+    endian = "<"
+    interfaces = []          # (linktype, ticks per second, offset in seconds)
+    n = 0
+    while True:
+        head = magic + f.read(4) if n == 0 else f.read(8)
+        if not head:
+            return
+        n += 1
+        if len(head) < 8:
+            raise _Truncated(f"inside the header of block {n} ({len(head)} of 8 bytes)")
+        if head[:4] == b"\x0a\x0d\x0d\x0a":              # Section Header Block
+            bom = _read_exact(f, 4, f"inside section header block {n}")
+            if bom == b"\x4d\x3c\x2b\x1a":
+                endian = "<"
+            elif bom == b"\x1a\x2b\x3c\x4d":
+                endian = ">"
+            else:
+                raise PcapError(f"block {n}: bad byte-order magic in a section header")
+            length = struct.unpack(endian + "I", head[4:])[0]
+            if length < 28 or length % 4:
+                raise PcapError(f"block {n}: bad section header length {length}")
+            _read_exact(f, length - 12, f"inside section header block {n}")
+            interfaces = []
+            continue
+        btype, length = struct.unpack(endian + "II", head)
+        if length < 12 or length % 4:
+            raise PcapError(f"block {n}: bad block length {length}")
+        if length - 12 > MAX_RECORD_BYTES + 64:
+            raise PcapError(f"block {n} claims {length} bytes: the file is corrupt")
+        body = _read_exact(f, length - 8, f"inside block {n}")[:-4]
+        if btype == 1:                                       # Interface Description Block
+            linktype = struct.unpack_from(endian + "H", body)[0]
+            resol, offset = 10**6, 0
+            pos = 8
+            while pos + 4 <= len(body):
+                code, olen = struct.unpack_from(endian + "HH", body, pos)
+                value = body[pos + 4:pos + 4 + olen]
+                if code == 0:
+                    break
+                if code == 9 and olen == 1:                  # if_tsresol
+                    resol = (2 if value[0] & 0x80 else 10) ** (value[0] & 0x7F)
+                elif code == 14 and olen == 8:               # if_tsoffset, seconds
+                    offset = struct.unpack(endian + "q", value)[0]
+                pos += 4 + olen + (-olen % 4)
+            interfaces.append((linktype, resol, offset))
+        elif btype in (6, 2):                                # Enhanced / obsolete Packet Block
+            if btype == 6:
+                iface, ts_hi, ts_lo, caplen, wirelen = struct.unpack_from(endian + "IIIII", body)
+            else:
+                iface, _drops, ts_hi, ts_lo, caplen, wirelen = struct.unpack_from(endian + "HHIIII", body)
+            if iface >= len(interfaces):
+                raise PcapError(f"block {n}: packet of interface {iface}, which no block describes")
+            linktype, resol, offset = interfaces[iface]
+            data = body[20:20 + caplen]
+            if len(data) < caplen:
+                raise PcapError(f"block {n}: {caplen} captured bytes in a shorter block")
+            t_ns = round(Fraction(((ts_hi << 32) | ts_lo) * 10**9, resol)) + offset * 10**9
+            yield t_ns, data, wirelen, linktype
+        elif btype == 3:
+            raise PcapError(f"block {n} is a Simple Packet Block, which has no timestamp; "
+                            "convert the file with editcap -F pcap")
+
+
 def read_pcap(path):
     """``(frames, t0_ns)``: frames as ``[(t_ns, bytes)]`` from an Ethernet pcap or
-    pcapng file, in file order; ``t_ns`` are integer nanoseconds since the epoch."""
+    pcapng file (optionally gzipped), in file order; ``t_ns`` are integer
+    nanoseconds since the epoch.
+
+    A file that ends inside a record (a capture cut short: tcpdump killed,
+    a disk full, a copy interrupted) gives the whole frames before the cut and
+    a warning on stderr naming the cut and how many frames were read, as
+    Wireshark does: those frames are good, and refusing them would only send
+    the user to editcap. Frames the capture cut at its snap length are
+    replayed as captured, with a warning."""
     if not os.path.exists(path):
         raise PcapError(f"{path}: no such file")
     if os.path.isdir(path):
         raise PcapError(f"{path}: is a directory, not a capture file")
-    try:
-        from scapy.utils import RawPcapReader
-        from scapy.error import Scapy_Exception
-    except ImportError as e:  # pragma: no cover
-        raise PcapError(f"Scapy is needed to read captures: {e}")
-    try:
-        reader = RawPcapReader(path)
-    except (Scapy_Exception, OSError, EOFError, struct.error) as e:
-        raise PcapError(f"{path}: not a readable pcap or pcapng file ({e})")
     frames = []
-    truncated = 0
+    snapped = 0
     try:
-        with reader:
-            file_linktype = getattr(reader, "linktype", None)
-            nano = getattr(reader, "nano", False)
-            for data, meta in reader:
-                if hasattr(meta, "tsresol"):  # pcapng
-                    linktype = meta.linktype
-                    ts = (meta.tshigh << 32) | meta.tslow
-                    t_ns = round(Fraction(ts * 10**9, meta.tsresol))
-                else:
-                    linktype = file_linktype
-                    t_ns = meta.sec * 10**9 + meta.usec * (1 if nano else 1000)
-                if linktype != LINKTYPE_ETHERNET:
-                    raise PcapError(f"{path}: link type {linktype} is not Ethernet (1); "
-                                    "only Ethernet captures can be replayed")
-                if getattr(meta, "wirelen", None) is not None and meta.wirelen > len(data):
-                    truncated += 1
-                if data:
-                    frames.append((t_ns, bytes(data)))
-    except PcapError:
-        raise
-    except (Scapy_Exception, OSError, EOFError, struct.error) as e:
-        raise PcapError(f"{path}: error reading the capture ({e})")
-    if truncated:
-        print(f"warning: {path}: {truncated} frames were truncated by the capture (snaplen); "
+        with open(path, "rb") as raw:
+            f = raw
+            gzipped = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            if gzipped:
+                f = gzip.GzipFile(fileobj=raw)
+            magic = f.read(4)
+            if magic == b"\x0a\x0d\x0d\x0a":
+                records = _pcapng_records(f, magic)
+            elif magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
+                records = _pcap_records(f, magic)
+            else:
+                raise PcapError(f"not a pcap or pcapng file (it starts with {magic.hex() or 'nothing'})")
+            try:
+                for t_ns, data, wirelen, linktype in records:
+                    if linktype != LINKTYPE_ETHERNET:
+                        raise PcapError(f"link type {linktype} is not Ethernet (1); "
+                                        "only Ethernet captures can be replayed")
+                    if wirelen > len(data):
+                        snapped += 1
+                    if data:
+                        frames.append((t_ns, bytes(data)))
+            except _Truncated as cut:
+                print(f"warning: {path}: the file is truncated: it ends {cut.where}; "
+                      f"replaying the {len(frames)} whole frames before the cut", file=sys.stderr)
+            except EOFError:    # a gzip stream cut short
+                print(f"warning: {path}: the compressed file is truncated; "
+                      f"replaying the {len(frames)} whole frames before the cut", file=sys.stderr)
+    except PcapError as e:
+        raise PcapError(f"{path}: {e}")
+    except (OSError, zlib.error) as e:
+        raise PcapError(f"{path}: cannot read it ({e})")
+    if snapped:
+        print(f"warning: {path}: {snapped} frames were cut short by the capture's snap length; "
               "replaying the captured bytes only", file=sys.stderr)
     return frames
 
@@ -97,15 +221,41 @@ def _positive_int(text):
 
 
 def _rate(text):
+    """bit/s for ``--uplink-rate``: ``0`` (any unit) or ``unshaped`` for none,
+    else a tc rate within what the shaper expresses."""
+    if text.strip().lower() == "unshaped":
+        return 0
+    lo, hi = params.rate_limits_bps()
+    allowed = (f"a shaped rate must be {format_rate(lo)} .. {format_rate(hi)} "
+               f"({lo} .. {hi} bit/s), or 0 / unshaped for none")
     try:
         value = parse_rate(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e))
-    try:
-        params.cpb_q16_for_rate(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{text!r}: {e}")
+        raise argparse.ArgumentTypeError(f"{e}; {allowed}")
+    if value and not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(
+            f"invalid rate {text!r}: {'more' if value > hi else 'less'} than the shaper can "
+            f"express; {allowed}")
     return value
+
+
+class _LinkWords(argparse.Action):
+    """Collect the link accounting options in command-line order, as tc
+    words (``--overhead 18`` -> ``overhead 18``), for :func:`cake_accounting`."""
+
+    def __init__(self, option_strings, dest, word=None, **kwargs):
+        self.word = word
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        words = list(getattr(namespace, self.dest) or [])
+        if self.word is None:           # --link-preset KEYWORD
+            words.append(values)
+        elif self.nargs == 0:           # --atm, --ptm, --noatm
+            words.append(self.word)
+        else:                           # --overhead N, --mpu N
+            words += [self.word, values]
+        setattr(namespace, self.dest, words)
 
 
 def _check_param(parser, name, value, option):
@@ -137,8 +287,14 @@ class _Progress:
               file=sys.stderr, flush=True)
 
 
+def _describe_accounting(accounting, words):
+    if accounting is None:
+        return f"{LinkAccounting().describe()} (the Ethernet wire, the default)"
+    return f"{accounting.describe()} (tc-cake: {' '.join(map(str, words))})"
+
+
 def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_filter,
-                in_path=None, out_path=None):
+                in_path=None, out_path=None, link_words=None):
     """The ``--stats`` dictionary (docs/stats.md)."""
     c = result.counters
     drops = {k[len("drop_"):]: v for k, v in c.items() if k.startswith("drop_")}
@@ -148,6 +304,8 @@ def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_fil
         "ack_filter": ack_filter,
         "uplink_rate_bps": uplink_rate_bps,
         "uplink_rate": format_rate(uplink_rate_bps) if uplink_rate_bps else "unshaped",
+        "link_accounting": LinkAccounting.from_registers(result.params).describe(),
+        "link_words": " ".join(map(str, link_words)) if link_words is not None else None,
         "ack_slots": result.info.get("ack_slots"),
         "flow_entries": result.info.get("flow_entries"),
         "data_buffer_bytes": result.info.get("data_buffer_bytes"),
@@ -177,11 +335,22 @@ def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_fil
     }
 
 
+def _link_accounting(args, parser):
+    """The shaper's link accounting for the options (None: the core's default)."""
+    if args.link_words is None:
+        return None
+    try:
+        return cake_accounting(*args.link_words)
+    except CakeError as e:
+        parser.error(f"--overhead/--mpu/--atm/--ptm/--noatm/--link-preset: {e}")
+
+
 def cmd_replay(args, parser):
-    from .replay import ReplayError, replay
+    from . import replay as rp
 
     _check_param(parser, "ack_queue_limit", args.ack_slots, "--ack-slots")
     _check_param(parser, "data_share", args.data_share, "--data-share")
+    accounting = _link_accounting(args, parser)
     try:
         frames = read_pcap(args.inp)
     except PcapError as e:
@@ -191,20 +360,37 @@ def cmd_replay(args, parser):
     t0 = frames[0][0]
     in_frames = [((t - t0) / 1e9, data) for t, data in frames]
 
+    # What the user should know before a long run: odd input, a long build.
+    early = rp.input_warnings([d for _, d in frames], [t / 1e9 for t, _ in frames])
+    for msg in early:
+        print(msg, file=sys.stderr)
+    elab = rp.elaboration(args.ack_slots)
+    building = rp.build_needed(elab)
+    if building and elab.get("ack_slots", rp.DEFAULT_ACK_SLOTS) > rp.DEFAULT_ACK_SLOTS:
+        n = elab["ack_slots"]
+        print(f"note: --ack-slots {n} is more than the {rp.DEFAULT_ACK_SLOTS} ACK slots of the "
+              f"default core, so a core with {n} ACK slots ({n + 8} ACK buffers of 128 bytes, "
+              f"{n} queue places) is generated and compiled by Verilator first: about 2-4 minutes "
+              f"on two cores, once (then cached in build/replay/). To avoid it, use --ack-slots "
+              f"{rp.DEFAULT_ACK_SLOTS} or less (the run-time queue limit of the default core).",
+              file=sys.stderr, flush=True)
     if not args.quiet:
         rate = format_rate(args.uplink_rate) if args.uplink_rate else "unshaped"
-        print(f"replay: {len(frames)} frames from {args.inp}, uplink {rate}, "
-              f"ACK filter {args.ack_filter} (building the simulator if needed)",
+        link = _describe_accounting(accounting, args.link_words)
+        print(f"replay: {len(frames)} frames from {args.inp}, uplink {rate} charged {link}, "
+              f"ACK filter {args.ack_filter}"
+              f"{' (building the simulator first: about 2 minutes, once)' if building else ''}",
               file=sys.stderr, flush=True)
     try:
-        result = replay(in_frames, uplink_rate_bps=args.uplink_rate, ack_slots=args.ack_slots,
-                        ack_mode=args.ack_filter, data_share=args.data_share,
-                        progress=_Progress(len(frames), args.quiet))
-    except ReplayError as e:
+        result = rp.replay(in_frames, uplink_rate_bps=args.uplink_rate, ack_slots=args.ack_slots,
+                           ack_mode=args.ack_filter, data_share=args.data_share,
+                           accounting=accounting, progress=_Progress(len(frames), args.quiet))
+    except rp.ReplayError as e:
         print(f"ackfilter replay: error: {e}", file=sys.stderr)
         return 1
     for msg in result.messages:
-        print(msg, file=sys.stderr)
+        if msg not in early:
+            print(msg, file=sys.stderr)
 
     # Egress times: the input's first timestamp + start cycle (exact: 16 ns/cycle).
     ns_per_cycle = Fraction(10**9, params.F_SYS_HZ)
@@ -218,7 +404,7 @@ def cmd_replay(args, parser):
 
     stats = build_stats(result, input_frames=len(frames), output_frames=len(out),
                         uplink_rate_bps=args.uplink_rate, ack_filter=args.ack_filter,
-                        in_path=args.inp, out_path=args.out)
+                        in_path=args.inp, out_path=args.out, link_words=args.link_words)
     chk = stats["check"]
     if chk["frames_in"] != chk["frames_out_plus_superseded_plus_drops"]:
         print(f"warning: frames_in ({chk['frames_in']}) != frames_out + acks_superseded + drops "
@@ -262,6 +448,22 @@ def _lazy(module_name):
     return run
 
 
+def _link_epilog():
+    lines = ["link presets (tc-cake(8)'s keywords; --link-preset KEYWORD; \"+N\" adds to the",
+             "overhead so far, a plain number sets it; after 'raw', words add to the frame):"]
+    for kw in CAKE_KEYWORDS:
+        if kw.name in ("atm", "ptm", "noatm"):
+            continue
+        lines.append(f"  {kw.name:<16} {keyword_summary(kw)}")
+        lines.append(f"  {'':<16} {kw.doc}")
+    lines += ["",
+              "examples: --link-preset docsis (cable), --link-preset pppoe-ptm (VDSL2, PPPoE),",
+              "  --overhead 18 --mpu 64 (docsis spelled out), --link-preset conservative (an",
+              "  unknown link); --link-preset docsis --overhead 22 is overhead 22 mpu 64 (a",
+              "  later overhead replaces the keyword's, as in tc)."]
+    return "\n".join(lines)
+
+
 def make_parser():
     parser = argparse.ArgumentParser(
         prog="ackfilter", description="FPGA TCP ACK filter: simulation and tools.")
@@ -269,16 +471,40 @@ def make_parser():
 
     p = sub.add_parser(
         "replay", help="run the RTL on a pcap and write what leaves towards the modem",
-        description="Run the real RTL (Verilator) on the frames of a pcap/pcapng "
-                    "capture as they arrive on the LAN port, and write the frames "
-                    "that leave towards the modem, with their egress times.")
+        description=textwrap.fill(
+            "Run the real RTL (Verilator) on the frames of a pcap/pcapng capture as they "
+            "arrive on the LAN port, and write the frames that leave towards the modem, "
+            "with their egress times.", 79),
+        epilog=_link_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--in", dest="inp", required=True, metavar="IN.pcap",
                    help="Ethernet capture (pcap or pcapng) of the LAN side")
     p.add_argument("--out", required=True, metavar="OUT.pcap",
                    help="capture to write (nanosecond pcap)")
+    lo, hi = params.rate_limits_bps()
     p.add_argument("--uplink-rate", type=_rate, default=0, metavar="RATE",
-                   help=f"shape the uplink to RATE, tc style: {RATE_FORMS} "
+                   help=f"shape the uplink to RATE, tc style: {RATE_FORMS}; "
+                        f"{format_rate(lo)} .. {format_rate(hi)}, or 0 or 'unshaped' "
                         "(default: unshaped, 1 Gb/s line rate)")
+    link = p.add_argument_group(
+        "link accounting (tc-cake's; see the list below)", textwrap.fill(
+            "What each frame costs the shaped uplink. Without any of these options: the frame "
+            "as stored + 24 bytes (preamble, FCS, inter-frame gap: the Ethernet wire). With any "
+            "of them, the options are read in order as tc-cake reads its words, so a CAKE/SQM "
+            "user's numbers give the same charges; tc-cake's own default is 'raw' (the frame, "
+            "nothing added).", 77, initial_indent="  ", subsequent_indent="  "))
+    link.add_argument("--overhead", action=_LinkWords, word="overhead", dest="link_words",
+                      metavar="N", help="add N bytes (-64..256) to each IP packet (tc-cake: overhead N)")
+    link.add_argument("--mpu", action=_LinkWords, word="mpu", dest="link_words", metavar="N",
+                      help="charge at least N bytes (0..256) after the overhead (tc-cake: mpu N)")
+    for flag, text in (("atm", "round up to 48-byte ATM cells of 53 bytes (ADSL)"),
+                       ("ptm", "add 1 byte per 64 or part thereof (PTM 64b/65b, VDSL2)"),
+                       ("noatm", "neither (tc-cake's default)")):
+        link.add_argument(f"--{flag}", action=_LinkWords, word=flag, dest="link_words", nargs=0,
+                          help=text)
+    link.add_argument("--link-preset", action=_LinkWords, dest="link_words", metavar="KEYWORD",
+                      choices=[k.name for k in CAKE_KEYWORDS if k.name not in ("atm", "ptm", "noatm")],
+                      help="a tc-cake keyword (listed below); may be repeated "
+                           "(e.g. --link-preset pppoe-ptm --link-preset ether-vlan)")
     p.add_argument("--ack-slots", type=_positive_int, default=None, metavar="N",
                    help="ACK queue length at which drop-from-front starts "
                         "(run-time ack_queue_limit; default: the core's, 64)")
@@ -288,7 +514,8 @@ def make_parser():
                    help="uplink share guaranteed to data while ACKs wait, in 1/256 "
                         "(0..256, default 128 = 50%%)")
     p.add_argument("--stats", metavar="FILE.json", help="write statistics (docs/stats.md)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress or summary output (warnings and notes still go to stderr)")
     p.set_defaults(func=cmd_replay)
 
     for name, text in (("demo", "run the demonstration scenario"),

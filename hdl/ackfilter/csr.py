@@ -4,7 +4,8 @@ Built from :mod:`ackfilter.params`, the single table of names, addresses,
 widths and defaults. The bus is a plain word-addressed register port:
 ``r_en`` with ``addr`` gives ``r_data`` on the next cycle; ``w_en`` with
 ``addr``/``w_data`` writes. Writes to parameters are clamped to the range the
-table gives. Reading a counter's low word latches its high word. Counter
+table gives; a signed parameter reads ``w_data`` as a signed 32-bit word and
+reads back sign-extended (a write of -10 reads as 0xFFFFFFF6). Reading a counter's low word latches its high word. Counter
 increments are registered before they are added (they come from decisions
 deep in other blocks), so a counter shows an event one cycle after it;
 ``busy`` is high while an increment is still on its way.
@@ -41,7 +42,8 @@ class CSRBank(wiring.Component):
             "busy":   Out(1),
         }
         for p in P.PARAMS:
-            members[f"p_{p.name}"] = Out(p.width, init=p.default)
+            shape = signed(p.width) if p.signed else unsigned(p.width)
+            members[f"p_{p.name}"] = Out(shape, init=p.default)
         for c in P.COUNTERS:
             members[f"inc_{c.name}"] = In(16)
         for name in P.INFO:
@@ -55,7 +57,7 @@ class CSRBank(wiring.Component):
         for p in P.PARAMS:
             reg = getattr(self, f"p_{p.name}")
             with m.If(self.w_en & (self.addr == p.addr)):
-                v = self.w_data
+                v = self.w_data.as_signed() if p.signed else self.w_data
                 m.d.sync += reg.eq(Mux(v < p.minimum, p.minimum, Mux(v > p.maximum, p.maximum, v)))
 
         counters = {}

@@ -8,11 +8,16 @@ split in a low word (address ``2k``) and a high word (``2k + 1``); reading the
 low word latches the high word, so reading low then high is atomic.
 """
 
+import math
 from dataclasses import dataclass
 
+from .units import format_rate
+
 __all__ = [
-    "F_SYS_HZ", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
+    "F_SYS_HZ", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
+    "SHAPER_LINK_LAYERS", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
     "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "counter", "cpb_q16_for_rate",
+    "rate_limits_bps",
 ]
 
 #: System clock of the core (DESIGN.md: 32-bit datapath at 62.5 MHz).
@@ -28,6 +33,13 @@ ACK_SLOT_BYTES = 256
 #: ``ack_mode`` values.
 ACK_FILTER_MODES = {"off": 0, "conservative": 1, "aggressive": 2}
 
+#: ``shaper_charge_base`` values: what a frame's charge starts from (spec section 6).
+SHAPER_CHARGE_BASES = {"frame": 0, "ip": 1}
+
+#: ``shaper_link_layer`` values, numbered as Linux numbers them
+#: (include/uapi/linux/pkt_sched.h: CAKE_ATM_NONE, CAKE_ATM_ATM, CAKE_ATM_PTM).
+SHAPER_LINK_LAYERS = {"none": 0, "atm": 1, "ptm": 2}
+
 PARAM_BASE   = 0x00
 INFO_BASE    = 0x20
 COUNTER_BASE = 0x40
@@ -35,6 +47,10 @@ COUNTER_BASE = 0x40
 
 @dataclass(frozen=True)
 class Param:
+    """A run-time register: ``width`` bits, two's complement when ``signed``.
+
+    A write is clamped to ``minimum..maximum`` (read as a signed 32-bit word
+    when ``signed``); a read gives the value sign-extended to 32 bits."""
     name: str
     addr: int
     width: int
@@ -43,6 +59,24 @@ class Param:
     maximum: int
     unit: str
     doc: str
+    signed: bool = False
+
+    def __post_init__(self):
+        lo, hi = (-(1 << (self.width - 1)), (1 << (self.width - 1)) - 1) if self.signed \
+            else (0, (1 << self.width) - 1)
+        if not lo <= self.minimum <= self.default <= self.maximum <= hi:
+            raise ValueError(f"parameter {self.name}: need {lo} <= minimum {self.minimum} <= default "
+                             f"{self.default} <= maximum {self.maximum} <= {hi} "
+                             f"({'signed' if self.signed else 'unsigned'} {self.width} bits)")
+
+    def to_word(self, value):
+        """The 32-bit bus word that writes ``value`` (two's complement if negative)."""
+        return int(value) & 0xFFFF_FFFF
+
+    def from_word(self, word):
+        """The value a 32-bit bus word read from this register stands for."""
+        word = int(word) & 0xFFFF_FFFF
+        return word - (1 << 32) if self.signed and word >> 31 else word
 
 
 @dataclass(frozen=True)
@@ -55,7 +89,7 @@ class Counter:
 
 def _params():
     rows = [
-        # name                     width default  min  max          unit
+        # name                     width default  min  max          unit          (signed)
         ("ack_mode",                  2,    1,     0,   2,          "enum",
          "ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive"),
         ("ack_queue_limit",           8,   64,     1,   255,        "ACKs",
@@ -67,11 +101,21 @@ def _params():
          "system clock cycles per byte at the uplink rate, 16 fractional bits; 0 = unshaped"),
         ("shaper_burst_bytes",       16, 1514,     0,   65535,      "bytes",
          "token bucket depth"),
-        ("shaper_overhead_bytes",     8,   24,     0,   255,        "bytes",
-         "per-frame overhead charged by the shaper (preamble, FCS, IFG, encapsulation)"),
+        # tc-cake(8): "overhead BYTES ... values between -64 and 256 (inclusive)"
+        ("shaper_overhead_bytes",    10,   24,   -64,   256,        "bytes",
+         "added to each frame's charge (may be negative); the default 24 is the Ethernet "
+         "wire's preamble 8 + FCS 4 + IFG 12 on the frame as stored", True),
+        # tc-cake(8): "mpu BYTES ... values between 0 and 256 (inclusive)"
+        ("shaper_mpu_bytes",          9,    0,     0,   256,        "bytes",
+         "minimum charge of a frame after the overhead, before atm/ptm (tc-cake mpu)"),
+        ("shaper_charge_base",        1,    0,     0,   1,          "enum",
+         "what the charge starts from: 0 the Ethernet frame as stored (without FCS), "
+         "1 its IP packet (what tc-cake's overhead keywords add to)"),
+        ("shaper_link_layer",         2,    0,     0,   2,          "enum",
+         "0 none, 1 atm (48-byte cells of 53 bytes), 2 ptm (+1 byte per 64 or part thereof)"),
     ]
-    return tuple(Param(name, PARAM_BASE + i, w, d, lo, hi, unit, doc)
-                 for i, (name, w, d, lo, hi, unit, doc) in enumerate(rows))
+    return tuple(Param(name, PARAM_BASE + i, w, d, lo, hi, unit, doc, *signed)
+                 for i, (name, w, d, lo, hi, unit, doc, *signed) in enumerate(rows))
 
 
 def _counters():
@@ -129,14 +173,31 @@ def counter(name):
     raise KeyError(f"no counter named {name!r}; known: {', '.join(c.name for c in COUNTERS)}")
 
 
+def rate_limits_bps(f_sys_hz=F_SYS_HZ):
+    """``(lowest, highest)`` shaped rate in bit/s: ``shaper_cpb_q16`` (cycles per
+    byte, Q16) must be 1 .. 2**32 - 1."""
+    top = 8 * f_sys_hz * 65536
+    return -(-top // (2**32 - 1)), top
+
+
 def cpb_q16_for_rate(rate_bps, f_sys_hz=F_SYS_HZ):
-    """``shaper_cpb_q16`` for an uplink of ``rate_bps`` bit/s (0 means unshaped)."""
-    if rate_bps < 0:
-        raise ValueError(f"rate must be positive, not {rate_bps!r}")
+    """``shaper_cpb_q16`` for an uplink of ``rate_bps`` bit/s.
+
+    Exactly 0 means unshaped. Anything else must be a finite number within
+    :func:`rate_limits_bps`; a ``ValueError`` names the value and that range
+    (a ``TypeError`` a value that is not a number)."""
+    if isinstance(rate_bps, bool) or not isinstance(rate_bps, (int, float)):
+        raise TypeError(f"rate must be a number of bit/s, not {rate_bps!r}")
     if rate_bps == 0:
         return 0
-    value = round(8 * f_sys_hz * 65536 / rate_bps)
-    if not 1 <= value < 2**32:
-        raise ValueError(f"rate {rate_bps} bit/s is outside what the shaper can express "
-                         f"({8 * f_sys_hz * 65536 / (2**32 - 1):.0f} bit/s .. {8 * f_sys_hz * 65536:.0f} bit/s)")
-    return value
+    lo, hi = rate_limits_bps(f_sys_hz)
+    if not lo <= rate_bps <= hi:      # also false for NaN
+        what = ("is not a finite number" if isinstance(rate_bps, float) and not math.isfinite(rate_bps)
+                else "is negative" if rate_bps < 0
+                else "is more than the shaper can express" if rate_bps > hi
+                else "is less than the shaper can express")
+        shown = f"{rate_bps!r}" if isinstance(rate_bps, float) or rate_bps < 10**18 \
+            else f"about 10^{len(str(rate_bps)) - 1}"
+        raise ValueError(f"rate {shown} bit/s {what}: a shaped rate must be {lo} .. {hi} bit/s "
+                         f"({format_rate(lo)} .. {format_rate(hi)}); 0 means unshaped")
+    return min(2**32 - 1, round(8 * f_sys_hz * 65536 / rate_bps))

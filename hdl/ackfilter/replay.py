@@ -15,6 +15,7 @@ one of them changes.
 
 import hashlib
 import json
+import numbers
 import os
 import shutil
 import struct
@@ -27,10 +28,12 @@ from pathlib import Path
 
 from . import params
 from .model.filter import EVENTS
+from .model.shaper import LinkAccounting
 
 __all__ = [
     "EVENT_KINDS", "OVERRUN_KIND", "ReplayResult", "ReplayError",
     "replay", "generate_verilog", "build_harness", "run_harness", "verilator_env",
+    "input_warnings", "build_needed", "csr_read_last", "elaboration",
 ]
 
 #: Cycles per second of the core clock (``now`` counts these).
@@ -56,7 +59,7 @@ _CYCLES_PER_WORD = 2
 
 # Modules of the package that do not feed gen_verilog (their edits do not
 # trigger a Verilog regeneration).
-_NOT_RTL = {"replay", "cli", "units", "traces", "demo", "bench"}
+_NOT_RTL = {"replay", "cli", "units", "traces", "demo", "bench", "cake"}
 
 _VERILATOR_FLAGS = [
     "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
@@ -153,6 +156,30 @@ def _elab_args(elab):
     return args
 
 
+def _verilog_path(elab):
+    key = _hash(json.dumps(dict(elab or {}), sort_keys=True, default=str))
+    return build_dir() / "verilog" / key / "ackfilter_core.v"
+
+
+def _verilog_fresh(out):
+    if not out.exists():
+        return False
+    newest = max(p.stat().st_mtime for p in PKG_DIR.glob("*.py") if p.stem not in _NOT_RTL)
+    return out.stat().st_mtime >= newest
+
+
+def build_needed(elab=None):
+    """True when :func:`replay` with these elaboration options must generate
+    Verilog and compile a harness first (minutes), False when both are cached."""
+    if os.environ.get("ACKFILTER_REPLAY_VERILOG"):
+        verilog = Path(os.environ["ACKFILTER_REPLAY_VERILOG"])
+    else:
+        verilog = _verilog_path(elab)
+        if not _verilog_fresh(verilog):
+            return True
+    return not _harness_path(verilog).exists()
+
+
 def generate_verilog(elab=None, *, force=False):
     """Path of ``ackfilter_core.v`` for these elaboration options, (re)generated
     when missing or older than any ``hdl/ackfilter/*.py``.
@@ -163,13 +190,9 @@ def generate_verilog(elab=None, *, force=False):
     if override:  # debugging aid: replay a given netlist instead of generating one
         return Path(override)
     elab = dict(elab or {})
-    key = _hash(json.dumps(elab, sort_keys=True, default=str))
-    out = build_dir() / "verilog" / key / "ackfilter_core.v"
-    if out.exists() and not force:
-        newest = max(p.stat().st_mtime for p in PKG_DIR.glob("*.py")
-                     if p.stem not in _NOT_RTL)
-        if out.stat().st_mtime >= newest:
-            return out
+    out = _verilog_path(elab)
+    if not force and _verilog_fresh(out):
+        return out
     out.parent.mkdir(parents=True, exist_ok=True)
     (out.parent / "elab.json").write_text(json.dumps(elab, sort_keys=True, default=str) + "\n")
     fd, tmp = tempfile.mkstemp(suffix=".v", dir=out.parent)
@@ -198,14 +221,19 @@ def _prune(parent, keep):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _harness_path(verilog, harness=HARNESS_CPP):
+    key = _hash(Path(verilog).read_bytes(), Path(harness).read_bytes(), " ".join(_VERILATOR_FLAGS))
+    return build_dir() / "replay" / key / "replay"
+
+
 def build_harness(verilog, *, harness=HARNESS_CPP):
     """Path of the replay binary for this Verilog file, built when not cached."""
     verilog = Path(verilog)
     vtext = verilog.read_bytes()
     htext = Path(harness).read_bytes()
-    key = _hash(vtext, htext, " ".join(_VERILATOR_FLAGS))
-    final = build_dir() / "replay" / key
-    binary = final / "replay"
+    binary = _harness_path(verilog, harness)
+    final = binary.parent
+    key = final.name
     if binary.exists():
         os.utime(final)  # most recently used, for _prune
         return binary
@@ -238,21 +266,80 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
 
 # --- running ------------------------------------------------------------------
 
+#: Parameters whose values have names (``csr={"shaper_link_layer": "atm"}``).
+_ENUMS = {
+    "ack_mode": params.ACK_FILTER_MODES,
+    "shaper_charge_base": params.SHAPER_CHARGE_BASES,
+    "shaper_link_layer": params.SHAPER_LINK_LAYERS,
+}
+
+
 def _csr_value(name, value):
+    """``(address, bus word)`` that writes ``value`` to the parameter ``name``."""
     p = params.param(name)
+    names = _ENUMS.get(name, {})
+    if isinstance(value, str) and value in names:
+        value = names[value]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer{' or one of ' + ', '.join(names) if names else ''}, "
+                        f"not {value!r}")
     value = int(value)
     if not p.minimum <= value <= p.maximum:
         raise ValueError(f"{name} = {value} is out of range {p.minimum}..{p.maximum}")
-    return p.addr, value
+    return p.addr, p.to_word(value)
+
+
+def csr_read_last():
+    """The last CSR word address of the parameter table (the harness reads 0..this)."""
+    return max([p.addr for p in params.PARAMS] + list(params.INFO.values()) +
+               [c.addr + 1 for c in params.COUNTERS])
+
+
+def elaboration(ack_slots=None, elab=None):
+    """The elaboration options :func:`replay` uses: ``elab``, with its ACK
+    slots raised to ``ack_slots`` when that is more (the run-time queue limit
+    cannot exceed the slots the core was built with)."""
+    elab = dict(elab or {})
+    if ack_slots is not None and ack_slots > elab.get("ack_slots", DEFAULT_ACK_SLOTS):
+        elab["ack_slots"] = ack_slots
+    return elab
+
+
+def input_warnings(frames, times=None):
+    """Warnings about an input a user should know of before trusting the run:
+    frames longer than the core takes, and timestamps out of order (one line
+    each, with the count)."""
+    from .parser import MAX_FRAME_BYTES
+    out = []
+    lengths = [len(f) for f in frames]
+    big = [n for n in lengths if n > MAX_FRAME_BYTES]
+    if big:
+        out.append(
+            f"warning: {len(big)} of {len(frames)} frames are longer than the core's maximum of "
+            f"{MAX_FRAME_BYTES} bytes (the longest {max(big)}): the core drops them (drop_oversize). "
+            "Frames this long in a capture usually come from a host with segmentation or receive "
+            "offloads on (TSO/GSO/GRO glue segments into super-packets before tcpdump sees them) or "
+            "from jumbo frames; capture with the offloads off "
+            "(ethtool -K IFACE tso off gso off gro off lro off) for a trace the uplink would see")
+    if times is not None:
+        back = [(a - b) for a, b in zip(times, times[1:]) if b < a]
+        if back:
+            out.append(
+                f"warning: {len(back)} frames have a timestamp earlier than the frame before them "
+                f"(by up to {max(back) * 1e3:.3f} ms): they are fed in file order, each right after "
+                "the one before it, not sorted by time")
+    return out
 
 
 def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
-                max_cycles=None, progress=None, feed=None):
+                max_cycles=None, progress=None, feed=None, read_last=None):
     """Run a built harness on files; returns (stdout dict, warning lines).
 
     ``csr_writes``: (addr, value) pairs. ``progress(frames_in, frames_out, cycle)``
-    is called about once a second."""
-    cmd = [str(binary), str(in_path), str(out_path)]
+    is called about once a second. The harness reads the CSR words 0 ..
+    ``read_last`` at the end (default: the parameter table's last address)."""
+    cmd = [str(binary), str(in_path), str(out_path),
+           "--csr-read-last", f"{csr_read_last() if read_last is None else read_last:#x}"]
     if events_path is not None:
         cmd += ["--events", str(events_path)]
     for addr, value in csr_writes:
@@ -328,19 +415,27 @@ def _read_events(path):
 
 def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values):
     """A generous upper bound on the cycles a correct core needs."""
-    overhead = csr_values.get("shaper_overhead_bytes", params.param("shaper_overhead_bytes").default)
+    # Charged on the frame: never less than on its IP packet (which is shorter).
+    acc = LinkAccounting.from_registers(csr_values)
+    acc = LinkAccounting(overhead_bytes=acc.overhead_bytes, mpu_bytes=acc.mpu_bytes,
+                         link_layer=acc.link_layer)
     wire = sum(_CYCLES_PER_WORD * ((len(f) + 3) // 4) + 2 + _IFG_CYCLES for f in frames)
-    shaped = sum((len(f) + overhead) * cpb_q16 for f in frames) >> 16
+    shaped = sum(acc.charged_bytes(len(f)) * cpb_q16 for f in frames) >> 16
     last = max(arrivals, default=0)
     return 2 * (last + 2 * wire + shaped) + 1_000_000
 
 
 def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservative",
-           data_share=None, events=False, progress=None, elab=None, csr=None,
+           data_share=None, accounting=None, events=False, progress=None, elab=None, csr=None,
            max_cycles=None, keep_files=None, feed=None):
     """Run the RTL on ``in_frames`` (``[(time_s, bytes), ...]``, LAN side).
 
-    * ``uplink_rate_bps``: shaper rate in bit/s, 0 = unshaped;
+    * ``uplink_rate_bps``: shaper rate in bit/s; exactly 0 = unshaped, else
+      within :func:`params.rate_limits_bps` (a ``ValueError`` otherwise);
+    * ``accounting``: the shaper's link accounting, a
+      :class:`~ackfilter.model.shaper.LinkAccounting` (e.g.
+      ``ackfilter.cake.cake_accounting("docsis")``); None: the core's default,
+      the Ethernet wire (the frame + 24 bytes);
     * ``ack_slots``: run-time ``ack_queue_limit`` (None: the core's default);
       when larger than the elaboration's ACK slots, ``elab["ack_slots"]`` is
       raised to match;
@@ -350,7 +445,9 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
     * ``progress(frames_in, frames_out, cycle)``: called about once a second;
     * ``elab``: elaboration options for ``gen_verilog`` (``{"ack_slots": 128}``
       becomes ``--ack-slots 128``);
-    * ``csr``: more run-time parameters by name, e.g. ``{"shaper_burst_bytes": 3000}``;
+    * ``csr``: more run-time parameters by name, e.g. ``{"shaper_burst_bytes": 3000}``
+      (negative values for signed ones; names for ``ack_mode``,
+      ``shaper_charge_base``, ``shaper_link_layer``); applied last;
     * ``max_cycles``: give up (``ReplayError``) past this cycle (default: a
       generous bound from the input);
     * ``keep_files``: a directory to keep the harness's input/output files in;
@@ -362,20 +459,24 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
     if ack_mode not in params.ACK_FILTER_MODES:
         raise ValueError(f"ack_mode must be one of {', '.join(params.ACK_FILTER_MODES)}, "
                          f"not {ack_mode!r}")
-    elab = dict(elab or {})
     csr_values = {}
     csr_values["ack_mode"] = params.ACK_FILTER_MODES[ack_mode]
     cpb = params.cpb_q16_for_rate(uplink_rate_bps)
     csr_values["shaper_cpb_q16"] = cpb
     if ack_slots is not None:
         csr_values["ack_queue_limit"] = ack_slots
-        if ack_slots > elab.get("ack_slots", DEFAULT_ACK_SLOTS):
-            elab["ack_slots"] = ack_slots
+    elab = elaboration(ack_slots, elab)
     if data_share is not None:
         csr_values["data_share"] = data_share
+    if accounting is not None:
+        if not isinstance(accounting, LinkAccounting):
+            raise TypeError(f"accounting must be a LinkAccounting, not {accounting!r}")
+        csr_values.update(accounting.registers())
     for name, value in (csr or {}).items():
         csr_values[name] = value
     csr_writes = [_csr_value(name, value) for name, value in csr_values.items()]
+    csr_values = {name: params.param(name).from_word(word)          # names as numbers
+                  for name, (_addr, word) in zip(csr_values, csr_writes)}
 
     frames = []
     times = []
@@ -407,6 +508,7 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
         stats, messages = run_harness(binary, in_path, out_path, csr_writes=csr_writes,
                                       events_path=ev_path, max_cycles=max_cycles,
                                       progress=progress, feed=feed)
+        messages = input_warnings(frames, times) + messages
         out = _read_frames(out_path)
         evs = _read_events(ev_path) if events else []
     finally:
@@ -414,12 +516,12 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
             tmpdir.cleanup()
 
     words = stats["csr"]
-    missing = [a for a in range(max(c.addr for c in params.COUNTERS) + 2) if a not in words]
+    missing = [a for a in range(csr_read_last() + 1) if a not in words]
     if missing:
         raise ReplayError(f"harness did not report CSR words {missing[:8]}")
     counters = {c.name: words[c.addr] | (words[c.addr + 1] << 32) for c in params.COUNTERS}
     info = {name: words[addr] for name, addr in params.INFO.items()}
-    readback = {p.name: words[p.addr] for p in params.PARAMS}
+    readback = {p.name: p.from_word(words[p.addr]) for p in params.PARAMS}
     if ack_slots is not None and info.get("ack_slots", ack_slots) < ack_slots:
         messages.append(f"warning: the core has {info['ack_slots']} ACK slots, "
                         f"fewer than the {ack_slots} asked for")

@@ -14,11 +14,15 @@ Rates (``parse_rate``), as in tc(8):
 ``kibps`` ... ``tibps``        2^10 .. 2^40 bytes/s
 =============================  ==================================
 
-Units are case-insensitive; the number may have a fraction (``1.5mbit``) and
-a space before the unit.
+Units are case-insensitive; the number may have a fraction (``1.5mbit``), an
+exponent (``1e6``) and a space before the unit. Numbers are read exactly (no
+float rounding): a rate is a whole number of bit/s, and one that is not 0 but
+rounds to 0 bit/s is an error, as is one that is not finite.
 """
 
+import math
 import re
+from fractions import Fraction
 
 __all__ = ["parse_rate", "format_rate", "parse_size", "format_size", "parse_time"]
 
@@ -44,18 +48,22 @@ _NUM_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))
 
 
 def _split(text, what, forms):
+    """``(value, unit)``: the number as an exact ``Fraction`` (``int`` or
+    ``float`` input as given) and the unit in lower case."""
     if isinstance(text, bool):
         raise ValueError(f"invalid {what} {text!r}: expected {forms}")
     if isinstance(text, (int, float)):
-        if text < 0 or text != text or text in (float("inf"),):
+        if not math.isfinite(text) or text < 0:
             raise ValueError(f"invalid {what} {text!r}: must be a finite number >= 0")
-        return text, ""
+        return Fraction(text), ""
     m = _NUM_UNIT.match(str(text))
     if not m:
         raise ValueError(f"invalid {what} {text!r}: expected {forms}")
+    if m.group(2) and abs(int(m.group(2))) > 1000:
+        # Fraction takes 1e400 exactly (cheap), but not a million digits.
+        raise ValueError(f"invalid {what} {text!r}: the exponent {m.group(2)} is out of range")
     number = m.group(1) + (f"e{m.group(2)}" if m.group(2) else "")
-    value = float(number) if any(c in number for c in ".e") else int(number)
-    return value, m.group(3).lower()
+    return Fraction(number), m.group(3).lower()
 
 
 def parse_rate(text):
@@ -67,7 +75,11 @@ def parse_rate(text):
     value, unit = _split(text, "rate", RATE_FORMS)
     if unit not in _RATE_UNITS:
         raise ValueError(f"invalid rate {text!r}: unknown unit {unit!r}; expected {RATE_FORMS}")
-    return int(round(value * _RATE_UNITS[unit]))
+    bps = round(value * _RATE_UNITS[unit])
+    if bps == 0 and value != 0:
+        raise ValueError(f"invalid rate {text!r}: it rounds to 0 bit/s (the smallest rate is 1 bit/s; "
+                         "only 0 itself means no rate)")
+    return bps
 
 
 def format_rate(bps):
@@ -89,7 +101,7 @@ def parse_size(text):
     value, unit = _split(text, "size", SIZE_FORMS)
     if unit not in _SIZE_UNITS:
         raise ValueError(f"invalid size {text!r}: unknown unit {unit!r}; expected {SIZE_FORMS}")
-    return int(round(value * _SIZE_UNITS[unit]))
+    return round(value * _SIZE_UNITS[unit])
 
 
 def format_size(n):
@@ -110,4 +122,4 @@ def parse_time(text):
     value, unit = _split(text, "time", TIME_FORMS)
     if unit not in _TIME_UNITS:
         raise ValueError(f"invalid time {text!r}: unknown unit {unit!r}; expected {TIME_FORMS}")
-    return value * _TIME_UNITS[unit]
+    return float(value) * _TIME_UNITS[unit]

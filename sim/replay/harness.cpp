@@ -16,7 +16,9 @@
 //          ev_overrun (both may happen in the same cycle; the event comes first).
 //
 // Stdout at the end, one item per line:
-//   csr <addr> <value>     every word 0x00..csr-read-last (default 0x5f),
+//   csr <addr> <value>     every word 0x00..csr-read-last (default 0x5f; replay.py
+//                          passes the parameter table's last address, so a
+//                          register or counter the table gains is read too),
 //                          read in address order (counter low word, then high)
 //   cycles <n>             `now` when traffic was over
 //   frames_in <n>          frames fed to i_*
