@@ -430,3 +430,28 @@ def test_free_stack_hands_out_every_id_once_and_the_last_freed_first():
         assert len(free) + len(in_use) == 8
 
     simulate(dut, bench, name="free_stack")
+
+
+def test_csr_bank_clamps_every_parameter_to_its_range():
+    from ackfilter import params as P
+    from ackfilter.csr import CSRBank
+    dut = CSRBank()
+    plan = []
+    for p in P.PARAMS:
+        for value in (p.minimum, p.maximum, p.minimum - 1, p.maximum + 1, 0, 1, -1, 2**31 - 1, -2**31):
+            word = value & 0xFFFF_FFFF
+            as_int = word - (1 << 32) if p.signed and word >> 31 else word
+            plan.append((p, word, min(max(as_int, p.minimum), p.maximum)))
+    seen = []
+
+    async def bench(ctx):
+        for p, word, _want in plan:
+            ctx.set(dut.addr, p.addr)
+            ctx.set(dut.w_data, word)
+            ctx.set(dut.w_en, 1)
+            await ctx.tick()
+            ctx.set(dut.w_en, 0)
+            seen.append(ctx.get(getattr(dut, f"p_{p.name}")))
+
+    simulate(dut, bench, name="csr_clamp")
+    assert seen == [want for _p, _w, want in plan]

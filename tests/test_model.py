@@ -421,8 +421,7 @@ def test_drop_from_front_frees_an_entry_and_the_arrival_is_looked_up_again():
 
 def test_a_full_queue_drops_a_covered_ack_before_the_front():
     # Issue 9, item 4. Conservative, limit 3: [B1, A1, A2] where A2 carries
-    # A1's news. C1 arrives: A1 goes (its place now holds A2), not B1, the
-    # only ACK of its flow.
+    # A1's news. C1 arrives: A1 goes, not B1, the only ACK of its flow.
     m = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=3)
     b1, a1, a2, c1 = mk_ack(500, flow=2), mk_ack(1000), mk_ack(2000), mk_ack(700, flow=3)
     assert run(m, [b1, a1, a2, c1]) == [["ARRIVE_ACK_NEW"]] * 3 + [["DROP_ACK_COVERED", "ARRIVE_ACK_NEW"]]
@@ -433,7 +432,22 @@ def test_a_full_queue_drops_a_covered_ack_before_the_front():
     m.check_invariants()
 
 
-def test_a_collapse_of_the_arrivals_own_flow_is_looked_up_again():
+def test_a_covered_ack_is_dropped_from_the_middle_and_its_coverer_keeps_its_place():
+    # [A1, B1, A2, C1]: A1 covered by A2. D1 arrives: A1 goes from the head,
+    # A2 stays behind B1.
+    m = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=4)
+    a1, b1, a2, c1, d1 = mk_ack(1000), mk_ack(500, flow=2), mk_ack(2000), mk_ack(700, flow=3), mk_ack(9, flow=4)
+    assert run(m, [a1, b1, a2, c1, d1])[-1] == ["DROP_ACK_COVERED", "ARRIVE_ACK_NEW"]
+    assert queued(m) == [b1, a2, c1, d1]
+    # [B1, E1, E2, C1, D1] style: a covered ACK behind the head.
+    m = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=4)
+    e1, e2, f1 = mk_ack(100, flow=5), mk_ack(200, flow=5), mk_ack(1, flow=6)
+    assert run(m, [b1, e1, c1, e2, f1])[-1] == ["DROP_ACK_COVERED", "ARRIVE_ACK_NEW"]
+    assert queued(m) == [b1, c1, e2, f1]
+    m.check_invariants()
+
+
+def test_a_covered_drop_of_the_arrivals_own_flow_is_looked_up_again():
     # Conservative, limit 2: [A1, A2], A2 covers A1. A dup A3 cannot
     # supersede; A1 is dropped as covered (count 1), A3 is appended tracked.
     m = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=2)

@@ -54,11 +54,28 @@ class CSRBank(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
+        # Writes: one clamp for all parameters, its bounds and signedness
+        # chosen by the address (a pair of 33-bit compares instead of a pair
+        # per parameter).
+        def by_param(value_of, shape):
+            table = [C(0, shape)] * 32
+            for p in P.PARAMS:
+                table[p.addr - P.PARAM_BASE] = C(value_of(p), shape)
+            return Array(table)[self.addr[0:5]]
+
+        assert all(P.PARAM_BASE <= p.addr < P.PARAM_BASE + 32 for p in P.PARAMS)
+        w_signed = by_param(lambda p: int(p.signed), 1)
+        w_min, w_max = by_param(lambda p: p.minimum, signed(33)), by_param(lambda p: p.maximum, signed(33))
+        w_value = Signal(signed(33))
+        w_clamped = Signal(signed(33))
+        m.d.comb += [
+            w_value.eq(Mux(w_signed, self.w_data.as_signed(), self.w_data)),
+            w_clamped.eq(Mux(w_value < w_min, w_min, Mux(w_value > w_max, w_max, w_value))),
+        ]
         for p in P.PARAMS:
             reg = getattr(self, f"p_{p.name}")
             with m.If(self.w_en & (self.addr == p.addr)):
-                v = self.w_data.as_signed() if p.signed else self.w_data
-                m.d.sync += reg.eq(Mux(v < p.minimum, p.minimum, Mux(v > p.maximum, p.maximum, v)))
+                m.d.sync += reg.eq(w_clamped)
 
         counters = {}
         pending = []

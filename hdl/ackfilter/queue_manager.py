@@ -9,13 +9,12 @@ sequence and must agree with every decision (``docs/spec.md`` sections 3, 4
 and 7).
 
 The ACK queue is a doubly linked list of nodes (one per queued ACK, from a
-free bitmap), so that a full queue can remove a *covered* ACK from its middle
-in two cycles: its node takes the frame of the ACK that covers it, whose own
-node is unlinked.
+free stack), so that a full queue can remove a *covered* ACK from its middle
+in two cycles.
 
 Flow state lives in three places: the tag CAM (:class:`FlowCAM`), a small
 register file per entry (queued ACK count, node of the newest ACK, the
-covered ACK and its coverer), and a block-RAM record per entry holding the
+covered ACK's node), and a block-RAM record per entry holding the
 full flow key, the newest ACK's fields and the flow's floor (16 words of 64
 bits, 14 used). The full key is compared on every tag hit, so a hash
 collision cannot cause a wrong supersession.
@@ -164,14 +163,13 @@ class QueueManager(wiring.Component):
         node_w, nxt_w, prv_w = nodes.write_port(), nxt.write_port(), prv.write_port()
         # Read ports, each at a registered address (no state multiplexer in
         # front of a LUT RAM): the head, the arriving flow's newest, and the
-        # collapse candidate's covered ACK (X) and coverer (N).
+        # covered ACK to drop (X).
         node_head = nodes.read_port(domain="comb")
         node_new  = nodes.read_port(domain="comb")
         node_cx   = nodes.read_port(domain="comb")
-        node_cn   = nodes.read_port(domain="comb")
         nxt_head  = nxt.read_port(domain="comb")
-        nxt_cn    = nxt.read_port(domain="comb")
-        prv_cn    = prv.read_port(domain="comb")
+        nxt_cx    = nxt.read_port(domain="comb")
+        prv_cx    = prv.read_port(domain="comb")
         m.submodules.node_pool = node_pool = FreeStack(count=n_slots)
 
         m.submodules.records = records = Memory(shape=64, depth=n_flows * RECORD_WORDS, init=[])
@@ -183,16 +181,12 @@ class QueueManager(wiring.Component):
         flow_count  = Array(Signal(range(n_slots + 1), name=f"flow_count{i}") for i in flow_ids)
         flow_newest = Array(Signal(node_ids, name=f"flow_newest{i}") for i in flow_ids)
         # A flow's covered ACK (at most one: it is marked only when the flow had
-        # one ACK queued): a valid bit, the nodes of the covered ACK (X) and
-        # of the flow's next ACK, which covers it (N), in LUT RAM, and whether
-        # N is still the flow's newest.
+        # one ACK queued): a valid bit and its node, in LUT RAM.
         flow_cov    = Signal(n_flows)
-        flow_cov_n_newest = Signal(n_flows)
-        cov_layout  = data.StructLayout({"x": node_ids, "n": node_ids})
-        m.submodules.cov_nodes = cov_nodes = Memory(shape=cov_layout, depth=n_flows, init=[])
+        m.submodules.cov_nodes = cov_nodes = Memory(shape=node_ids, depth=n_flows, init=[])
         cov_w      = cov_nodes.write_port()
         cov_head   = cov_nodes.read_port(domain="comb")    # of the head ACK's flow
-        cov_cand   = cov_nodes.read_port(domain="comb")    # of the collapse candidate
+        cov_cand   = cov_nodes.read_port(domain="comb")    # of the candidate to drop
 
         head = Signal(node_ids)
         tail = Signal(node_ids)
@@ -214,22 +208,17 @@ class QueueManager(wiring.Component):
             head_q.eq(node_head.data),
             head_next_q.eq(nxt_head.data),
             head_one.eq(Cat(c == 1 for c in flow_count).bit_select(hflow, 1)),
-            head_is_cov.eq(flow_cov.bit_select(hflow, 1) & (cov_head.data.x == head)),
+            head_is_cov.eq(flow_cov.bit_select(hflow, 1) & (cov_head.data == head)),
         ]
         m.d.comb += [node_head.addr.eq(head), nxt_head.addr.eq(head)]
 
-        # The collapse candidate, in two registered stages: the lowest flow
-        # with a covered ACK, then its two nodes. Valid two (three) cycles
-        # after a change of the flow registers; see Settle.
-        cov_any_q, cov_flow_q = Signal(), Signal(flow_ids)
-        cov_x_q, cov_n_q, cov_n_newest_q = Signal(node_ids), Signal(node_ids), Signal()
+        # The covered ACK to drop, in two registered stages: the lowest flow
+        # with a covered ACK, then its node. Valid two (three) cycles after a
+        # change of the flow registers; see Settle.
+        cov_any_q, cov_flow_q, cov_x_q = Signal(), Signal(flow_ids), Signal(node_ids)
         any_cov, lowest_cov = lowest_set(flow_cov)
         m.d.comb += cov_cand.addr.eq(cov_flow_q)
-        m.d.sync += [
-            cov_any_q.eq(any_cov), cov_flow_q.eq(lowest_cov),
-            cov_x_q.eq(cov_cand.data.x), cov_n_q.eq(cov_cand.data.n),
-            cov_n_newest_q.eq(flow_cov_n_newest.bit_select(cov_flow_q, 1)),
-        ]
+        m.d.sync += [cov_any_q.eq(any_cov), cov_flow_q.eq(lowest_cov), cov_x_q.eq(cov_cand.data)]
 
         def count_add(flow, delta):
             """``flow_count[flow] += delta``, decoded per entry rather than
@@ -309,21 +298,20 @@ class QueueManager(wiring.Component):
                 return Cat(meta.key[KEY_WORDS - 1], C(0, 32))
             if j == REC_ACK:
                 return Cat(meta.ack, new_flags.as_value(), C(0, 32 - len(new_flags.as_value())))
-            if j in (REC_TS, REC_FLOOR_TS):
+            if j == REC_TS:
                 return Cat(meta.tsval, meta.tsecr)
-            if j == REC_FLOOR_ACK:
-                return Cat(meta.ack, C(0, 32))
             k = j - REC_SACK
             return Cat(meta.sack[k].start, meta.sack[k].end)
 
         # The record words of `cur` in a shift register, so that reading them
         # in order (key compare, record write) takes no wide multiplexer: it is
         # loaded with words start.. and shifts one word per cycle. (A 12:1 x
-        # 64-bit multiplexer here was the routing hot spot of the board.)
-        rec_sh = Signal(64 * REC_USED)
+        # 64-bit multiplexer here was the routing hot spot of the board.) The
+        # floor words, written last, come straight from `cur`.
+        rec_sh = Signal(64 * REC_NEWEST_END)
 
         def load_record(start):
-            m.d.sync += rec_sh.eq(Cat(*[record_word(j) for j in range(start, REC_USED)]))
+            m.d.sync += rec_sh.eq(Cat(*[record_word(j) for j in range(start, REC_NEWEST_END)]))
 
         def next_record_word():
             m.d.sync += rec_sh.eq(rec_sh[64:])
@@ -336,7 +324,7 @@ class QueueManager(wiring.Component):
         def event(kind):
             m.d.comb += [self.ev_valid.eq(1), ev.eq(kind)]
 
-        # Frees of list nodes: the head (Depart, Drop-Front) or a collapse's N.
+        # Frees of list nodes: the head (Depart, Drop-Front) or a covered ACK.
         node_free_en = Signal()
         node_free_id = Signal(node_ids)
         m.d.comb += [node_pool.free_en.eq(node_free_en), node_pool.free_id.eq(node_free_id)]
@@ -385,15 +373,11 @@ class QueueManager(wiring.Component):
         can_depart = Signal()
         m.d.comb += can_depart.eq(~self.egress_busy & self.shaper_eligible & self.backlog)
 
-        # A collapse: X (the covered ACK's node), N (its coverer's), the flow,
-        # N's frame, N's neighbours in the list, X's buffer; all registered in
-        # Collapse-Read from the candidate registers.
-        col_x, col_n, col_flow = Signal(node_ids), Signal(node_ids), Signal(flow_ids)
-        col_n_newest, col_x_buf = Signal(), Signal(self.buf_bits)
-        col_frame = Signal(node_layout)
+        # Dropping a covered ACK: its node X, its flow, its buffer and its
+        # neighbours in the list, registered in Covered-Read.
+        col_x, col_flow, col_x_buf = Signal(node_ids), Signal(flow_ids), Signal(self.buf_bits)
         col_p, col_q = Signal(node_ids), Signal(node_ids)
-        m.d.comb += [node_cx.addr.eq(cov_x_q), node_cn.addr.eq(cov_n_q),
-                     nxt_cn.addr.eq(cov_n_q), prv_cn.addr.eq(cov_n_q)]
+        m.d.comb += [node_cx.addr.eq(cov_x_q), nxt_cx.addr.eq(cov_x_q), prv_cx.addr.eq(cov_x_q)]
 
         with m.FSM(name="manager"):
             with m.State("Idle"):
@@ -503,7 +487,7 @@ class QueueManager(wiring.Component):
                 with m.If(qlen >= limit):
                     # Make room: a covered ACK first, else the head.
                     with m.If(cov_any_q):
-                        m.next = "Collapse-Read"
+                        m.next = "Covered-Read"
                     with m.Else():
                         m.next = "Drop-Front"
                 with m.Else():
@@ -583,19 +567,15 @@ class QueueManager(wiring.Component):
             with m.State("Write-Record"):
                 with m.If(grow):
                     count_add(idx, 1)
-                    m.d.sync += [
-                        flow_newest[idx].eq(grow_node), grow.eq(0),
-                        # The coverer stays the newest until the flow grows again.
-                        flow_cov_n_newest.bit_select(idx, 1).eq(cover_q),
-                    ]
+                    m.d.sync += [flow_newest[idx].eq(grow_node), grow.eq(0)]
                     with m.If(cover_q):
                         m.d.sync += flow_cov.bit_select(idx, 1).eq(1)
-                        m.d.comb += [
-                            cov_w.en.eq(1), cov_w.addr.eq(idx),
-                            cov_w.data.x.eq(newest_q), cov_w.data.n.eq(grow_node),
-                        ]
+                        m.d.comb += [cov_w.en.eq(1), cov_w.addr.eq(idx), cov_w.data.eq(newest_q)]
                 m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
-                m.d.comb += rec_w.data.eq(next_record_word())   # word wk
+                assert REC_FLOOR_ACK % 2 == 0 and REC_FLOOR_TS == REC_FLOOR_ACK + 1
+                floor_word = Mux(wk[0], Cat(meta.tsval, meta.tsecr), Cat(meta.ack, C(0, 32)))
+                m.d.comb += rec_w.data.eq(Mux(wk >= REC_FLOOR_ACK, floor_word,
+                                              next_record_word()))   # word wk
                 m.d.sync += wk.eq(wk + 1)
                 with m.If(wk == wk_last):
                     event(done_event)
@@ -616,44 +596,37 @@ class QueueManager(wiring.Component):
                 event(Event.DROP_ACK_FRONT)
                 after_drop(head_q.tracked & (head_q.flow == idx))
 
-            with m.State("Collapse-Read"):
+            with m.State("Covered-Read"):
                 m.d.sync += [
-                    col_x.eq(cov_x_q), col_n.eq(cov_n_q), col_flow.eq(cov_flow_q),
-                    col_n_newest.eq(cov_n_newest_q), col_x_buf.eq(node_cx.data.buf),
-                    col_frame.eq(node_cn.data), col_p.eq(prv_cn.data), col_q.eq(nxt_cn.data),
+                    col_x.eq(cov_x_q), col_flow.eq(cov_flow_q), col_x_buf.eq(node_cx.data.buf),
+                    col_p.eq(prv_cx.data), col_q.eq(nxt_cx.data),
                 ]
-                m.next = "Collapse"
+                m.next = "Drop-Covered"
 
-            with m.State("Collapse"):
-                # X's node takes N's frame; N's node is unlinked and freed.
-                p_node, q_node = col_p, col_q
+            with m.State("Drop-Covered"):
+                # X is unlinked (its flow's next ACK, which covers it, comes
+                # after it: X is never the tail) and freed with its buffer.
+                with m.If(col_x == head):
+                    m.d.sync += head.eq(col_q)
+                with m.Else():
+                    m.d.comb += [nxt_w.en.eq(1), nxt_w.addr.eq(col_p), nxt_w.data.eq(col_q)]
                 m.d.comb += [
-                    node_w.en.eq(1),
-                    node_w.addr.eq(col_x),
-                    node_w.data.eq(col_frame),
-                    nxt_w.en.eq(1),
-                    nxt_w.addr.eq(p_node),
-                    nxt_w.data.eq(q_node),
-                    prv_w.en.eq(col_n != tail),
-                    prv_w.addr.eq(q_node),
-                    prv_w.data.eq(p_node),
+                    prv_w.en.eq(1),
+                    prv_w.addr.eq(col_q),
+                    prv_w.data.eq(col_p),
                     node_free_en.eq(1),
-                    node_free_id.eq(col_n),
+                    node_free_id.eq(col_x),
                     self.free_buf_en.eq(1),
                     self.free_buf_id.eq(col_x_buf),
                 ]
-                with m.If(col_n == tail):
-                    m.d.sync += tail.eq(p_node)
                 m.d.sync += [qlen.eq(qlen - 1), flow_cov.bit_select(col_flow, 1).eq(0)]
                 count_add(col_flow, -1)
-                with m.If(col_n_newest):
-                    m.d.sync += flow_newest[col_flow].eq(col_x)
                 event(Event.DROP_ACK_COVERED)
                 after_drop(col_flow == idx)
 
             with m.State("Settle"):
-                # The collapse candidate (two registered stages) and the node
-                # pool's offer see the drop by the next cycle.
+                # The covered-ACK candidate (two registered stages) and the node
+                # stack's offer see the drop by the next cycle.
                 m.next = "Decide-Hit"
 
             with m.State("Depart"):

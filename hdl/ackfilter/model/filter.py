@@ -110,8 +110,7 @@ class _FlowEntry:
     count: int                 # tracked ACKs of this flow in the queue
     newest: _QueuedAck         # the queue element holding the flow's newest ACK
     floor: Floor
-    covered: _QueuedAck = None  # a queued ACK of the flow whose news a newer one carries:
-    coverer: _QueuedAck = None  # the flow's next queued ACK after it
+    covered: _QueuedAck = None  # a queued ACK of the flow whose news its next one carries
 
 
 class FilterModel:
@@ -280,7 +279,7 @@ class FilterModel:
             if len(self.ack_queue) >= self.ack_limit:
                 victim = next((e for e in self.entries if e is not None and e.covered is not None), None)
                 if victim is not None:
-                    self._collapse(victim)
+                    self._drop_covered(victim)
                     self.counters["drop_ack_covered"] += 1
                     events.append("DROP_ACK_COVERED")
                 else:
@@ -295,7 +294,7 @@ class FilterModel:
                 entry.count += 1
                 if covers:               # conservative mode, one queued: keep both
                     assert entry.covered is None and entry.count == 2
-                    entry.covered, entry.coverer = entry.newest, q
+                    entry.covered = entry.newest
                 else:
                     entry.floor = Floor.of(p)
                 entry.newest = q
@@ -314,17 +313,12 @@ class FilterModel:
             self.ack_queue.append(q)
             return events
 
-    def _collapse(self, entry):
-        """Drop ``entry``'s covered ACK: its queue position now holds the ACK
-        that covers it (the flow's next one), whose own position is removed
-        (spec section 3)."""
-        old, coverer = entry.covered, entry.coverer
-        old.frame, old.parsed = coverer.frame, coverer.parsed
-        self.ack_queue.remove(coverer)
-        if entry.newest is coverer:
-            entry.newest = old
+    def _drop_covered(self, entry):
+        """Drop ``entry``'s covered ACK from wherever it is in the queue
+        (spec section 3); the flow's next ACK, which covers it, stays."""
+        self.ack_queue.remove(entry.covered)
         entry.count -= 1
-        entry.covered = entry.coverer = None
+        entry.covered = None
 
     def _remove_head_ack(self):
         q = self.ack_queue.popleft()
@@ -332,7 +326,7 @@ class FilterModel:
             entry = self.entries[q.entry]
             entry.count -= 1
             if entry.covered is q:
-                entry.covered = entry.coverer = None
+                entry.covered = None
             if entry.count == 0:
                 assert entry.newest is q
                 self.entries[q.entry] = None
@@ -402,5 +396,4 @@ class FilterModel:
             assert mine[-1] is e.newest
             assert all(q.parsed.key == e.key for q in mine)
             if e.covered is not None:
-                assert e.covered in mine and e.coverer in mine
-                assert mine.index(e.coverer) == mine.index(e.covered) + 1
+                assert e.covered in mine and e.covered is not e.newest
