@@ -832,9 +832,9 @@ async def test_drop_from_front_with_a_small_queue_limit(dut):
 async def test_a_full_queue_drops_covered_acks_before_the_front(dut):
     """Conservative mode, ack_queue_limit 4 (issue 9, item 4). A flow's older
     ACK whose news its next ACK carries (the older of a conservative pair) is
-    *covered*; a full queue removes a covered ACK first, its place taken by
-    the ACK that covers it (``DROP_ACK_COVERED``), and drops from the front
-    only when no covered ACK is queued."""
+    *covered*; a full queue removes a covered ACK first, from wherever it is
+    in the queue (``DROP_ACK_COVERED``; the ACK that covers it stays in its
+    place), and drops from the front only when no covered ACK is queued."""
     tb = TB(dut)
     await tb.reset()
     await tb.set_param("ack_mode", CONSERVATIVE)
@@ -850,21 +850,30 @@ async def test_a_full_queue_drops_covered_acks_before_the_front(dut):
         await shaper_release(tb)
         check_scenario(tb, e0, r0, frames=frames, names=names, events=events, out=out, what=what)
 
-    # 1. [B1 A1 A2 C1], A2 covers A1. D1 needs a place: A1's place takes
-    #    A2, A2's goes; B1, the only ACK of its flow, stays.
+    # 1. [B1 A1 A2 C1], A2 covers A1. D1 needs a place: A1 goes from the
+    #    middle; B1, the only ACK of its flow, stays.
     await scenario([("B1", ack(fb, A)), ("A1", ack(fa, A)), ("A2", ack(fa, A + M)), ("C1", ack(fc, A)),
                     ("D1", ack(fd, A))],
                    "NNNNCN", ["B1", "A2", "C1", "D1"], "covered ACK first")
-    # 2. The coverer is not the newest: A3 (ECE set) does not cover A2 and is
-    #    appended; C1 collapses A1/A2 and A3 stays the newest. E1 then finds
-    #    nothing covered and drops the head.
+    # 2. The covering ACK is not the newest: A3 (ECE set) does not cover A2
+    #    and is appended; C1 drops A1, A2 and A3 stay. E1 then finds nothing
+    #    covered and drops the head.
     await scenario([("A1", ack(fa, A)), ("A2", ack(fa, A + M)), ("A3", ack(fa, A + 2 * M, flags="AE")),
                     ("B1", ack(fb, A)), ("C1", ack(fc, A)), ("E1", ack(fe, A))],
-                   "NNNNCNFN", ["A3", "B1", "C1", "E1"], "coverer not the newest")
+                   "NNNNCNFN", ["A3", "B1", "C1", "E1"], "covering ACK not the newest")
     # 3. The arrival's own flow: A3, a duplicate of A2, cannot supersede it;
-    #    A1/A2 collapse, and A3, looked up again, joins the tail.
+    #    A1 is dropped, and A3, looked up again, joins the tail.
     await scenario([("A1", ack(fa, A)), ("A2", ack(fa, A + M)), ("B1", ack(fb, A)), ("X1", ack(fx, A)),
                     ("A3", ack(fa, A + M))],
                    "NNNNCN", ["A2", "B1", "X1", "A3"], "the arrival's own flow")
+    # 4. Covered ACKs not next to their coverer, one at the head: [A1 B1 A2
+    #    G1], then [B1 G1 A2 H1] with G2 covering G1 behind A2.
+    fg, fh, fi = flow(46), flow(47), flow(48)
+    await scenario([("A1", ack(fa, A)), ("B1", ack(fb, A)), ("A2", ack(fa, A + M)), ("G1", ack(fg, A)),
+                    ("H1", ack(fh, A))],
+                   "NNNNCN", ["B1", "A2", "G1", "H1"], "covered ACK at the head")
+    await scenario([("B1", ack(fb, A)), ("G1", ack(fg, A)), ("X1", ack(fx, A)), ("G2", ack(fg, A + M)),
+                    ("I1", ack(fi, A))],
+                   "NNNNCN", ["B1", "X1", "G2", "I1"], "covered ACK in the middle")
     cnt = await finish(tb, model)
-    assert (cnt["drop_ack_covered"], cnt["drop_ack_front"]) == (3, 1), cnt
+    assert (cnt["drop_ack_covered"], cnt["drop_ack_front"]) == (5, 1), cnt

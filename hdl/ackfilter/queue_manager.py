@@ -178,8 +178,17 @@ class QueueManager(wiring.Component):
         rec_word = Signal(64)                    # rec_r.data, registered
         m.d.sync += rec_word.eq(rec_r.data)
 
-        flow_count  = Array(Signal(range(n_slots + 1), name=f"flow_count{i}") for i in flow_ids)
-        flow_newest = Array(Signal(node_ids, name=f"flow_newest{i}") for i in flow_ids)
+        # Per flow entry, in LUT RAM (compact: a register file of 64 entries
+        # spreads over the chip and its read multiplexers route long): the
+        # number of tracked ACKs queued, and the node of the newest.
+        m.submodules.flow_count = flow_count = Memory(shape=range(n_slots + 1), depth=n_flows, init=[])
+        m.submodules.flow_newest = flow_newest = Memory(shape=node_ids, depth=n_flows, init=[])
+        count_w    = flow_count.write_port()
+        count_upd  = flow_count.read_port(domain="comb")   # read-modify-write of one entry
+        count_idx  = flow_count.read_port(domain="comb")   # the arriving flow's
+        count_head = flow_count.read_port(domain="comb")   # the head ACK's flow's
+        newest_w   = flow_newest.write_port()
+        newest_idx = flow_newest.read_port(domain="comb")
         # A flow's covered ACK (at most one: it is marked only when the flow had
         # one ACK queued): a valid bit and its node, in LUT RAM.
         flow_cov    = Signal(n_flows)
@@ -203,11 +212,11 @@ class QueueManager(wiring.Component):
         head_one    = Signal()
         head_is_cov = Signal()
         hflow = node_head.data.flow
-        m.d.comb += cov_head.addr.eq(hflow)
+        m.d.comb += [cov_head.addr.eq(hflow), count_head.addr.eq(hflow)]
         m.d.sync += [
             head_q.eq(node_head.data),
             head_next_q.eq(nxt_head.data),
-            head_one.eq(Cat(c == 1 for c in flow_count).bit_select(hflow, 1)),
+            head_one.eq(count_head.data == 1),
             head_is_cov.eq(flow_cov.bit_select(hflow, 1) & (cov_head.data == head)),
         ]
         m.d.comb += [node_head.addr.eq(head), nxt_head.addr.eq(head)]
@@ -220,12 +229,22 @@ class QueueManager(wiring.Component):
         m.d.comb += cov_cand.addr.eq(cov_flow_q)
         m.d.sync += [cov_any_q.eq(any_cov), cov_flow_q.eq(lowest_cov), cov_x_q.eq(cov_cand.data)]
 
+        # One count update a cycle at most (grow, a head leaving, a covered
+        # ACK dropped: different states).
+        count_upd_en = Signal()
+        count_upd_flow = Signal(flow_ids)
+        count_upd_dec = Signal()                 # -1, else +1
+        m.d.comb += [
+            count_upd.addr.eq(count_upd_flow),
+            count_w.en.eq(count_upd_en),
+            count_w.addr.eq(count_upd_flow),
+            count_w.data.eq(Mux(count_upd_dec, count_upd.data - 1, count_upd.data + 1)),
+        ]
+
         def count_add(flow, delta):
-            """``flow_count[flow] += delta``, decoded per entry rather than
-            through a read multiplexer."""
-            for i in flow_ids:
-                with m.If(flow == i):
-                    m.d.sync += flow_count[i].eq(flow_count[i] + delta)
+            """``flow_count[flow] += delta`` (delta is +1 or -1)."""
+            assert delta in (1, -1)
+            m.d.comb += [count_upd_en.eq(1), count_upd_flow.eq(flow), count_upd_dec.eq(delta < 0)]
 
         limit = Signal(range(n_slots + 1))
         m.d.comb += limit.eq(Mux(self.ack_queue_limit > n_slots, n_slots, self.ack_queue_limit))
@@ -271,6 +290,7 @@ class QueueManager(wiring.Component):
         ts_ok_q    = Signal()
         floor_ok_q = Signal()                     # new.ack within SANE_SPAN of the floor
         floor_ts_ok_q = Signal()                  # new TSval, TSecr within SANE_SPAN of the floor's
+        may_q      = Signal()                     # new may supersede (or cover) the newest
         # An append of a tracked ACK grows its flow a cycle later (the first
         # cycle of Write-Record, where nothing else touches the flow's
         # counters): the per-entry decode stays off the Decide-Hit path.
@@ -341,6 +361,9 @@ class QueueManager(wiring.Component):
                     m.d.sync += flow_cov.bit_select(head_q.flow, 1).eq(0)
 
         m.d.comb += [
+            node_new.addr.eq(newest_q),
+            count_idx.addr.eq(idx),
+            newest_idx.addr.eq(idx),
             cam.set_index.eq(idx),
             cam.clear_index.eq(head_q.flow),
             self.data_queue_frames.eq(desc.level),
@@ -428,12 +451,12 @@ class QueueManager(wiring.Component):
             with m.State("Read-Record"):
                 # Word rk is read, word rk - 1 comes out of the block RAM into
                 # a register, word rk - 2 is compared from there.
-                m.d.comb += [rec_r.addr.eq(idx * RECORD_WORDS + rk), node_new.addr.eq(newest_q)]
+                m.d.comb += rec_r.addr.eq(idx * RECORD_WORDS + rk)
                 m.d.sync += [
                     rk.eq(rk + 1),
-                    count_q.eq(flow_count[idx]),
+                    count_q.eq(count_idx.data),
                     enough_q.eq(Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)),
-                    newest_q.eq(flow_newest[idx]),
+                    newest_q.eq(newest_idx.data),
                     old_buf_q.eq(node_new.data.buf),
                 ]
                 m.d.sync += key_word.eq(next_record_word())      # word rk - 1
@@ -480,7 +503,15 @@ class QueueManager(wiring.Component):
                             m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(meta.tsval, lo) &
                                                                          _within_span(meta.tsecr, hi)))
                 with m.If(rk == REC_USED + 1):
-                    m.next = "Decide-Hit"
+                    m.next = "Decide-Prep"
+
+            with m.State("Decide-Prep"):
+                # The supersession test, registered: Decide-Hit's choices (and
+                # the enables they drive) then hang off one flip-flop.
+                strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
+                m.d.sync += may_q.eq(flags_ok_q & ts_ok_q & all_cov & strictly_more &
+                                     floor_ok_q & floor_ts_ok_q)
+                m.next = "Decide-Hit"
 
             # Where the ACK goes once it needs a queue position.
             def append(tracked, new_entry, kind, cover=False):
@@ -521,7 +552,9 @@ class QueueManager(wiring.Component):
                             wk.eq(0 if new_entry else REC_ACK), wk_last.eq(last),
                             done_event.eq(kind),
                         ]
-                        load_record(0 if new_entry else REC_ACK)
+                        # The shift register holds the words to write: from 0
+                        # since Await-Lookup (a miss), from REC_ACK since
+                        # Decide-Hit (a hit).
                         if new_entry:
                             m.d.comb += cam.set_en.eq(1)
                         m.next = "Write-Record"
@@ -538,8 +571,10 @@ class QueueManager(wiring.Component):
                         m.d.comb += self.stat_cam_full.eq(1)
 
             with m.State("Decide-Hit"):
-                strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
-                may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q
+                may = may_q
+                # Words REC_ACK.. of the record, whatever is decided (only the
+                # branches that write the record use them).
+                load_record(REC_ACK)
                 with m.If(~key_eq):
                     append(False, False, Event.ARRIVE_ACK_UNTRACKED)
                     with m.If(qlen < limit):
@@ -559,7 +594,6 @@ class QueueManager(wiring.Component):
                     ]
                     m.d.sync += [wk.eq(REC_ACK), wk_last.eq(REC_NEWEST_END - 1),
                                  done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
-                    load_record(REC_ACK)
                     m.next = "Write-Record"
                 with m.Else():
                     append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
@@ -567,7 +601,8 @@ class QueueManager(wiring.Component):
             with m.State("Write-Record"):
                 with m.If(grow):
                     count_add(idx, 1)
-                    m.d.sync += [flow_newest[idx].eq(grow_node), grow.eq(0)]
+                    m.d.comb += [newest_w.en.eq(1), newest_w.addr.eq(idx), newest_w.data.eq(grow_node)]
+                    m.d.sync += grow.eq(0)
                     with m.If(cover_q):
                         m.d.sync += flow_cov.bit_select(idx, 1).eq(1)
                         m.d.comb += [cov_w.en.eq(1), cov_w.addr.eq(idx), cov_w.data.eq(newest_q)]
