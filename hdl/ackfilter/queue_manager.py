@@ -202,16 +202,19 @@ class QueueManager(wiring.Component):
         qlen = Signal(range(n_slots + 1))
         credit = Signal(signed(28))
 
-        # The head ACK, its successor, whether it is its flow's last and whether
-        # it is its flow's covered ACK, registered every cycle. They lag a
-        # change by one cycle, which is never seen: the states that use them
-        # (Depart, Drop-Front) are entered at least two cycles after any state
-        # that changes the list or the flow registers.
+        # The head ACK and its successor, registered every cycle; then, from
+        # its flow (registered), whether it is the flow's last queued ACK and
+        # whether it is the flow's covered ACK. They lag a change of the head
+        # by two and three cycles, a count update by three, a covered ACK by
+        # two; the states that use them (Depart, Drop-Front, for a tracked
+        # head) are entered at least three cycles after any state that
+        # changes them: Settle lies between a drop and the next, a record
+        # write between a tracked append and the next departure.
         head_q      = Signal(node_layout)
         head_next_q = Signal(node_ids)
         head_one    = Signal()
         head_is_cov = Signal()
-        hflow = node_head.data.flow
+        hflow = head_q.flow
         m.d.comb += [cov_head.addr.eq(hflow), count_head.addr.eq(hflow)]
         m.d.sync += [
             head_q.eq(node_head.data),
@@ -229,22 +232,26 @@ class QueueManager(wiring.Component):
         m.d.comb += cov_cand.addr.eq(cov_flow_q)
         m.d.sync += [cov_any_q.eq(any_cov), cov_flow_q.eq(lowest_cov), cov_x_q.eq(cov_cand.data)]
 
-        # One count update a cycle at most (grow, a head leaving, a covered
-        # ACK dropped: different states).
-        count_upd_en = Signal()
-        count_upd_flow = Signal(flow_ids)
-        count_upd_dec = Signal()                 # -1, else +1
+        # A count update (grow, a head leaving, a covered ACK dropped) is
+        # registered and applied, read-modify-write, in the next cycle, so no
+        # decision reaches the LUT RAM's address. Updates are at least two
+        # cycles apart (their states are), and every reader of a count is
+        # later still: the next departure's or drop's `head_one` (see below)
+        # and a record read's `count_q`.
+        upd_en, upd_flow, upd_dec = Signal(), Signal(flow_ids), Signal()
+        upd_en_q, upd_flow_q, upd_dec_q = Signal(), Signal(flow_ids), Signal()
+        m.d.sync += [upd_en_q.eq(upd_en), upd_flow_q.eq(upd_flow), upd_dec_q.eq(upd_dec)]
         m.d.comb += [
-            count_upd.addr.eq(count_upd_flow),
-            count_w.en.eq(count_upd_en),
-            count_w.addr.eq(count_upd_flow),
-            count_w.data.eq(Mux(count_upd_dec, count_upd.data - 1, count_upd.data + 1)),
+            count_upd.addr.eq(upd_flow_q),
+            count_w.en.eq(upd_en_q),
+            count_w.addr.eq(upd_flow_q),
+            count_w.data.eq(Mux(upd_dec_q, count_upd.data - 1, count_upd.data + 1)),
         ]
 
         def count_add(flow, delta):
-            """``flow_count[flow] += delta`` (delta is +1 or -1)."""
+            """``flow_count[flow] += delta`` (delta is +1 or -1), a cycle later."""
             assert delta in (1, -1)
-            m.d.comb += [count_upd_en.eq(1), count_upd_flow.eq(flow), count_upd_dec.eq(delta < 0)]
+            m.d.comb += [upd_en.eq(1), upd_flow.eq(flow), upd_dec.eq(delta < 0)]
 
         limit = Signal(range(n_slots + 1))
         m.d.comb += limit.eq(Mux(self.ack_queue_limit > n_slots, n_slots, self.ack_queue_limit))
