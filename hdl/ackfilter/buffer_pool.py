@@ -90,7 +90,8 @@ class FreeStack(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.count
-        m.submodules.stack = stack = Memory(shape=range(n), depth=n, init=list(range(n)))
+        m.submodules.stack = stack = Memory(shape=range(n), depth=n, init=list(range(n)),
+                                            attrs={"ram_style": "distributed"})
         w = stack.write_port()
         r = stack.read_port(domain="comb")
         depth = Signal(range(n + 1), init=n)      # free ids on the stack

@@ -79,9 +79,13 @@ class Egress(wiring.Component):
                 nbytes.eq(self.start_bytes), rd_idx.eq(0), out_idx.eq(0),
             ]
 
-        # Issue a read when the FIFO has room for it and the one in flight.
+        # Issue a read when the FIFO has room for it and the words in flight:
+        # the word read (block RAM output, `pending`) is registered (`staged`)
+        # before the FIFO, since the block RAMs' outputs arrive late and the
+        # ACK buffers span nine of them.
         issue = Signal()
-        m.d.comb += issue.eq(self.busy & (rd_idx < nwords) & (fifo.level + pending < 3))
+        staged = Signal()
+        m.d.comb += issue.eq(self.busy & (rd_idx < nwords) & (fifo.level + pending + staged < 4))
         with m.If(issue):
             m.d.sync += rd_idx.eq(rd_idx + 1)
         m.d.sync += [pending.eq(issue), pend_idx.eq(rd_idx)]
@@ -93,9 +97,12 @@ class Egress(wiring.Component):
             m.d.comb += keep.eq(Mux(tail == 1, 0b0001, Mux(tail == 2, 0b0011, 0b0111)))
         with m.Else():
             m.d.comb += keep.eq(0b1111)
+        staged_data = Signal(32 + 4 + 2)
+        m.d.sync += [staged.eq(pending),
+                     staged_data.eq(Cat(word, keep, pend_idx == 0, pend_idx + 1 == nwords))]
         m.d.comb += [
-            fifo.w_en.eq(pending),
-            fifo.w_data.eq(Cat(word, keep, pend_idx == 0, pend_idx + 1 == nwords)),
+            fifo.w_en.eq(staged),
+            fifo.w_data.eq(staged_data),
         ]
 
         out = self.o.payload

@@ -35,7 +35,10 @@ from .model.flowkey import KEY_WORDS
 from .model.pktparse import SANE_SPAN
 from .params import ACK_SLOT_BYTES
 
-__all__ = ["Event", "QueueManager"]
+__all__ = ["Event", "QueueManager", "LUTRAM"]
+
+#: Attributes that keep a memory in LUT RAM (Yosys `ram_style`).
+LUTRAM = {"ram_style": "distributed"}
 
 RECORD_WORDS = 16          # per flow entry, 64-bit words; 0-5 key, 6 ack+flags, 7 ts, 8-11 SACK,
 REC_ACK, REC_TS, REC_SACK = 6, 7, 8   # 12 floor ack, 13 floor TSval/TSecr
@@ -157,9 +160,12 @@ class QueueManager(wiring.Component):
         node_layout = data.StructLayout({
             "buf": self.buf_bits, "nbytes": ack_bits, "l3_bytes": ack_bits, "flow": flow_ids, "tracked": 1,
         })
-        m.submodules.nodes = nodes = Memory(shape=node_layout, depth=n_slots, init=[])
-        m.submodules.nxt = nxt = Memory(shape=node_ids, depth=n_slots, init=[])
-        m.submodules.prv = prv = Memory(shape=node_ids, depth=n_slots, init=[])
+        # The small memories stay in LUT RAM (`LUTRAM`): a register on one of
+        # their read ports would otherwise let Yosys map them to block RAM,
+        # whose output arrives 5.6 ns after the clock.
+        m.submodules.nodes = nodes = Memory(shape=node_layout, depth=n_slots, init=[], attrs=LUTRAM)
+        m.submodules.nxt = nxt = Memory(shape=node_ids, depth=n_slots, init=[], attrs=LUTRAM)
+        m.submodules.prv = prv = Memory(shape=node_ids, depth=n_slots, init=[], attrs=LUTRAM)
         node_w, nxt_w, prv_w = nodes.write_port(), nxt.write_port(), prv.write_port()
         # Read ports, each at a registered address (no state multiplexer in
         # front of a LUT RAM): the head, the arriving flow's newest, and the
@@ -181,8 +187,9 @@ class QueueManager(wiring.Component):
         # Per flow entry, in LUT RAM (compact: a register file of 64 entries
         # spreads over the chip and its read multiplexers route long): the
         # number of tracked ACKs queued, and the node of the newest.
-        m.submodules.flow_count = flow_count = Memory(shape=range(n_slots + 1), depth=n_flows, init=[])
-        m.submodules.flow_newest = flow_newest = Memory(shape=node_ids, depth=n_flows, init=[])
+        m.submodules.flow_count = flow_count = Memory(shape=range(n_slots + 1), depth=n_flows, init=[],
+                                                      attrs=LUTRAM)
+        m.submodules.flow_newest = flow_newest = Memory(shape=node_ids, depth=n_flows, init=[], attrs=LUTRAM)
         count_w    = flow_count.write_port()
         count_upd  = flow_count.read_port(domain="comb")   # read-modify-write of one entry
         count_idx  = flow_count.read_port(domain="comb")   # the arriving flow's
@@ -192,7 +199,7 @@ class QueueManager(wiring.Component):
         # A flow's covered ACK (at most one: it is marked only when the flow had
         # one ACK queued): a valid bit and its node, in LUT RAM.
         flow_cov    = Signal(n_flows)
-        m.submodules.cov_nodes = cov_nodes = Memory(shape=node_ids, depth=n_flows, init=[])
+        m.submodules.cov_nodes = cov_nodes = Memory(shape=node_ids, depth=n_flows, init=[], attrs=LUTRAM)
         cov_w      = cov_nodes.write_port()
         cov_head   = cov_nodes.read_port(domain="comb")    # of the head ACK's flow
         cov_cand   = cov_nodes.read_port(domain="comb")    # of the candidate to drop
