@@ -305,6 +305,11 @@ class QueueManager(wiring.Component):
         floor_ok_q = Signal()                     # new.ack within SANE_SPAN of the floor
         floor_ts_ok_q = Signal()                  # new TSval, TSecr within SANE_SPAN of the floor's
         may_q      = Signal()                     # new may supersede (or cover) the newest
+        supersede_q = Signal()                    # ... and the mode's count allows it
+        # The queue is full: registered every cycle. `qlen` changes in
+        # states at least two cycles before any decision that reads this.
+        full_q     = Signal()
+        m.d.sync += full_q.eq(qlen >= limit)
         # An append of a tracked ACK grows its flow a cycle later (the first
         # cycle of Write-Record, where nothing else touches the flow's
         # counters): the per-entry decode stays off the Decide-Hit path.
@@ -419,11 +424,13 @@ class QueueManager(wiring.Component):
         with m.FSM(name="manager"):
             with m.State("Idle"):
                 m.d.comb += self.idle.eq(~self.entry_valid)
+                # `cur` (640 bits) follows the FIFO's head while idle, so its
+                # enable waits for no decision; it holds once the frame is taken.
+                m.d.sync += cur.eq(self.entry)
                 with m.If(can_depart):
                     m.next = "Depart"
                 with m.Elif(self.entry_valid):
                     m.d.comb += self.entry_ready.eq(1)
-                    m.d.sync += cur.eq(self.entry)
                     m.next = "Arrive"
 
             with m.State("Arrive"):
@@ -523,13 +530,13 @@ class QueueManager(wiring.Component):
                 # The supersession test, registered: Decide-Hit's choices (and
                 # the enables they drive) then hang off one flip-flop.
                 strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
-                m.d.sync += may_q.eq(flags_ok_q & ts_ok_q & all_cov & strictly_more &
-                                     floor_ok_q & floor_ts_ok_q)
+                may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q
+                m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q)]
                 m.next = "Decide-Hit"
 
             # Where the ACK goes once it needs a queue position.
             def append(tracked, new_entry, kind, cover=False):
-                with m.If(qlen >= limit):
+                with m.If(full_q):
                     # Make room: a covered ACK first, else the head.
                     with m.If(cov_any_q):
                         m.next = "Covered-Read"
@@ -581,7 +588,7 @@ class QueueManager(wiring.Component):
                     append(True, True, Event.ARRIVE_ACK_NEW)
                 with m.Else():
                     append(False, False, Event.ARRIVE_ACK_UNTRACKED)
-                    with m.If(qlen < limit):
+                    with m.If(~full_q):
                         m.d.comb += self.stat_cam_full.eq(1)
 
             with m.State("Decide-Hit"):
@@ -591,9 +598,9 @@ class QueueManager(wiring.Component):
                 load_record(REC_ACK)
                 with m.If(~key_eq):
                     append(False, False, Event.ARRIVE_ACK_UNTRACKED)
-                    with m.If(qlen < limit):
+                    with m.If(~full_q):
                         m.d.comb += self.stat_collision.eq(1)
-                with m.Elif(may & enough_q):
+                with m.Elif(supersede_q):
                     m.d.comb += [
                         node_w.en.eq(1),
                         node_w.addr.eq(newest_q),
