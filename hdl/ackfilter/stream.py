@@ -1,8 +1,10 @@
 """The frame stream shared by every block: 32-bit words, byte lane 0 first."""
 
-from amaranth.lib import data, stream
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["WORD_BYTES", "frame_layout", "FrameStream", "keep_for_bytes"]
+__all__ = ["WORD_BYTES", "frame_layout", "FrameStream", "keep_for_bytes", "StreamRegister"]
 
 WORD_BYTES = 4
 
@@ -26,3 +28,25 @@ def keep_for_bytes(n):
     if not 1 <= n <= WORD_BYTES:
         raise ValueError(f"a word holds 1..{WORD_BYTES} bytes, not {n!r}")
     return (1 << n) - 1
+
+
+class StreamRegister(wiring.Component):
+    """A register stage on a frame stream, at full throughput: ``o`` is ``i``
+    one cycle later. ``valid`` and the payload are registered (the forward
+    path ends here); ``i.ready`` is ``o.ready`` or an empty register.
+
+    Ports
+    -----
+    i : In(FrameStream())
+    o : Out(FrameStream())
+    """
+
+    i: In(FrameStream())
+    o: Out(FrameStream())
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.i.ready.eq(~self.o.valid | self.o.ready)
+        with m.If(self.i.ready):
+            m.d.sync += [self.o.valid.eq(self.i.valid), self.o.payload.eq(self.i.payload)]
+        return m

@@ -33,6 +33,7 @@ from amaranth.lib.wiring import In, Out
 from ..core import UplinkCore
 from ..mac.mac import EthernetMAC
 from ..mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads
+from ..stream import StreamRegister
 
 __all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop", "Colorlight5A75BR70Platform",
            "SYS_HZ", "TX_HZ", "RXC_HZ", "CLOCK_TARGETS_HZ"]
@@ -140,8 +141,12 @@ class BoardDatapath(wiring.Component):
                 getattr(core, f"i_{field}").eq(getattr(lan_mac.rx.payload, field)),
                 getattr(modem_mac.tx.payload, field).eq(getattr(core, f"o_{field}")),
             ]
-        # Downlink: modem MAC rx -> LAN MAC tx, unchanged.
-        wiring.connect(m, modem_mac.rx, lan_mac.tx)
+        # Downlink: modem MAC rx -> LAN MAC tx, unchanged; through a register
+        # (the modem RX FIFO's block RAM output would otherwise reach into the
+        # LAN TX writer's decisions within one system cycle).
+        m.submodules.downlink = downlink = StreamRegister()
+        wiring.connect(m, modem_mac.rx, downlink.i)
+        wiring.connect(m, downlink.o, lan_mac.tx)
 
         # The core's clock (``docs/spec.md`` section 8): system cycles since reset.
         now = Signal(48)
