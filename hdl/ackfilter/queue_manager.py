@@ -96,7 +96,8 @@ class QueueManager(wiring.Component):
 
     Ports (groups)
     --------------
-    entry_* : the ingress FIFO's read side
+    entry_* : the ingress FIFO's read side (``entry_ready`` pops the head a
+              cycle after it is taken; nothing else reads the FIFO meanwhile)
     ack_mode, ack_queue_limit, data_share : parameters
     egress_busy, shaper_eligible : may a frame start
     egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant
@@ -310,6 +311,22 @@ class QueueManager(wiring.Component):
         # states at least two cycles before any decision that reads this.
         full_q     = Signal()
         m.d.sync += full_q.eq(qlen >= limit)
+        # The node a decision writes: its address and fields come straight
+        # from flip-flops (the newest node when Decide-Prep saw a supersede,
+        # else the allocator's offer; `hit_q` marks a hit), so only the write
+        # enable depends on the decision. Lookup clears both (every way to
+        # Decide-Miss passes it); Decide-Prep sets them, and they hold through
+        # a drop that returns to Decide-Hit by Settle.
+        hit_q      = Signal()
+        sel_newest_q = Signal()
+        m.d.comb += [
+            node_w.addr.eq(Mux(sel_newest_q, newest_q, node_pool.alloc_id)),
+            node_w.data.buf.eq(cur.buf),
+            node_w.data.nbytes.eq(cur.nbytes),
+            node_w.data.l3_bytes.eq(cur.l3_bytes),
+            node_w.data.flow.eq(idx),
+            node_w.data.tracked.eq(Mux(hit_q, key_eq, cam.free)),
+        ]
         # An append of a tracked ACK grows its flow a cycle later (the first
         # cycle of Write-Record, where nothing else touches the flow's
         # counters): the per-entry decode stays off the Decide-Hit path.
@@ -421,6 +438,14 @@ class QueueManager(wiring.Component):
         col_p, col_q = Signal(node_ids), Signal(node_ids)
         m.d.comb += [node_cx.addr.eq(cov_x_q), nxt_cx.addr.eq(cov_x_q), prv_cx.addr.eq(cov_x_q)]
 
+        # The entry FIFO is popped a cycle after Idle takes its head (already
+        # in `cur`): its read enable, which clocks a few hundred flip-flops,
+        # comes from a flip-flop instead of the Idle decision. Arrive always
+        # follows, so Idle sees the FIFO's next head again.
+        pop_q = Signal()
+        m.d.sync += pop_q.eq(0)
+        m.d.comb += self.entry_ready.eq(pop_q)
+
         with m.FSM(name="manager"):
             with m.State("Idle"):
                 m.d.comb += self.idle.eq(~self.entry_valid)
@@ -430,7 +455,7 @@ class QueueManager(wiring.Component):
                 with m.If(can_depart):
                     m.next = "Depart"
                 with m.Elif(self.entry_valid):
-                    m.d.comb += self.entry_ready.eq(1)
+                    m.d.sync += pop_q.eq(1)
                     m.next = "Arrive"
 
             with m.State("Arrive"):
@@ -453,6 +478,7 @@ class QueueManager(wiring.Component):
                         m.next = "Lookup"
 
             with m.State("Lookup"):
+                m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
                 # The CAM has seen meta.tag since the previous state (Arrive
                 # or a drop); its answer is ready next cycle.
                 m.next = "Await-Lookup"
@@ -531,7 +557,8 @@ class QueueManager(wiring.Component):
                 # the enables they drive) then hang off one flip-flop.
                 strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
                 may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q
-                m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q)]
+                m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q),
+                             hit_q.eq(1), sel_newest_q.eq(may & enough_q & key_eq)]
                 m.next = "Decide-Hit"
 
             # Where the ACK goes once it needs a queue position.
@@ -546,13 +573,7 @@ class QueueManager(wiring.Component):
                     n = node_pool.alloc_id
                     m.d.comb += [
                         node_pool.take.eq(1),
-                        node_w.en.eq(1),
-                        node_w.addr.eq(n),
-                        node_w.data.buf.eq(cur.buf),
-                        node_w.data.nbytes.eq(cur.nbytes),
-                        node_w.data.l3_bytes.eq(cur.l3_bytes),
-                        node_w.data.flow.eq(idx),
-                        node_w.data.tracked.eq(tracked),
+                        node_w.en.eq(1),             # at n, tracked: see hit_q
                         nxt_w.en.eq(qlen != 0),
                         nxt_w.addr.eq(tail),
                         nxt_w.data.eq(n),
@@ -602,13 +623,7 @@ class QueueManager(wiring.Component):
                         m.d.comb += self.stat_collision.eq(1)
                 with m.Elif(supersede_q):
                     m.d.comb += [
-                        node_w.en.eq(1),
-                        node_w.addr.eq(newest_q),
-                        node_w.data.buf.eq(cur.buf),
-                        node_w.data.nbytes.eq(cur.nbytes),
-                        node_w.data.l3_bytes.eq(cur.l3_bytes),
-                        node_w.data.flow.eq(idx),
-                        node_w.data.tracked.eq(1),
+                        node_w.en.eq(1),             # at newest_q: sel_newest_q
                         self.free_buf_en.eq(1),
                         self.free_buf_id.eq(old_buf_q),
                         self.stat_superseded.eq(1),
