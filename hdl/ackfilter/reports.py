@@ -68,6 +68,8 @@ import subprocess
 import sys
 import time
 
+from .board.build import PNR_SEED
+
 __all__ = [
     "DEVICE", "Design", "Target", "TARGETS", "register_target", "PinHarness",
     "parse_yosys_stat", "block_usage", "parse_nextpnr_log", "parse_nextpnr_report",
@@ -691,7 +693,7 @@ def constraints_lpf(design):
     return "\n".join(lines) + "\n"
 
 
-def place_and_route(design, workdir, *, seed=1, timeout=1800):
+def place_and_route(design, workdir, *, seed=PNR_SEED, timeout=1800):
     """nextpnr-ecp5 on ``netlist.json``; returns the parsed report plus wall time."""
     workdir = pathlib.Path(workdir)
     (workdir / "constraints.lpf").write_text(constraints_lpf(design))
@@ -712,7 +714,7 @@ def place_and_route(design, workdir, *, seed=1, timeout=1800):
     return pnr
 
 
-def run_target(target, *, params=None, workdir, pnr=True, seed=1, synth_timeout=1800,
+def run_target(target, *, params=None, workdir, pnr=True, seed=PNR_SEED, synth_timeout=1800,
                pnr_timeout=1800, keep_going=False, log=print):
     """Elaborate, synthesize and (unless ``pnr=False``) place and route one design.
 
@@ -761,7 +763,7 @@ def _write(out, stem, data, markdown):
     return out / f"{stem}.md"
 
 
-def run_sweep(target, *, sizes, base_params, out, pnr=False, seed=1, synth_timeout=1800,
+def run_sweep(target, *, sizes, base_params, out, pnr=False, seed=PNR_SEED, synth_timeout=1800,
               pnr_timeout=1800, jobs=1, done=None, log=print):
     """Synthesize (and optionally place) the target at each flow-table size,
     ``jobs`` sizes at a time (each tool run is single-threaded).
@@ -833,7 +835,7 @@ def main(argv=None):
     ap.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
                     help="sweep points built at once (default 2; each needs one core and "
                          "about 1 GB)")
-    ap.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
+    ap.add_argument("--seed", type=int, default=PNR_SEED, help=f"nextpnr placer seed (default {PNR_SEED})")
     ap.add_argument("--synth-timeout", type=int, default=1800, metavar="S",
                     help="give up on Yosys after S seconds (default 1800)")
     ap.add_argument("--pnr-timeout", type=int, default=1800, metavar="S",

@@ -97,7 +97,13 @@ class BuildError(Exception):
     """A tool of the build failed; the message says where its log is."""
 
 
-def build(board, *, swap_ports=False, out_root=None, seed=1, router="router2", extra_pnr=()):
+#: nextpnr's placement seed for the board and the reports. Placement moves
+#: the MAC clock domains' Fmax by +-15 %; seed 2 is the one of seeds 1-3 that
+#: meets every target on the current design (README: the board's table).
+PNR_SEED = 2
+
+
+def build(board, *, swap_ports=False, out_root=None, seed=PNR_SEED, router="router2", extra_pnr=()):
     """Build ``board``'s bitstream; returns the summary dict written to ``timing.json``.
 
     ``extra_pnr``: more nextpnr-ecp5 options (e.g. ``--placer-heap-timingweight 30``).
@@ -200,7 +206,7 @@ def main(argv=None):
     ap.add_argument("--board", required=True, choices=sorted(BOARDS), help="target board")
     ap.add_argument("--swap-ports", action="store_true",
                     help="port 1 to the LAN and port 0 to the modem (default: port 0 = LAN)")
-    ap.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    ap.add_argument("--seed", type=int, default=PNR_SEED, help=f"nextpnr placement seed (default {PNR_SEED})")
     ap.add_argument("--router", default="router2", choices=("router1", "router2"),
                     help="nextpnr router (default router2: router1 stalls on this design's congestion)")
     ap.add_argument("--nextpnr-opt", action="append", default=[], metavar="OPT",
