@@ -461,16 +461,19 @@ def test_stream_register_passes_every_word_in_order_under_backpressure():
     from ackfilter.stream import StreamRegister
     dut = StreamRegister()
     rng = random.Random(7)
-    words = [rng.getrandbits(32) for _ in range(300)]
+    # Whole beats: data, keep and last travel together.
+    words = [(rng.getrandbits(32), rng.getrandbits(4), rng.getrandbits(1)) for _ in range(300)]
     got = []
 
     async def producer(ctx):
-        for w in words:
+        for data, keep, last in words:
             while rng.random() < 0.3:                  # idle cycles
                 ctx.set(dut.i.valid, 0)
                 await ctx.tick()
             ctx.set(dut.i.valid, 1)
-            ctx.set(dut.i.payload.data, w)
+            ctx.set(dut.i.payload.data, data)
+            ctx.set(dut.i.payload.keep, keep)
+            ctx.set(dut.i.payload.last, last)
             while True:                                # held until taken at an edge
                 _clk, _rst, taken = await ctx.tick().sample(dut.i.ready)
                 if taken:
@@ -481,9 +484,10 @@ def test_stream_register_passes_every_word_in_order_under_backpressure():
         for _ in range(4000):                          # ample: 300 words at ~0.4 a cycle
             ready = rng.random() < 0.6
             ctx.set(dut.o.ready, ready)
-            _clk, _rst, valid, word = await ctx.tick().sample(dut.o.valid, dut.o.payload.data)
+            _clk, _rst, valid, data, keep, last = await ctx.tick().sample(
+                dut.o.valid, dut.o.payload.data, dut.o.payload.keep, dut.o.payload.last)
             if ready and valid:
-                got.append(word)
+                got.append((data, keep, last))
 
     simulate(dut, producer, consumer, name="stream_register")
     assert got == words
