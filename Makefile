@@ -57,7 +57,7 @@ captures: ## (root) remake sim/captures/*.pcap.gz: real Linux TCP in network nam
 
 verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog
-	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.gen_verilog -o build/verilog/ackfilter_core.v
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.gateware.gen_verilog -o build/verilog/ackfilter_core.v
 
 clean: ## remove build/ (keeps .venv)
 	rm -rf build

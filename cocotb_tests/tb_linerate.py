@@ -25,7 +25,7 @@ from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
 from ackfilter.model import FilterModel, classify
-from ackfilter.traces import Flow, random_trace, tcp_frame
+from ackfilter.sim.traces import Flow, random_trace, tcp_frame
 from ackfilter_tb import TB, frame_words, scoreboard
 
 #: 62.5 MHz system clock, 1 Gb/s: cycles per byte on the wire.

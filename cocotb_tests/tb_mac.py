@@ -28,7 +28,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from mac_top import STROBES
+from ackfilter.gateware.mac.sim_top import STROBES
 
 SYS_PERIOD_PS = 16_000
 #: Byte period at 1000 Mb/s and the RX clock period at 100 Mb/s (a nibble a cycle).

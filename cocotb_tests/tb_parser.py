@@ -2,7 +2,7 @@
 
 Every case is a Scapy-built frame with a class reasoned by hand from the spec
 (``runt``, ``oversize``, ``ack`` (an eligible pure ACK), ``ack-ineligible``
-or ``data``), independent of the golden model: the hand-reasoned ones of :func:`ackfilter.traces.malformed_cases`
+or ``data``), independent of the golden model: the hand-reasoned ones of :func:`ackfilter.sim.traces.malformed_cases`
 and the groups of :func:`parser_cases` below. Three benches drive them
 through the real RTL:
 
@@ -34,7 +34,7 @@ from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
 from ackfilter.model import FilterModel
-from ackfilter.traces import malformed_cases
+from ackfilter.sim.traces import malformed_cases
 from ackfilter_tb import TB, scoreboard
 
 MODES = P.ACK_FILTER_MODES

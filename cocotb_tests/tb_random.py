@@ -29,7 +29,7 @@ from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
 from ackfilter.model import FilterModel
-from ackfilter.traces import random_trace
+from ackfilter.sim.traces import random_trace
 from ackfilter_tb import TB, scoreboard
 
 #: Depth of the ingress -> queue manager FIFO (``core.ENTRY_FIFO_DEPTH``).

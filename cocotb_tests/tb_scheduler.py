@@ -25,9 +25,9 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
-from ackfilter.cake import cake_accounting
+from ackfilter.model.cake import cake_accounting
 from ackfilter.model import FilterModel, GcraShaper, LinkAccounting, gcra_departures
-from ackfilter.traces import Flow, tcp_frame
+from ackfilter.sim.traces import Flow, tcp_frame
 from ackfilter_tb import TB, scoreboard
 from tb_random import send_paced
 

@@ -35,7 +35,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from ackfilter import params as P
 from ackfilter.model import FilterModel, classify
 from ackfilter.model.flowkey import flow_tag
-from ackfilter.traces import Flow, MSS, tcp_frame
+from ackfilter.sim.traces import Flow, MSS, tcp_frame
 from ackfilter_tb import TB, scoreboard
 
 CONSERVATIVE, AGGRESSIVE = P.ACK_FILTER_MODES["conservative"], P.ACK_FILTER_MODES["aggressive"]

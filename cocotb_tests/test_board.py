@@ -1,11 +1,11 @@
-"""pytest wrapper of ``tb_board``: the board top (``board_top.BoardSimTop``) end
+"""pytest wrapper of ``tb_board``: the board top (``ackfilter.board.sim_top.BoardSimTop``) end
 to end, LAN -> modem through the uplink core and modem -> LAN passthrough,
 against cocotbext-eth's RGMII models. Built once (``build_name="board"``)."""
 
 import pytest
 
 import runner
-from board_top import board_verilog
+from ackfilter.sim.verilog import verilog
 
 TESTS = [
     "test_uplink_ack_burst_leaves_the_modem_port_unchanged",
@@ -16,6 +16,6 @@ TESTS = [
 
 @pytest.mark.parametrize("name", TESTS)
 def test_board(name):
-    runner.run_cocotb("tb_board", toplevel="board_top", verilog_sources=[board_verilog()],
+    runner.run_cocotb("tb_board", toplevel="board_top", verilog_sources=[verilog("board")],
                       build_name="board",
                       extra_env={"COCOTB_TEST_FILTER": rf"^tb_board\.{name}$"})

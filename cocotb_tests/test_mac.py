@@ -1,6 +1,6 @@
 """pytest wrappers of ``tb_mac``: one EthernetMAC against cocotbext-eth's RGMII models.
 
-The MAC top (``mac_top.MACSimTop``) is built once (``build_name="mac"``) with a
+The MAC top (``ackfilter.gateware.mac.sim_top.MACSimTop``) is built once (``build_name="mac"``) with a
 1 fs simulator precision, so the RX/TX clocks can be 100 ppm off (8.0008 ns).
 """
 
@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import pytest
 
 import runner
-from mac_top import mac_verilog
+from ackfilter.sim.verilog import verilog
 
 TESTS = [
     "test_rx_frame_sizes_arrive_intact_without_fcs",
@@ -39,6 +39,6 @@ def _timescale(ts):
 @pytest.mark.parametrize("name", TESTS)
 def test_mac(name):
     with _timescale(TIMESCALE):
-        runner.run_cocotb("tb_mac", toplevel="mac_top", verilog_sources=[mac_verilog()],
+        runner.run_cocotb("tb_mac", toplevel="mac_top", verilog_sources=[verilog("mac")],
                           build_name="mac",
                           extra_env={"COCOTB_TEST_FILTER": rf"^tb_mac\.{name}(/.*)?$"})

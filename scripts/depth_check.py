@@ -27,8 +27,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     if not args.reuse:
         from amaranth.back import rtlil
-        from ackfilter.core import UplinkCore
-        from ackfilter.reports import PinHarness, _tool
+        from ackfilter.gateware.core import UplinkCore
+        from ackfilter.reports.report import PinHarness, _tool
         core = UplinkCore(ack_slots=args.ack_slots, flow_entries=args.flow_entries)
         (out / "harness.il").write_text(rtlil.convert(PinHarness(core), name="harness",
                                                       emit_src=False))

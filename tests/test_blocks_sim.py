@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from amaranth.sim import Simulator
 
-from ackfilter import traces
-from ackfilter.buffer_pool import BufferPool, FreeStack
-from ackfilter.flow_cam import FlowCAM
+from ackfilter.sim import traces
+from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
+from ackfilter.gateware.flow_cam import FlowCAM
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.shaper import GcraShaper, LinkAccounting
 from ackfilter.params import MAX_FRAME_BYTES
-from ackfilter.parser import FrameClass, FrameParser
-from ackfilter.shaper import RECOVERY_CYCLES, LinkCharge, Shaper
+from ackfilter.gateware.parser import FrameClass, FrameParser
+from ackfilter.gateware.shaper import RECOVERY_CYCLES, LinkCharge, Shaper
 
 CLS = {FrameClass.DATA: "data", FrameClass.ACK: "ack", FrameClass.RUNT: "runt",
        FrameClass.OVERSIZE: "oversize"}
@@ -367,7 +367,7 @@ def test_buffer_pool_never_hands_out_a_buffer_twice():
 
 def test_csr_bank_clamps_signed_parameters_and_reads_them_back_sign_extended():
     from ackfilter import params as P
-    from ackfilter.csr import CSRBank
+    from ackfilter.gateware.csr import CSRBank
     dut = CSRBank()
     ovh, mpu = P.param("shaper_overhead_bytes"), P.param("shaper_mpu_bytes")
     # (register, word written, value held, word read back)
@@ -434,7 +434,7 @@ def test_free_stack_hands_out_every_id_once_and_the_last_freed_first():
 
 def test_csr_bank_clamps_every_parameter_to_its_range():
     from ackfilter import params as P
-    from ackfilter.csr import CSRBank
+    from ackfilter.gateware.csr import CSRBank
     dut = CSRBank()
     plan = []
     for p in P.PARAMS:
@@ -458,7 +458,7 @@ def test_csr_bank_clamps_every_parameter_to_its_range():
 
 
 def test_stream_register_passes_every_word_in_order_under_backpressure():
-    from ackfilter.stream import StreamRegister
+    from ackfilter.gateware.lib.stream import StreamRegister
     dut = StreamRegister()
     rng = random.Random(7)
     # Whole beats: data, keep and last travel together.

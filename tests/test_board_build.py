@@ -6,6 +6,7 @@ The toolchain itself is not run here (a place and route takes ~12 minutes);
 import pytest
 
 from ackfilter.board import build as B
+from ackfilter.reports.nextpnr import parse_nextpnr_log
 
 # The tail of a real nextpnr-ecp5 log of this board (post-route figures come last).
 LOG = """
@@ -27,10 +28,12 @@ TARGETS = {"sync": 62.5e6, "lan_rx": 125e6, "modem_rx": 125e6, "tx": 125e6}
 
 
 def test_log_gives_the_post_route_figure_of_each_clock_and_the_utilization():
-    fmax, util = B.parse_nextpnr_log(LOG)
-    assert fmax["$glbnet$lan_tx_clk"] == (121.0, 125.0)
-    assert fmax["$glbnet$modem_rx_clk"] == (146.35, 125.0)
-    assert util["TRELLIS_COMB"] == (14479, 24288) and util["DP16KD"] == (34, 56)
+    parsed = parse_nextpnr_log(LOG)
+    fmax, util = parsed["fmax"], parsed["utilization"]
+    assert fmax["$glbnet$lan_tx_clk"] == {"achieved": 121.0, "constraint": 125.0}
+    assert fmax["$glbnet$modem_rx_clk"] == {"achieved": 146.35, "constraint": 125.0}
+    assert util["TRELLIS_COMB"] == {"used": 14479, "available": 24288}
+    assert util["DP16KD"] == {"used": 34, "available": 56}
 
 
 def test_clock_nets_are_named_by_domain_and_ports_follow_the_swap():
@@ -41,7 +44,7 @@ def test_clock_nets_are_named_by_domain_and_ports_follow_the_swap():
 
 
 def test_a_missed_domain_fails_with_its_margin_and_a_missing_one_fails_too():
-    fmax, _ = B.parse_nextpnr_log(LOG)
+    fmax = parse_nextpnr_log(LOG)["fmax"]
     rows = {r[0]: r for r in B.check_timing(fmax, TARGETS)}
     domain, net, got, want, margin, ok = rows["tx"]
     assert (got, want, ok) == (121.0, 125.0, False) and margin == pytest.approx(-3.2)
@@ -52,7 +55,7 @@ def test_a_missed_domain_fails_with_its_margin_and_a_missing_one_fails_too():
 
 
 def test_the_configured_target_wins_over_a_lower_constraint():
-    rows = B.check_timing({"$glbnet$clk": (60.0, 50.0)}, {"sync": 62.5e6})
+    rows = B.check_timing({"$glbnet$clk": {"achieved": 60.0, "constraint": 50.0}}, {"sync": 62.5e6})
     assert rows[0][3] == 62.5 and not rows[0][5]
 
 

@@ -5,6 +5,7 @@ import struct
 import pytest
 
 from ackfilter import cli
+from ackfilter.sim import pcap
 
 
 def run(argv, capsys):
@@ -115,11 +116,11 @@ def test_pcap_round_trip(tmp_path):
     """read_pcap gives nanoseconds; write_pcap writes a nanosecond pcap."""
     path = tmp_path / "in.pcap"
     path.write_bytes(pcap_header() + pcap_record(100, 5, b"a" * 60) + pcap_record(101, 7, b"b" * 61))
-    frames = cli.read_pcap(str(path))
+    frames = pcap.read_pcap(str(path))
     assert frames == [(100_000_005_000, b"a" * 60), (101_000_007_000, b"b" * 61)]
     out = tmp_path / "out.pcap"
-    cli.write_pcap(str(out), [(t + 3, d) for t, d in frames])
-    assert cli.read_pcap(str(out)) == [(100_000_005_003, b"a" * 60), (101_000_007_003, b"b" * 61)]
+    pcap.write_pcap(str(out), [(t + 3, d) for t, d in frames])
+    assert pcap.read_pcap(str(out)) == [(100_000_005_003, b"a" * 60), (101_000_007_003, b"b" * 61)]
     from scapy.utils import rdpcap
     pkts = rdpcap(str(out))
     assert len(pkts) == 2 and bytes(pkts[1]) == b"b" * 61
@@ -133,7 +134,7 @@ def test_pcapng_input(tmp_path):
     pkt.time = 1000.25
     with PcapNgWriter(str(path)) as w:
         w.write(pkt)
-    frames = cli.read_pcap(str(path))
+    frames = pcap.read_pcap(str(path))
     assert frames == [(1_000_250_000_000, bytes(pkt))]
 
 
@@ -188,7 +189,7 @@ def _three_frame_pcap():
 def test_a_pcap_cut_short_replays_its_whole_frames_and_says_so(tmp_path, capsys, cut, where):
     path = tmp_path / "cut.pcap"
     path.write_bytes(_three_frame_pcap()[:cut])
-    frames = cli.read_pcap(str(path))
+    frames = pcap.read_pcap(str(path))
     err = capsys.readouterr().err
     whole = [b"a" * 60, b"b" * 70][:2 if "record 3" in where else 1]
     assert [d for _t, d in frames] == whole
@@ -212,11 +213,11 @@ def test_a_pcapng_cut_short_replays_its_whole_frames_and_says_so(tmp_path, capsy
         if n == 2:
             whole_two = len(path.read_bytes())
     data = path.read_bytes()
-    assert len(cli.read_pcap(str(path))) == 3
+    assert len(pcap.read_pcap(str(path))) == 3
     # inside the last block's header, its data, its trailing length
     for cut in (whole_two + 5, whole_two + 40, len(data) - 1):
         path.write_bytes(data[:cut])
-        frames = cli.read_pcap(str(path))
+        frames = pcap.read_pcap(str(path))
         err = capsys.readouterr().err
         assert [d for _t, d in frames] == [bytes(p) for p in pkts[:2]], cut
         assert "truncated" in err and "block" in err and "the 2 whole frames" in err
@@ -226,7 +227,7 @@ def test_a_frame_cut_at_the_snap_length_is_still_blamed_on_the_snap_length(tmp_p
     path = tmp_path / "snap.pcap"
     rec = struct.pack("<IIII", 1, 0, 60, 1514) + bytes(60)
     path.write_bytes(pcap_header() + rec)
-    assert len(cli.read_pcap(str(path))) == 1
+    assert len(pcap.read_pcap(str(path))) == 1
     err = capsys.readouterr().err
     assert "snap length" in err and "truncated" not in err
 
@@ -234,21 +235,21 @@ def test_a_frame_cut_at_the_snap_length_is_still_blamed_on_the_snap_length(tmp_p
 def test_a_corrupt_record_length_is_an_error(tmp_path):
     path = tmp_path / "bad.pcap"
     path.write_bytes(pcap_header() + struct.pack("<IIII", 1, 0, 10**9, 10**9) + bytes(64))
-    with pytest.raises(cli.PcapError, match="corrupt"):
-        cli.read_pcap(str(path))
+    with pytest.raises(pcap.PcapError, match="corrupt"):
+        pcap.read_pcap(str(path))
 
 
 def test_a_gzipped_pcap_is_read(tmp_path):
     import gzip
     path = tmp_path / "in.pcap.gz"
     path.write_bytes(gzip.compress(_three_frame_pcap()))
-    assert [len(d) for _t, d in cli.read_pcap(str(path))] == [60, 70, 80]
+    assert [len(d) for _t, d in pcap.read_pcap(str(path))] == [60, 70, 80]
 
 
 # --- what the replay command says before it runs -------------------------------
 
 class FakeReplay:
-    """Stands in for ``ackfilter.replay.replay`` (no RTL): records its
+    """Stands in for ``ackfilter.sim.replay.replay`` (no RTL): records its
     arguments and what had been printed on stderr when it was called."""
 
     def __init__(self, capsys):
@@ -258,7 +259,7 @@ class FakeReplay:
 
     def __call__(self, in_frames, **kwargs):
         from ackfilter import params
-        from ackfilter.replay import ReplayResult
+        from ackfilter.sim.replay import ReplayResult
         self.err_before = self.capsys.readouterr().err
         self.calls.append(kwargs)
         counters = {c.name: 0 for c in params.COUNTERS}
@@ -272,7 +273,7 @@ class FakeReplay:
 
 @pytest.fixture
 def fake_replay(monkeypatch, capsys):
-    from ackfilter import replay as rp
+    from ackfilter.sim import replay as rp
     fake = FakeReplay(capsys)
     monkeypatch.setattr(rp, "replay", fake)
     monkeypatch.setattr(rp, "build_needed", lambda elab=None: False, raising=False)
@@ -312,7 +313,7 @@ def test_warnings_stay_quiet_for_an_ordinary_capture(eth_pcap, tmp_path, capsys,
 
 def test_ack_slots_above_the_built_size_announce_the_rebuild_first(eth_pcap, tmp_path, capsys,
                                                                   fake_replay, monkeypatch):
-    from ackfilter import replay as rp
+    from ackfilter.sim import replay as rp
     asked = []
     monkeypatch.setattr(rp, "build_needed", lambda elab=None: asked.append(dict(elab)) or True)
     code, err = run_replay(["replay", "--in", str(eth_pcap), "--out", str(tmp_path / "o.pcap"),
@@ -327,7 +328,7 @@ def test_ack_slots_above_the_built_size_announce_the_rebuild_first(eth_pcap, tmp
 
 def test_ack_slots_within_the_built_size_or_cached_say_nothing(eth_pcap, tmp_path, capsys,
                                                               fake_replay, monkeypatch):
-    from ackfilter import replay as rp
+    from ackfilter.sim import replay as rp
     for slots, needed in (("64", True), ("200", False)):
         monkeypatch.setattr(rp, "build_needed", lambda elab=None, needed=needed: needed)
         code, err = run_replay(["replay", "--in", str(eth_pcap), "--out", str(tmp_path / "o.pcap"),
@@ -336,7 +337,7 @@ def test_ack_slots_within_the_built_size_or_cached_say_nothing(eth_pcap, tmp_pat
 
 
 def test_build_needed_is_true_in_an_empty_build_dir(tmp_path, monkeypatch):
-    from ackfilter import replay as rp
+    from ackfilter.sim import replay as rp
     monkeypatch.setenv("ACKFILTER_BUILD_DIR", str(tmp_path))
     assert rp.build_needed({}) and rp.build_needed({"ack_slots": 200})
 
@@ -385,7 +386,7 @@ def test_bad_link_options_are_errors(eth_pcap, tmp_path, capsys, options, says):
 
 
 def test_help_lists_every_preset_with_its_numbers_citing_tc_cake(capsys):
-    from ackfilter.cake import CAKE_KEYWORDS, keyword_summary
+    from ackfilter.model.cake import CAKE_KEYWORDS, keyword_summary
     code, out = None, None
     with pytest.raises(SystemExit) as info:
         cli.main(["replay", "--help"])

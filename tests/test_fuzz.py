@@ -1,4 +1,4 @@
-"""The mutation campaign (``ackfilter.fuzz``): the committed captures, the mutator,
+"""The mutation campaign (``ackfilter.sim.fuzz``): the committed captures, the mutator,
 and a short campaign through the RTL (the default replay binary, shared with
 ``test_replay.py``).
 
@@ -20,8 +20,11 @@ from scapy.layers.inet6 import IPv6, in6_chksum
 from scapy.layers.l2 import Ether
 from scapy.layers.ppp import PPPoE  # noqa: F401  (Ether then dissects PPPoE sessions)
 
-from ackfilter import traces
-from ackfilter.fuzz import campaign, checker, mutate
+from ackfilter.sim import traces
+from ackfilter.sim.fuzz import campaign
+from ackfilter.sim.pcap import read_pcap, write_pcap
+from ackfilter.sim.fuzz import checker
+from ackfilter.sim.fuzz import mutate
 
 SHORT_FRAMES = 50_000
 
@@ -97,15 +100,15 @@ def test_capture_checksums_are_real(captures):
 
 def test_read_pcap_reads_what_write_pcap_wrote(tmp_path):
     frames = traces.random_trace(3, 300, 10)
-    traces.write_pcap(tmp_path / "t.pcap", frames)
+    write_pcap(tmp_path / "t.pcap", frames, seconds=True)
     (tmp_path / "t.pcap.gz").write_bytes(gzip.compress((tmp_path / "t.pcap").read_bytes()))
     for name in ("t.pcap", "t.pcap.gz"):
-        back = campaign.read_pcap(tmp_path / name)
+        back = read_pcap(tmp_path / name, seconds=True, strict=True)
         assert [f for _t, f in back] == [f for _t, f in frames]
         assert all(abs(a - b) < 1e-9 for (a, _), (b, _) in zip(back, frames))
     (tmp_path / "cut.pcap").write_bytes((tmp_path / "t.pcap").read_bytes()[:-5])
     with pytest.raises(ValueError, match="cut short"):
-        campaign.read_pcap(tmp_path / "cut.pcap")
+        read_pcap(tmp_path / "cut.pcap", seconds=True, strict=True)
 
 
 # --- the mutator ---------------------------------------------------------------------
@@ -207,7 +210,7 @@ def test_chunks_are_deterministic_from_seed_and_index_and_frames_unique(captures
 # --- the campaign through the RTL -----------------------------------------------------
 
 def test_the_checker_passes_a_clean_real_run_and_catches_each_kind_of_tampering(captures):
-    from ackfilter.replay import replay
+    from ackfilter.sim.replay import replay
     frames = captures["download-loss"][:4000]
     # Aggressive mode on a slow uplink: every flow keeps about one ACK queued,
     # so supersession is constant and the queue never overflows.
@@ -267,7 +270,7 @@ def test_the_command_saves_a_failing_chunk_with_its_reproduction_and_exits_accor
         d = tmp_path / f"seed5-chunk{k}"
         report = (d / "report.txt").read_text()
         assert f"--only-chunk {k}" in report and "ackfilter replay --in" in report
-        assert len(campaign.read_pcap(d / "in.pcap")) == 1500
+        assert len(read_pcap(d / "in.pcap", seconds=True)) == 1500
 
 
 def test_the_command_explains_a_bad_frame_count():

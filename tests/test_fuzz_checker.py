@@ -1,4 +1,4 @@
-"""The campaign's independent checker (``ackfilter.fuzz.checker``) on hand-built runs.
+"""The campaign's independent checker (``ackfilter.sim.fuzz.checker``) on hand-built runs.
 
 Frames are built with Scapy; each test states an output a core could produce
 and what the rules of issue 9 say about it. The counters are written by hand
@@ -13,7 +13,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
 from ackfilter import params
-from ackfilter.fuzz.checker import check, parse_segment
+from ackfilter.sim.fuzz.checker import check, parse_segment
 
 SLOT = 256
 _ids = itertools.count(1)

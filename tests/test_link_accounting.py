@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ackfilter import params as P
-from ackfilter import traces
-from ackfilter.cake import CAKE_KEYWORDS, CakeError, cake_accounting, keyword_summary
+from ackfilter.sim import traces
+from ackfilter.model.cake import CAKE_KEYWORDS, CakeError, cake_accounting, keyword_summary
 from ackfilter.model.pktparse import ip_packet_length
 from ackfilter.model.shaper import GcraShaper, LinkAccounting, charged_bytes, gcra_departures
 
@@ -186,7 +186,7 @@ def _spec_keyword_table():
 
 
 def test_the_spec_lists_every_keyword_with_its_numbers():
-    # One definition (ackfilter.cake.CAKE_KEYWORDS); the spec's table is checked against it.
+    # One definition (ackfilter.model.cake.CAKE_KEYWORDS); the spec's table is checked against it.
     rows = _spec_keyword_table()
     assert list(rows) == [k.name for k in CAKE_KEYWORDS]
     for kw in CAKE_KEYWORDS:

@@ -18,12 +18,12 @@ import pytest
 from amaranth.hdl import *
 from amaranth.sim import Simulator
 
-from ackfilter.mac.crc import (CRC32, CRC32_INIT, CRC32_RESIDUE, crc32, crc32_term, crc32_update,
+from ackfilter.gateware.mac.crc import (CRC32, CRC32_INIT, CRC32_RESIDUE, crc32, crc32_term, crc32_update,
                                fcs_bytes)
-from ackfilter.mac.rgmii import RGMIIRxConverter, RGMIITxConverter
-from ackfilter.mac.rx import RxFramer
-from ackfilter.mac.tx import TxFramer
-from ackfilter.mac.mac import EthernetMAC
+from ackfilter.gateware.mac.rgmii import RGMIIRxConverter, RGMIITxConverter
+from ackfilter.gateware.mac.rx import RxFramer
+from ackfilter.gateware.mac.tx import TxFramer
+from ackfilter.gateware.mac.mac import EthernetMAC
 
 
 def simulate(dut, *testbenches, name="sim"):
@@ -355,7 +355,7 @@ def test_ethernet_mac_rejects_bad_parameters():
 
 @pytest.mark.parametrize("stages", [1, 3])
 def test_tx_prefetch_keeps_order_under_random_stalls(stages):
-    from ackfilter.mac.tx import _Prefetch
+    from ackfilter.gateware.mac.tx import _Prefetch
     dut = _Prefetch(8, stages=stages)
     src = list(range(200))
     got = []
@@ -382,7 +382,7 @@ def test_tx_prefetch_keeps_order_under_random_stalls(stages):
 
 @pytest.mark.parametrize("w_period,r_period", [(8e-9, 16e-9), (16e-9, 8e-9), (8e-9, 8.0008e-9)])
 def test_fast_async_fifo_keeps_every_word_in_order(w_period, r_period):
-    from ackfilter.mac.afifo import FastAsyncFIFO
+    from ackfilter.gateware.mac.afifo import FastAsyncFIFO
     dut = FastAsyncFIFO(width=16, depth=8, w_domain="w", r_domain="r")
     m = Module()
     m.domains.w = ClockDomain("w")

@@ -11,7 +11,8 @@ from scapy.layers.inet import IP, TCP, UDP, IPOption_Router_Alert
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
-from ackfilter import traces
+from ackfilter.sim import traces
+from ackfilter.sim.pcap import read_pcap, write_pcap
 from ackfilter.model import FilterModel, classify, gcra_departures, GcraShaper, before, after
 
 CONSERVATIVE, AGGRESSIVE = 1, 2
@@ -754,8 +755,8 @@ def test_demo_scenario_is_sorted_unique_and_mostly_acks():
 
 def test_pcap_round_trip_keeps_nanosecond_times(tmp_path):
     trace = [(1.000000001, mk_ack(1)), (2.5, mk_data(100))]
-    traces.write_pcap(tmp_path / "t.pcap", trace)
-    back = traces.read_pcap(tmp_path / "t.pcap")
+    write_pcap(tmp_path / "t.pcap", trace, seconds=True)
+    back = read_pcap(tmp_path / "t.pcap", seconds=True)
     assert [f for _, f in back] == [f for _, f in trace]
     assert abs(back[0][0] - 1.000000001) < 1e-12 * 10 and back[1][0] == 2.5
 

@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
-from ackfilter import params, traces
+from ackfilter import params
+from ackfilter.sim import pcap, traces
 from ackfilter.model import FilterModel
 from ackfilter.model.scoreboard import check_run
-from ackfilter.replay import replay
+from ackfilter.sim.replay import replay
 
 
 @pytest.mark.parametrize("mode,elab", [
@@ -71,7 +72,7 @@ def _mixed_data_frames(n, seed):
 def test_output_times_follow_the_charged_bytes(words):
     # 10 Mb/s is 50 cycles per byte exactly; with no burst each frame starts
     # its predecessor's charge later (plus the 0..3 cycles of the grant).
-    from ackfilter.cake import cake_accounting
+    from ackfilter.model.cake import cake_accounting
     from ackfilter.model.shaper import LinkAccounting
     acc = LinkAccounting() if words is None else cake_accounting(words)
     frames = _mixed_data_frames(60, seed=len(words or ""))
@@ -93,7 +94,7 @@ def test_output_times_follow_the_charged_bytes(words):
 def test_full_size_frames_leave_one_charge_apart_under_docsis_and_by_default():
     # Hand numbers: a 1514-byte frame (IP 1500) is charged 1518 under docsis
     # (1500 + 18) and 1538 by default (1514 + 24): 1.2144 ms and 1.2304 ms at 10 Mb/s.
-    from ackfilter.cake import cake_accounting
+    from ackfilter.model.cake import cake_accounting
     flow = traces.Flow(src="10.0.0.2", dst="203.0.113.5", sport=5000, dport=80)
     frames = [(0.0, traces.tcp_frame(flow, seq=1 + 1460 * i, ack=1, flags="PA",
                                      payload=bytes(1460), ip_id=i)) for i in range(12)]
@@ -115,9 +116,9 @@ def test_replay_command_charges_a_cake_preset(tmp_path):
     assert s["params"]["shaper_overhead_bytes"] == -20 and s["params"]["shaper_link_layer"] == 2
     assert s["params"]["link_accounting"] == "ip - 20, ptm"
     assert s["params"]["link_words"] == "pppoe-ptm overhead -20"
-    from ackfilter.cake import cake_accounting
+    from ackfilter.model.cake import cake_accounting
     acc = cake_accounting("overhead -20 ptm")
-    out = traces.read_pcap(str(dst))
+    out = pcap.read_pcap(str(dst), seconds=True)
     assert len(out) >= 20
     # The default bucket (1514 bytes) lets the first frames go at once; once
     # twice that has been charged, each frame leaves its predecessor's charge later.
@@ -145,7 +146,7 @@ def test_replay_reads_every_csr_word_the_table_names(monkeypatch):
 
 
 def write_pcap(path, frames):
-    traces.write_pcap(str(path), frames)
+    pcap.write_pcap(str(path), frames, seconds=True)
 
 
 def run_cli(*args):
@@ -161,7 +162,7 @@ def test_replay_command_writes_pcap_and_stats_that_account_for_every_frame(tmp_p
                    "--ack-filter", "aggressive", "--stats", stats, "--quiet")
     assert proc.returncode == 0, proc.stderr
     s = json.loads(stats.read_text())
-    out = traces.read_pcap(str(dst))
+    out = pcap.read_pcap(str(dst), seconds=True)
     assert s["frames_in"] == len(frames)
     assert s["frames_out"] == len(out)
     assert s["frames_in"] == s["frames_out"] + s["acks_superseded"] + sum(s["drops"].values())

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ackfilter import reports as R
+from ackfilter.reports import report as R
 
 # A two-level hierarchy as `synth_ecp5 -noflatten; stat -json` writes it:
 # harness > core > {manager > cam, csr}, the core holding two RAMs and a LUT.

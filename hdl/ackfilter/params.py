@@ -1,7 +1,9 @@
-"""The one table of every run-time parameter and counter of the uplink core.
+"""The one table of the core's facts: clock, sizes, events, parameters, counters.
 
-The CSR bank (:mod:`ackfilter.csr`), the replay harness, the model, the host
-tool and the docs all read this table; nothing else spells an address.
+The gateware (:mod:`ackfilter.gateware`), the golden model, the replay
+harness, the host tool and the docs all read this module; nothing else spells
+an address, a size default or an event number. The C header and the JSON
+register map are generated from it (:mod:`ackfilter.regmap`).
 
 Registers are 32 bits wide on a word-addressed bus. Counters are 64 bits,
 split in a low word (address ``2k``) and a high word (``2k + 1``); reading the
@@ -14,14 +16,34 @@ from dataclasses import dataclass
 from .units import format_rate
 
 __all__ = [
-    "F_SYS_HZ", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
+    "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "OVERRUN_EVENT",
+    "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
     "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "counter", "cpb_q16_for_rate",
     "rate_limits_bps",
 ]
 
-#: System clock of the core (DESIGN.md: 32-bit datapath at 62.5 MHz).
+#: System clock of the core: a 32-bit word per cycle at 62.5 MHz is 2 Gb/s,
+#: twice a 1 Gb/s port (docs/design.md, "Clocks").
 F_SYS_HZ = 62_500_000
+
+#: Elaboration defaults of the uplink core (docs/design.md, "Sizes"): ACK
+#: queue positions, flow table entries and the data ring in bytes (a power of two).
+ACK_SLOTS = 64
+FLOW_ENTRIES = 64
+DATA_BUFFER_BYTES = 32768
+
+#: What the queue manager reports on its event port, by number (spec section 7).
+EVENTS = (
+    "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
+    "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
+    "DEPART_ACK", "DEPART_DATA", "DROP_ACK_COVERED",
+)
+#: The ingress's overrun strobe is a port of its own; traces record it as this
+#: kind and name (after every queue manager event).
+OVERRUN_KIND = 15
+OVERRUN_EVENT = "DROP_OVERRUN"
+assert len(EVENTS) <= OVERRUN_KIND
 
 #: Frames longer than this are dropped (``drop_oversize``; spec section 2).
 MAX_FRAME_BYTES = 2048

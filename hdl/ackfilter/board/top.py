@@ -2,8 +2,8 @@
 
 Split in two so the simulators run everything but the pads and the PLL:
 
-* :class:`BoardDatapath` (simulable): both :class:`~ackfilter.mac.mac.EthernetMAC`
-  cores on plain RGMII-side signals, the :class:`~ackfilter.core.UplinkCore`
+* :class:`BoardDatapath` (simulable): both :class:`~ackfilter.gateware.mac.mac.EthernetMAC`
+  cores on plain RGMII-side signals, the :class:`~ackfilter.gateware.core.UplinkCore`
   (LAN MAC rx -> core -> modem MAC tx), the downlink passthrough (modem MAC
   rx -> LAN MAC tx), the free-running ``now`` counter, the CSR bus tied to
   its defaults and the link/activity LED. It uses the domains ``sync``
@@ -30,10 +30,10 @@ from amaranth.hdl import *
 from amaranth.lib import cdc, io, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..core import UplinkCore
-from ..mac.mac import EthernetMAC
-from ..mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads
-from ..stream import StreamRegister
+from ..gateware.core import UplinkCore
+from ..gateware.mac.mac import EthernetMAC
+from ..gateware.mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads
+from ..gateware.lib.stream import StreamRegister
 
 __all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop", "Colorlight5A75BR70Platform",
            "SYS_HZ", "TX_HZ", "RXC_HZ", "CLOCK_TARGETS_HZ"]
@@ -66,7 +66,6 @@ PHY_SIDE = wiring.Signature({
 
 _MAC_RX_PORTS = ("rxd_rise", "rxd_fall", "rx_ctl_rise", "rx_ctl_fall")
 _MAC_TX_PORTS = ("txd_rise", "txd_fall", "tx_ctl_rise", "tx_ctl_fall", "txc_rise", "txc_fall")
-_STREAM_FIELDS = ("data", "keep", "first", "last")
 
 
 class BoardDatapath(wiring.Component):
@@ -85,7 +84,7 @@ class BoardDatapath(wiring.Component):
         a PHY that sends no in-band status runs at 1000). ``False``: always
         1000 Mb/s.
     **core_params
-        Passed to :class:`~ackfilter.core.UplinkCore`.
+        Passed to :class:`~ackfilter.gateware.core.UplinkCore`.
 
     Ports
     -----
@@ -132,15 +131,8 @@ class BoardDatapath(wiring.Component):
         m.d.comb += [self.lan_link_up.eq(lan_mac.link_up), self.modem_link_up.eq(modem_mac.link_up)]
 
         # Uplink: LAN MAC rx -> UplinkCore -> modem MAC tx.
-        m.d.comb += [
-            core.i_valid.eq(lan_mac.rx.valid), lan_mac.rx.ready.eq(core.i_ready),
-            core.o_ready.eq(modem_mac.tx.ready), modem_mac.tx.valid.eq(core.o_valid),
-        ]
-        for field in _STREAM_FIELDS:
-            m.d.comb += [
-                getattr(core, f"i_{field}").eq(getattr(lan_mac.rx.payload, field)),
-                getattr(modem_mac.tx.payload, field).eq(getattr(core, f"o_{field}")),
-            ]
+        wiring.connect(m, lan_mac.rx, core.i)
+        wiring.connect(m, core.o, modem_mac.tx)
         # Downlink: modem MAC rx -> LAN MAC tx, unchanged; through a register
         # (the modem RX FIFO's block RAM output would otherwise reach into the
         # LAN TX writer's decisions within one system cycle).
@@ -155,8 +147,8 @@ class BoardDatapath(wiring.Component):
 
         # CSR bus idle: every parameter keeps its reset value (the params
         # table's defaults) until the control plane arrives.
-        m.d.comb += [core.csr_addr.eq(0), core.csr_r_en.eq(0), core.csr_w_en.eq(0),
-                     core.csr_w_data.eq(0)]
+        m.d.comb += [core.csr.addr.eq(0), core.csr.r_stb.eq(0), core.csr.w_stb.eq(0),
+                     core.csr.w_data.eq(0)]
 
         # LED: link XOR activity.
         activity = Signal(LED_STRETCH_BITS)
@@ -235,7 +227,7 @@ class BoardTop(Elaboratable):
     auto_speed : bool
         See :class:`BoardDatapath`.
     **core_params
-        Passed to :class:`~ackfilter.core.UplinkCore`.
+        Passed to :class:`~ackfilter.gateware.core.UplinkCore`.
 
     Clocks: the 25 MHz input (P6) feeds one ``EHXPLLL``: VCO 500 MHz,
     CLKOP / 4 = 125 MHz (``lan_tx`` and ``modem_tx``, also the feedback),

@@ -18,17 +18,11 @@ excuse.
 from collections import deque
 from dataclasses import dataclass
 
-from ..params import ACK_SLOT_BYTES, COUNTERS, MAX_FRAME_BYTES
+from ..params import ACK_SLOT_BYTES, COUNTERS, EVENTS, MAX_FRAME_BYTES
 from .pktparse import SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 
 __all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
 
-#: Event kinds of spec section 7, by number.
-EVENTS = (
-    "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
-    "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
-    "DEPART_ACK", "DEPART_DATA", "DROP_ACK_COVERED",
-)
 
 #: Counters the model keeps (all of ``params.COUNTERS``; ``drop_overrun`` only
 #: moves through :meth:`FilterModel.overrun`).

@@ -1,7 +1,0 @@
-"""``python -m ackfilter.fuzz``: the same as ``ackfilter fuzz``."""
-
-import sys
-
-from .campaign import main
-
-sys.exit(main(sys.argv[1:]))

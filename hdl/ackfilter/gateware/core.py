@@ -1,0 +1,264 @@
+"""The uplink core: ingress, queue manager, egress, shaper and registers.
+
+:class:`UplinkCore` is the whole LAN -> modem datapath of the system clock
+domain, with ``wiring`` ports (frame streams, the CSR bus, the event port) that
+the board top connects. :class:`UplinkCoreTop` wraps it in flat ports
+(``docs/spec.md`` section 8) for Verilator: the replay harness and the cocotb
+benches drive the same module the board does.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .. import params as P
+from .csr import CSRBank, CSRBusSignature
+from .egress import Egress
+from .ingress import Ingress, ingress_entry_layout
+from .lib.buffer_pool import BufferPool
+from .lib.stream import FrameStream, WORD_BYTES
+from .queue_manager import Event, QueueManager
+from .shaper import Shaper
+
+__all__ = ["UplinkCore", "UplinkCoreTop", "EventSignature"]
+
+#: Depth of the FIFO of classified frames between ingress and queue manager.
+ENTRY_FIFO_DEPTH = 4
+#: Spare ACK buffers beyond the queue: staging, FIFO entries, in flight.
+SPARE_BUFFERS = 8
+
+#: The trace port: ``valid`` with ``kind`` (an :data:`~.queue_manager.Event`)
+#: for each queue manager decision; ``overrun`` for a frame the ingress lost.
+EventSignature = wiring.Signature({
+    "valid":   Out(1),
+    "kind":    Out(Event),
+    "overrun": Out(1),
+})
+
+
+def _check_sizes(data_buffer_bytes):
+    if (not isinstance(data_buffer_bytes, int) or data_buffer_bytes < 4 * P.MAX_FRAME_BYTES
+            or data_buffer_bytes & (data_buffer_bytes - 1)):
+        raise TypeError(f"data_buffer_bytes must be a power of two >= {4 * P.MAX_FRAME_BYTES}, "
+                        f"not {data_buffer_bytes!r}")
+
+
+class UplinkCore(wiring.Component):
+    """The LAN -> modem datapath (see the module docstring).
+
+    Parameters
+    ----------
+    ack_slots : int           ACK queue positions (default ``params.ACK_SLOTS``)
+    flow_entries : int        flow table entries (default ``params.FLOW_ENTRIES``)
+    data_buffer_bytes : int   data ring size, a power of two (default ``params.DATA_BUFFER_BYTES``)
+
+    Ports
+    -----
+    i : In(FrameStream())        frames from the LAN MAC
+    o : Out(FrameStream())       frames to the modem MAC
+    now : In(48)                 system clock cycles since reset (the shaper's time)
+    csr : In(CSRBusSignature)    the register bus (:mod:`.csr`)
+    event : Out(EventSignature)  decisions, for traces and scoreboards
+    idle : Out(1)                nothing in flight: a harness may skip cycles
+    backlog : Out(1)             frames are queued (waiting for the shaper)
+    wake_at : Out(48)            when the shaper next lets a frame go
+    """
+
+    def __init__(self, *, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
+                 data_buffer_bytes=P.DATA_BUFFER_BYTES):
+        _check_sizes(data_buffer_bytes)
+        self.ack_slots = ack_slots
+        self.flow_entries = flow_entries
+        self.data_buffer_bytes = data_buffer_bytes
+        super().__init__({
+            "i":       In(FrameStream()),
+            "o":       Out(FrameStream()),
+            "now":     In(48),
+            "csr":     In(CSRBusSignature),
+            "event":   Out(EventSignature),
+            "idle":    Out(1),
+            "backlog": Out(1),
+            "wake_at": Out(48),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ring_words = self.data_buffer_bytes // WORD_BYTES
+        ring_bits = (ring_words - 1).bit_length()
+        desc_depth = self.data_buffer_bytes // 64
+        buf_count = self.ack_slots + SPARE_BUFFERS
+        buf_bits = (buf_count - 1).bit_length()
+        slot_words = P.ACK_SLOT_BYTES // WORD_BYTES
+
+        m.submodules.csr     = csr = CSRBank()
+        m.submodules.ingress = ingress = Ingress(ring_words=ring_words, desc_depth=desc_depth,
+                                                 buf_count=buf_count)
+        m.submodules.pool    = pool = BufferPool(count=buf_count)
+        m.submodules.manager = manager = QueueManager(
+            ack_slots=self.ack_slots, flow_entries=self.flow_entries,
+            ring_bits=ring_bits, buf_bits=buf_bits, desc_depth=desc_depth)
+        m.submodules.egress  = egress = Egress(ring_bits=ring_bits, buf_bits=buf_bits,
+                                               slot_words=slot_words)
+        m.submodules.shaper  = shaper = Shaper()
+
+        entry_layout = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
+        m.submodules.entries = entries = SyncFIFOBuffered(width=entry_layout.size,
+                                                          depth=ENTRY_FIFO_DEPTH)
+        m.submodules.data_ring = data_ring = Memory(shape=32, depth=ring_words, init=[])
+        m.submodules.ack_bufs = ack_bufs = Memory(shape=32, depth=buf_count * slot_words, init=[])
+        ring_w, ring_r = data_ring.write_port(), data_ring.read_port()
+        ack_w, ack_r = ack_bufs.write_port(), ack_bufs.read_port()
+
+        # LAN side. The input word is registered first, so nothing in the core
+        # hangs combinationally off the (asynchronous FIFO's) output; the port
+        # stays low while a `last` sits in the register.
+        in_valid = Signal()
+        in_beat = Signal.like(ingress.i.payload)
+        accept = Signal()
+        m.d.comb += [
+            self.i.ready.eq(ingress.i.ready & ~(in_valid & in_beat.last)),
+            accept.eq(self.i.valid & self.i.ready),
+        ]
+        with m.If(accept):
+            m.d.sync += [in_valid.eq(1), in_beat.eq(self.i.payload)]
+        with m.Elif(ingress.i.ready):
+            m.d.sync += in_valid.eq(0)
+        m.d.comb += [
+            ingress.i.valid.eq(in_valid),
+            ingress.i.payload.eq(in_beat),
+            ingress.ack_mode.eq(csr.params.ack_mode),
+            ring_w.en.eq(ingress.ring_wr_en), ring_w.addr.eq(ingress.ring_wr_addr),
+            ring_w.data.eq(ingress.ring_wr_data),
+            ack_w.en.eq(ingress.ack_wr_en), ack_w.addr.eq(ingress.ack_wr_addr),
+            ack_w.data.eq(ingress.ack_wr_data),
+            ingress.stage_alloc_valid.eq(pool.alloc_valid),
+            ingress.stage_alloc_id.eq(pool.alloc_id),
+            pool.take.eq(ingress.stage_take),
+            ingress.data_rd_ptr.eq(egress.data_rd_ptr),
+            ingress.data_frame_released.eq(egress.data_frame_released),
+            entries.w_en.eq(ingress.entry_valid & entries.w_rdy),
+            entries.w_data.eq(ingress.entry.as_value()),
+            ingress.entry_ready.eq(entries.w_rdy),
+        ]
+
+        # Queue manager.
+        m.d.comb += [
+            manager.entry_valid.eq(entries.r_rdy),
+            manager.entry.eq(entries.r_data),
+            entries.r_en.eq(manager.entry_ready),
+            manager.ack_mode.eq(csr.params.ack_mode),
+            manager.ack_queue_limit.eq(csr.params.ack_queue_limit),
+            manager.data_share.eq(csr.params.data_share),
+            manager.egress_busy.eq(egress.busy),
+            manager.shaper_eligible.eq(shaper.eligible),
+            pool.free_a_en.eq(manager.free_buf_en),
+            pool.free_a_id.eq(manager.free_buf_id),
+            pool.free_b_en.eq(egress.release_buf_en),
+            pool.free_b_id.eq(egress.release_buf_id),
+        ]
+
+        # Modem side.
+        m.d.comb += [
+            egress.start.eq(manager.egress_start),
+            egress.start_is_ack.eq(manager.egress_is_ack),
+            egress.start_addr.eq(manager.egress_addr),
+            egress.start_bytes.eq(manager.egress_bytes),
+            ring_r.addr.eq(egress.ring_rd_addr), egress.ring_rd_data.eq(ring_r.data),
+            ack_r.addr.eq(egress.ack_rd_addr), egress.ack_rd_data.eq(ack_r.data),
+            self.o.valid.eq(egress.o.valid),
+            self.o.payload.eq(egress.o.payload),
+            egress.o.ready.eq(self.o.ready),
+            shaper.now.eq(self.now),
+            shaper.cpb_q16.eq(csr.params.shaper_cpb_q16),
+            shaper.burst_bytes.eq(csr.params.shaper_burst_bytes),
+            shaper.charge_base.eq(csr.params.shaper_charge_base),
+            shaper.overhead_bytes.eq(csr.params.shaper_overhead_bytes),
+            shaper.mpu_bytes.eq(csr.params.shaper_mpu_bytes),
+            shaper.link_layer.eq(csr.params.shaper_link_layer),
+            shaper.charge.eq(manager.egress_start),
+            shaper.charge_bytes.eq(manager.egress_bytes),
+            shaper.charge_l3_bytes.eq(manager.egress_l3_bytes),
+            self.wake_at.eq(shaper.wake_at),
+        ]
+
+        # Registers, counters, trace.
+        m.d.comb += [
+            csr.inc.frames_in.eq(ingress.stat_frame),
+            csr.inc.bytes_in.eq(ingress.stat_bytes),
+            csr.inc.frames_out.eq(egress.stat_frame),
+            csr.inc.bytes_out.eq(egress.stat_bytes),
+            csr.inc.acks_in.eq(ingress.stat_pure_ack),
+            csr.inc.acks_ineligible.eq(ingress.stat_ineligible),
+            csr.inc.acks_superseded.eq(manager.stat_superseded),
+            csr.inc.cam_collisions.eq(manager.stat_collision),
+            csr.inc.cam_full.eq(manager.stat_cam_full),
+            csr.inc.drop_overrun.eq(ingress.ev_overrun),
+            csr.info.ack_slots.eq(self.ack_slots),
+            csr.info.flow_entries.eq(self.flow_entries),
+            csr.info.data_buffer_bytes.eq(self.data_buffer_bytes),
+            csr.info.ack_queue_depth.eq(manager.ack_queue_depth),
+            csr.info.data_queue_frames.eq(manager.data_queue_frames),
+            csr.info.flows_active.eq(manager.flows_active),
+            self.event.valid.eq(manager.ev_valid),
+            self.event.kind.eq(manager.ev_kind),
+            self.event.overrun.eq(ingress.ev_overrun),
+            self.backlog.eq(manager.backlog),
+            self.idle.eq(~in_valid & ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid &
+                         ~csr.busy),
+        ]
+        for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
+                           ("drop_data_full", Event.DROP_DATA_FULL),
+                           ("drop_ack_front", Event.DROP_ACK_FRONT),
+                           ("drop_ack_covered", Event.DROP_ACK_COVERED)):
+            m.d.comb += csr.inc[name].eq(manager.ev_valid & (manager.ev_kind == kind))
+        wiring.connect(m, wiring.flipped(self.csr), csr.bus)
+        return m
+
+
+class UplinkCoreTop(wiring.Component):
+    """:class:`UplinkCore` with flat ports, for Verilator harnesses (module
+    ``ackfilter_core``; ``docs/spec.md`` section 8).
+
+    ``i_valid i_ready i_data i_keep i_first i_last``, the same ``o_*``,
+    ``now``, ``csr_addr csr_r_stb csr_r_data csr_w_stb csr_w_data``,
+    ``ev_valid ev_kind ev_overrun``, ``idle``, ``backlog``, ``wake_at``.
+    """
+
+    def __init__(self, **sizes):
+        self._sizes = sizes
+        super().__init__({
+            "i_valid":    In(1),   "i_ready":    Out(1),
+            "i_data":     In(32),  "i_keep":     In(4),
+            "i_first":    In(1),   "i_last":     In(1),
+            "o_valid":    Out(1),  "o_ready":    In(1),
+            "o_data":     Out(32), "o_keep":     Out(4),
+            "o_first":    Out(1),  "o_last":     Out(1),
+            "now":        In(48),
+            "csr_addr":   In(8),
+            "csr_r_stb":  In(1),   "csr_r_data": Out(32),
+            "csr_w_stb":  In(1),   "csr_w_data": In(32),
+            "ev_valid":   Out(1),  "ev_kind":    Out(4), "ev_overrun": Out(1),
+            "idle":       Out(1),  "backlog":    Out(1), "wake_at":    Out(48),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = UplinkCore(**self._sizes)
+        m.d.comb += [
+            core.i.valid.eq(self.i_valid), self.i_ready.eq(core.i.ready),
+            core.i.payload.data.eq(self.i_data), core.i.payload.keep.eq(self.i_keep),
+            core.i.payload.first.eq(self.i_first), core.i.payload.last.eq(self.i_last),
+            self.o_valid.eq(core.o.valid), core.o.ready.eq(self.o_ready),
+            self.o_data.eq(core.o.payload.data), self.o_keep.eq(core.o.payload.keep),
+            self.o_first.eq(core.o.payload.first), self.o_last.eq(core.o.payload.last),
+            core.now.eq(self.now),
+            core.csr.addr.eq(self.csr_addr), core.csr.r_stb.eq(self.csr_r_stb),
+            self.csr_r_data.eq(core.csr.r_data),
+            core.csr.w_stb.eq(self.csr_w_stb), core.csr.w_data.eq(self.csr_w_data),
+            self.ev_valid.eq(core.event.valid), self.ev_kind.eq(core.event.kind),
+            self.ev_overrun.eq(core.event.overrun),
+            self.idle.eq(core.idle), self.backlog.eq(core.backlog), self.wake_at.eq(core.wake_at),
+        ]
+        return m

@@ -1,0 +1,154 @@
+"""One Ethernet port: RGMII converters, receive and transmit paths, clock crossings."""
+
+from amaranth.hdl import *
+from amaranth.lib import cdc, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.stream import FrameStream
+from .rgmii import RGMIIRxConverter, RGMIITxConverter
+from .rx import DEFAULT_MAX_FRAME_BYTES, MACRx
+from .tx import MACTx
+
+__all__ = ["EthernetMAC"]
+
+
+class EthernetMAC(wiring.Component):
+    """A 1000/100 Mb/s Ethernet MAC on plain RGMII-side signals.
+
+    The frame streams and status are in ``sync`` (the system domain); the
+    RGMII side is in the two PHY-side domains, which the user creates and
+    names:
+
+    * ``rx_domain``: clocked by the PHY's ``rxc`` (125 or 25 MHz), e.g.
+      ``RGMIIPads.rx_clk``; its reset should be synchronised to it.
+    * ``tx_domain``: a local 125 MHz clock at both speeds.
+
+    Between them and ``sync`` everything crosses through async FIFOs,
+    ``FFSynchronizer`` or ``PulseSynchronizer``. On hardware the RGMII-side
+    ports connect to :class:`~ackfilter.gateware.mac.rgmii.RGMIIPads`; simulators drive
+    them directly.
+
+    Parameters
+    ----------
+    rx_domain, tx_domain : str
+        Names of the PHY receive and the transmit clock domains.
+    max_frame_bytes : int
+        Longest frame without FCS received or sent (default 1536: QinQ-tagged
+        1500-byte payloads). Longer ones are dropped and counted.
+    rx_fifo_words, tx_fifo_words : int
+        Async FIFO depths in 32-bit words (powers of 2, at least two maximum
+        frames; 1024 = two ECP5 EBRs each).
+
+    Ports
+    -----
+    rxd_rise, rxd_fall, rx_ctl_rise, rx_ctl_fall : In, ``rx_domain``
+        RX nibbles and ``ctl`` of a rising edge of ``rxc`` and the falling
+        edge after it (``IDDRX1F`` ``Q0``/``Q1``).
+    txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : Out, ``tx_domain``
+        What the DDR outputs drive after the rising and the falling edge.
+    speed_1000 : In(1), ``sync``
+        1: 1000 Mb/s, 0: 100 Mb/s (10 Mb/s is not supported). Set from the
+        PHY (MDIO) or from ``link_speed``; change it only while the link is
+        down.
+    rx : Out(FrameStream), ``sync``
+        Received frames with a good FCS, without preamble and FCS
+        (``docs/spec.md`` section 1), each once entirely received.
+    tx : In(FrameStream), ``sync``
+        Frames to send, without FCS; padded to 60 bytes here.
+    link_up, link_speed, full_duplex : Out, ``sync``
+        RGMII in-band status of the PHY (``link_speed``: 0 = 10, 1 = 100,
+        2 = 1000 Mb/s); meaningful only if the PHY sends it.
+    rx_frames, rx_crc_errors, rx_runts, rx_oversize, rx_phy_errors, rx_overflows : Out(1), ``sync``
+        One strobe per received frame: delivered, or why it was dropped.
+    tx_frames, tx_oversize : Out(1), ``sync``
+        One strobe per frame taken from ``tx``: queued for sending, or dropped
+        as longer than ``max_frame_bytes``.
+    """
+
+    RX_STROBE_PORTS = {"frame_ok": "rx_frames", "crc_error": "rx_crc_errors", "runt": "rx_runts",
+                       "oversize": "rx_oversize", "phy_error": "rx_phy_errors",
+                       "overflow": "rx_overflows"}
+    TX_STROBE_PORTS = {"frame_ok": "tx_frames", "oversize": "tx_oversize"}
+
+    def __init__(self, *, rx_domain="rx", tx_domain="tx", max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
+                 rx_fifo_words=1024, tx_fifo_words=1024):
+        for name, value in (("rx_domain", rx_domain), ("tx_domain", tx_domain)):
+            if not isinstance(value, str) or value == "sync":
+                raise TypeError(f"{name} must be a domain name other than 'sync', not {value!r}")
+        if rx_domain == tx_domain:
+            raise TypeError(f"rx_domain and tx_domain must differ, not both {rx_domain!r}")
+        self._rx_domain = rx_domain
+        self._tx_domain = tx_domain
+        MACRx.check_params(max_frame_bytes=max_frame_bytes, fifo_words=rx_fifo_words)
+        MACTx.check_params(max_frame_bytes=max_frame_bytes, fifo_words=tx_fifo_words)
+        self._max_frame_bytes = max_frame_bytes
+        self._rx_fifo_words = rx_fifo_words
+        self._tx_fifo_words = tx_fifo_words
+        super().__init__({
+            "rxd_rise":    In(4),
+            "rxd_fall":    In(4),
+            "rx_ctl_rise": In(1),
+            "rx_ctl_fall": In(1),
+            "txd_rise":    Out(4),
+            "txd_fall":    Out(4),
+            "tx_ctl_rise": Out(1),
+            "tx_ctl_fall": Out(1),
+            "txc_rise":    Out(1),
+            "txc_fall":    Out(1),
+            "speed_1000":  In(1, init=1),
+            "rx":          Out(FrameStream()),
+            "tx":          In(FrameStream()),
+            "link_up":     Out(1),
+            "link_speed":  Out(2),
+            "full_duplex": Out(1),
+            **{port: Out(1) for port in self.RX_STROBE_PORTS.values()},
+            **{port: Out(1) for port in self.TX_STROBE_PORTS.values()},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rx, tx = self._rx_domain, self._tx_domain
+        m.submodules.rx_conv = rx_conv = DomainRenamer(rx)(RGMIIRxConverter())
+        m.submodules.tx_conv = tx_conv = DomainRenamer(tx)(RGMIITxConverter())
+        m.submodules.rx_path = rx_path = MACRx(
+            rx_domain=rx, max_frame_bytes=self._max_frame_bytes, fifo_words=self._rx_fifo_words)
+        m.submodules.tx_path = tx_path = MACTx(
+            tx_domain=tx, max_frame_bytes=self._max_frame_bytes, fifo_words=self._tx_fifo_words)
+
+        # Speed into both PHY-side domains (quasi-static).
+        m.submodules.speed_rx_cdc = cdc.FFSynchronizer(self.speed_1000, rx_conv.speed_1000,
+                                                       o_domain=rx, init=1)
+        m.submodules.speed_tx_cdc = cdc.FFSynchronizer(self.speed_1000, tx_conv.speed_1000,
+                                                       o_domain=tx, init=1)
+
+        # The converter sits by the pads, the transmit path by its FIFO, which
+        # may be the chip's width away: the strobe crosses as two registers,
+        # the second one by the transmit path, where it fans out.
+        tx_stb_pads, tx_stb = Signal(), Signal()
+        m.d[tx] += [tx_stb_pads.eq(tx_conv.stb_next2), tx_stb.eq(tx_stb_pads)]
+        m.d.comb += [
+            rx_conv.rxd_rise.eq(self.rxd_rise), rx_conv.rxd_fall.eq(self.rxd_fall),
+            rx_conv.rx_ctl_rise.eq(self.rx_ctl_rise), rx_conv.rx_ctl_fall.eq(self.rx_ctl_fall),
+            rx_path.valid.eq(rx_conv.valid), rx_path.data.eq(rx_conv.data),
+            rx_path.dv.eq(rx_conv.dv), rx_path.er.eq(rx_conv.er),
+
+            tx_path.stb.eq(tx_stb),
+            tx_conv.data.eq(tx_path.data), tx_conv.en.eq(tx_path.en), tx_conv.er.eq(tx_path.er),
+            self.txd_rise.eq(tx_conv.txd_rise), self.txd_fall.eq(tx_conv.txd_fall),
+            self.tx_ctl_rise.eq(tx_conv.tx_ctl_rise), self.tx_ctl_fall.eq(tx_conv.tx_ctl_fall),
+            self.txc_rise.eq(tx_conv.txc_rise), self.txc_fall.eq(tx_conv.txc_fall),
+        ]
+        wiring.connect(m, rx_path.o, wiring.flipped(self.rx))
+        wiring.connect(m, wiring.flipped(self.tx), tx_path.i)
+
+        # In-band status: quasi-static bits, each synchronised on its own.
+        for name, src, dst in (("link_up", rx_conv.link_up, self.link_up),
+                               ("link_speed", rx_conv.speed, self.link_speed),
+                               ("full_duplex", rx_conv.full_duplex, self.full_duplex)):
+            m.submodules[f"{name}_cdc"] = cdc.FFSynchronizer(src, dst, o_domain="sync")
+
+        for inner, port in self.RX_STROBE_PORTS.items():
+            m.d.comb += getattr(self, port).eq(getattr(rx_path, inner))
+        for inner, port in self.TX_STROBE_PORTS.items():
+            m.d.comb += getattr(self, port).eq(getattr(tx_path, inner))
+        return m

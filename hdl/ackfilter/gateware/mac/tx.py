@@ -1,0 +1,457 @@
+"""Ethernet transmit path: frame stream (system clock) -> GMII bytes (TX clock).
+
+Two blocks:
+
+* :class:`TxFramer`, in the 125 MHz TX domain: per frame sends 7 preamble
+  bytes and the SFD, the frame's bytes, zero padding up to 60 bytes, the FCS
+  and at least 12 idle byte times (IEEE 802.3 clauses 3.2 and 4.4.2). It
+  moves one byte time per ``stb`` of the RGMII converter (every cycle at
+  1000 Mb/s, every tenth at 100 Mb/s). Two pipeline stages: stage A picks
+  the byte, stage B runs the CRC over it and puts the complemented register
+  in the FCS slots, so no path goes through both the byte multiplexers and
+  the CRC. Its decisions use one-bit flags set a byte time ahead ("the
+  next strobe sends the SFD", "... ends the word"), and the current word
+  shifts down a byte per strobe, so nothing at 125 MHz goes through a
+  counter compare or a byte multiplexer into a wide enable.
+* :class:`MACTx`: a writer and the frame buffer (block RAM, read in the
+  system domain: its 5.8 ns clock-to-data fits 16 ns, not 8), a 16-word
+  LUT-RAM FIFO into ``tx_domain`` pumped every cycle, register stages and a
+  small queue (so the framer's decisions stay off the FIFO's pointers), and
+  the framer.
+
+**Store-and-forward.** The writer puts each frame's words into the frame
+buffer and, one cycle after its last word, a token into a small *token* FIFO.
+The framer starts a frame only when it holds its token and the frame's first
+word (a token can overtake its words on the way into ``tx_domain``): the whole
+frame is then in the system side's buffer, which feeds the crossing at twice
+the line rate, so a frame in flight never starves (no underrun). Frames longer
+than ``max_frame_bytes`` would not be guaranteed to fit: the writer cuts them
+at that length, marks the token "drop", discards the rest of the frame and
+counts ``oversize``; the framer reads a dropped frame out without sending it.
+
+Back to back, frames leave with exactly 12 idle byte times between them: the
+framer takes the next token in the last gap slot.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.stream import FrameStream, WORD_BYTES
+from .afifo import FastAsyncFIFO
+from .crc import CRC32, crc32_data_term
+from .rx import DEFAULT_MAX_FRAME_BYTES, FCS_BYTES, SFD, fifo_entry_layout
+
+__all__ = ["TxFramer", "MACTx", "TX_STROBES"]
+
+#: IEEE 802.3 clause 4.2.3.3: frames are padded to 64 bytes with FCS.
+MIN_FRAME_BYTES = 60
+#: IEEE 802.3 clause 4.4.2: interPacketGap, 96 bit times.
+IFG_BYTES = 12
+#: Preamble bytes before the SFD (IEEE 802.3 clause 3.2.1).
+PREAMBLE_BYTES = 7
+PREAMBLE = 0x55
+
+#: The transmit counter strobes.
+TX_STROBES = ("frame_ok", "oversize")
+
+
+class _Slot:
+    """Stage A's kind of byte time."""
+    IDLE, PREAMBLE, DATA, FCS = range(4)
+
+
+class TxFramer(wiring.Component):
+    """FIFO words -> GMII bytes, one byte time per ``stb`` (in its own ``sync``).
+
+    Ports
+    -----
+    stb : In(1)
+        Byte strobe of the RGMII converter.
+    d_rdy, d_data, d_en : data FIFO read port (:data:`fifo_entry_layout`).
+    t_rdy, t_drop, t_en : token FIFO read port (one entry per frame).
+    data, en, er : Out
+        Stage B: the byte for the converter, held between strobes.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "stb":    In(1),
+            "d_rdy":  In(1),
+            "d_data": In(fifo_entry_layout),
+            "d_en":   Out(1),
+            "t_rdy":  In(1),
+            "t_drop": In(1),
+            "t_en":   Out(1),
+            "data":   Out(8),
+            "en":     Out(1),
+            "er":     Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.crc = crc = CRC32()
+        stb = self.stb
+
+        # Stage A.
+        a_kind = Signal(2)
+        a_byte = Signal(8)
+        a_fcs_index = Signal(2)
+        # The CRC's inputs for stage B, decided here: stage B's register
+        # update is then only the CRC loop itself.
+        a_crc_init = Signal()
+        a_crc_en = Signal()
+        a_crc_term = Signal(32)
+
+        pre_count = Signal(range(PREAMBLE_BYTES))
+        # The current word shifts down a byte per strobe (zeros in from the
+        # top), so the byte on the wire is always `word[:8]`, and once a
+        # frame's last word is out the padding is zeros.
+        word = Signal(8 * WORD_BYTES)
+        word_last = Signal()
+        left = Signal(2)              # bytes of the word after the current one
+        lane_is_last = Signal()       # left == 0
+        sent = Signal(range(MIN_FRAME_BYTES))   # data and pad bytes, up to 59
+        min_done = Signal()           # sent == 59: this byte is the 60th or later
+        fcs_count = Signal(2)
+        gap_count = Signal(range(IFG_BYTES))
+        gap_last = Signal()           # the next strobe is the last gap byte
+
+        # The next word waits in `nxt`, refilled from the FIFO side whenever
+        # empty (a decision on one register), so taking a word on a strobe
+        # never reaches back into the prefetch queue. Words are taken at most
+        # every fourth byte time, the refill takes one cycle. Lanes after a
+        # last word's last lane are cleared on the way in (they are padding).
+        nxt = Signal.like(self.d_data)
+        nxt_valid = Signal()
+        take = Signal()               # the framer uses `nxt` this cycle
+        lane_used = [(~self.d_data.last | (self.d_data.last_lane >= k)) for k in range(WORD_BYTES)]
+        m.d.comb += self.d_en.eq(~nxt_valid & self.d_rdy)
+        with m.If(~nxt_valid & self.d_rdy):
+            m.d.sync += [
+                nxt.data.eq(Cat(Mux(used, self.d_data.data.word_select(k, 8), 0)
+                                for k, used in enumerate(lane_used))),
+                nxt.last_lane.eq(self.d_data.last_lane),
+                nxt.last.eq(self.d_data.last),
+                nxt_valid.eq(1),
+            ]
+        with m.Elif(take):
+            m.d.sync += nxt_valid.eq(0)
+
+        # The next strobe starts sending `nxt`: it sends the SFD (in
+        # Preamble) or a word's last byte (in Data, lane_is_last &
+        # ~word_last). A register, so the word's wide enable is one.
+        load_next = Signal()
+        with m.If(stb & load_next):
+            m.d.comb += take.eq(1)
+        with m.If(stb):
+            m.d.sync += [
+                a_byte.eq(word[:8]),
+                a_crc_term.eq(crc32_data_term(word[:8])),
+                a_fcs_index.eq(fcs_count),
+            ]
+            with m.If(load_next):
+                m.d.sync += [
+                    word.eq(nxt.data),
+                    word_last.eq(nxt.last),
+                    left.eq(nxt.last_lane),
+                    lane_is_last.eq(nxt.last_lane == 0),
+                    load_next.eq((nxt.last_lane == 0) & ~nxt.last),
+                ]
+            with m.Else():
+                m.d.sync += [
+                    word.eq(word >> 8),
+                    left.eq(left - 1),
+                    lane_is_last.eq(left == 1),
+                    load_next.eq(0),
+                ]
+
+        def emit(kind):
+            m.d.sync += [a_kind.eq(kind), a_crc_init.eq(kind == _Slot.PREAMBLE),
+                         a_crc_en.eq(kind == _Slot.DATA)]
+
+        def take_token():
+            m.d.comb += self.t_en.eq(1)
+            with m.If(self.t_drop):
+                m.next = "Drain"
+            with m.Else():
+                m.d.sync += pre_count.eq(0)
+                m.next = "Preamble"
+
+        def count_sent():
+            with m.If(~min_done):
+                m.d.sync += [sent.eq(sent + 1), min_done.eq(sent == MIN_FRAME_BYTES - 2)]
+
+        with m.FSM(name="tx_fsm"):
+            # A frame starts only with its first word at hand: its token can
+            # overtake it on the way from the system domain; once the first
+            # word is here the rest keeps ahead of the wire.
+            with m.State("Idle"):
+                with m.If(stb):
+                    emit(_Slot.IDLE)
+                    with m.If(self.t_rdy & nxt_valid):
+                        take_token()
+            with m.State("Preamble"):
+                with m.If(stb):
+                    emit(_Slot.PREAMBLE)
+                    m.d.sync += pre_count.eq(pre_count + 1)
+                    with m.If(load_next):
+                        m.d.sync += [a_byte.eq(SFD), sent.eq(0), min_done.eq(0)]
+                        m.next = "Data"
+                    with m.Else():
+                        m.d.sync += [a_byte.eq(PREAMBLE),
+                                     load_next.eq(pre_count == PREAMBLE_BYTES - 1)]
+            with m.State("Data"):
+                with m.If(stb):
+                    emit(_Slot.DATA)
+                    count_sent()
+                    with m.If(~lane_is_last):
+                        m.d.sync += load_next.eq((left == 1) & ~word_last)
+                    with m.Elif(word_last):
+                        m.d.sync += fcs_count.eq(0)
+                        with m.If(min_done):
+                            m.next = "FCS"
+                        with m.Else():
+                            m.next = "Pad"
+            with m.State("Pad"):
+                with m.If(stb):
+                    emit(_Slot.DATA)
+                    count_sent()
+                    with m.If(min_done):
+                        m.next = "FCS"
+            with m.State("FCS"):
+                with m.If(stb):
+                    emit(_Slot.FCS)
+                    m.d.sync += fcs_count.eq(fcs_count + 1)
+                    with m.If(fcs_count == FCS_BYTES - 1):
+                        m.d.sync += [gap_count.eq(0), gap_last.eq(0)]
+                        m.next = "Gap"
+            with m.State("Gap"):
+                with m.If(stb):
+                    emit(_Slot.IDLE)
+                    m.d.sync += [gap_count.eq(gap_count + 1),
+                                 gap_last.eq(gap_count == IFG_BYTES - 2)]
+                    with m.If(gap_last):
+                        with m.If(self.t_rdy & nxt_valid):
+                            take_token()
+                        with m.Else():
+                            m.next = "Idle"
+            with m.State("Drain"):
+                with m.If(stb):
+                    emit(_Slot.IDLE)
+                with m.If(nxt_valid):
+                    m.d.comb += take.eq(1)
+                    with m.If(nxt.last):
+                        m.next = "Idle"
+
+        # Stage B.
+        m.d.comb += [crc.init.eq(stb & a_crc_init), crc.en.eq(stb & a_crc_en), crc.term.eq(a_crc_term)]
+        with m.If(stb):
+            m.d.sync += self.en.eq(a_kind != _Slot.IDLE)
+            with m.Switch(a_kind):
+                with m.Case(_Slot.PREAMBLE):
+                    m.d.sync += self.data.eq(a_byte)
+                with m.Case(_Slot.DATA):
+                    m.d.sync += self.data.eq(a_byte)
+                with m.Case(_Slot.FCS):
+                    m.d.sync += self.data.eq(~crc.crc.word_select(a_fcs_index, 8))
+                with m.Default():
+                    m.d.sync += self.data.eq(0)
+        return m
+
+
+class _Prefetch(wiring.Component):
+    """Register stages and a small queue between an async FIFO's read port
+    and its reader.
+
+    The async FIFO's storage may sit far from the reader (the two PHYs are
+    on opposite edges of the chip, the frame buffers in the middle): the
+    popped word goes through ``stages`` plain registers, which the placer
+    spreads along the way, then into a queue of ``stages + 1`` registers.
+    The FIFO is popped only while the queue has room for everything in
+    flight (``occupied``, a counter), a decision on registers alone, so the
+    reader's ``r_en`` never reaches the FIFO's pointer adder and RAM address
+    either.
+    """
+
+    def __init__(self, width, *, stages=3):
+        self._stages = stages
+        super().__init__({
+            "fifo_r_rdy":  In(1),
+            "fifo_r_data": In(width),
+            "fifo_r_en":   Out(1),
+            "r_rdy":       Out(1),
+            "r_data":      Out(width),
+            "r_en":        In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._stages + 1
+        # Data registers without reset (their valid bits have one): no
+        # control set ties them to slices away from the FIFO's storage.
+        stage_v = [Signal(name=f"stage{i}_v") for i in range(self._stages)]
+        stage_d = [Signal.like(self.r_data, name=f"stage{i}_d", reset_less=True)
+                   for i in range(self._stages)]
+        # The queue: q[0] is the output; full[i] says q[i] holds a word (a
+        # thermometer code). `occupied` counts the queued words and those in
+        # flight: popping the FIFO only below `depth` keeps the queue from
+        # overflowing even if the reader takes nothing meanwhile.
+        q = [Signal.like(self.r_data, name=f"q{i}", reset_less=True) for i in range(depth)]
+        full = Signal(depth)
+        occupied = Signal(range(depth + 1))
+        fetch = Signal()
+        pop = Signal()
+        m.d.comb += [
+            fetch.eq(self.fifo_r_rdy & (occupied != depth)),
+            self.fifo_r_en.eq(occupied != depth),
+            self.r_rdy.eq(full[0]),
+            self.r_data.eq(q[0]),
+            pop.eq(self.r_en & full[0]),
+        ]
+        m.d.sync += occupied.eq(occupied + fetch - pop)
+        m.d.sync += [stage_v[0].eq(fetch), stage_d[0].eq(self.fifo_r_data)]
+        for i in range(1, self._stages):
+            m.d.sync += [stage_v[i].eq(stage_v[i - 1]), stage_d[i].eq(stage_d[i - 1])]
+        arrive, word = stage_v[-1], stage_d[-1]
+        # After a pop the queue moves down one place; the arriving word goes
+        # to the first free place.
+        shifted = Mux(pop, Cat(full[1:], 0), full)
+        m.d.sync += full.eq(Mux(arrive, Cat(1, shifted[:-1]), shifted))
+        for i in range(depth):
+            above = full[i + 1] if i < depth - 1 else C(0)
+            below = full[i - 1] if i > 0 else C(1)
+            with m.If(arrive & Mux(pop, full[i] & ~above, below & ~full[i])):
+                m.d.sync += q[i].eq(word)
+            if i < depth - 1:
+                with m.Elif(pop):
+                    m.d.sync += q[i].eq(q[i + 1])
+        return m
+
+
+class MACTx(wiring.Component):
+    """Transmit path: frame stream ``i`` in ``sync`` -> GMII bytes in ``tx_domain``.
+
+    Parameters
+    ----------
+    tx_domain : str
+        The 125 MHz transmit clock domain.
+    max_frame_bytes : int
+        Longest frame sent (without FCS); longer ones are dropped and counted.
+    fifo_words : int
+        Frame buffer depth in 32-bit words, a power of 2 holding at least two
+        maximum frames; the token FIFO has 16 entries (at most 16 queued frames).
+
+    Ports
+    -----
+    i : In(FrameStream), ``sync``
+        Frames without FCS (``docs/spec.md`` section 1), any length >= 1.
+    stb : In(1), ``tx_domain``
+        Byte strobe of the RGMII converter.
+    data, en, er : Out, ``tx_domain``
+        GMII bytes for the converter.
+    frame_ok, oversize : Out(1), ``sync``
+        Counter strobes: a frame was queued for sending / was too long and
+        is dropped.
+    """
+
+    @staticmethod
+    def check_params(*, max_frame_bytes, fifo_words):
+        """Raise ``TypeError`` unless the parameters make a working transmit path."""
+        if not isinstance(max_frame_bytes, int) or not 60 <= max_frame_bytes <= 16000:
+            raise TypeError(f"max_frame_bytes must be an integer 60..16000, not {max_frame_bytes!r}")
+        max_words = -(-max_frame_bytes // WORD_BYTES)
+        if not isinstance(fifo_words, int) or fifo_words & (fifo_words - 1) or fifo_words < 2 * max_words:
+            raise TypeError(f"fifo_words must be a power of 2 >= {2 * max_words} "
+                            f"(two frames of {max_frame_bytes} bytes), not {fifo_words!r}")
+
+    def __init__(self, *, tx_domain="tx", max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, fifo_words=1024):
+        self.check_params(max_frame_bytes=max_frame_bytes, fifo_words=fifo_words)
+        self._tx_domain = tx_domain
+        self.max_frame_bytes = max_frame_bytes
+        self.fifo_words = fifo_words
+        # 16 tokens: one LUT RAM (DPR16X4) without a read multiplexer, which
+        # keeps the 125 MHz read path short; a full token FIFO only holds
+        # the system side back (16 frames queued are plenty at line rate).
+        self.token_entries = 16
+        # Words between the system-domain frame buffer and the framer.
+        self.cross_words = 16
+        super().__init__({
+            "i":    In(FrameStream()),
+            "stb":  In(1),
+            "data": Out(8),
+            "en":   Out(1),
+            "er":   Out(1),
+            **{name: Out(1) for name in TX_STROBES},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        tx = self._tx_domain
+        m.submodules.framer = framer = DomainRenamer(tx)(TxFramer())
+        # The frames wait in block RAM read in the system domain (its 5.8 ns
+        # clock-to-data fits 16 ns, not 8), then cross into the transmit
+        # domain through a small FIFO in LUT RAM, pumped every cycle it has
+        # room: 2 Gb/s in against at most 1 Gb/s out, so once a frame's token
+        # (written when all of the frame is in block RAM) reaches the framer,
+        # its words are ahead of it and keep ahead of the wire. The frame
+        # buffer is a FastAsyncFIFO with both sides in `sync` for its
+        # registered full/empty flags (no pointer compare on its ports' paths).
+        m.submodules.frame_fifo = frame_fifo = FastAsyncFIFO(
+            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain="sync", r_domain="sync")
+        m.submodules.data_fifo = data_fifo = FastAsyncFIFO(
+            width=fifo_entry_layout.size, depth=self.cross_words, w_domain="sync", r_domain=tx)
+        m.submodules.token_fifo = token_fifo = FastAsyncFIFO(
+            width=1, depth=self.token_entries, w_domain="sync", r_domain=tx)
+        m.d.comb += [
+            data_fifo.w_en.eq(frame_fifo.r_rdy), data_fifo.w_data.eq(frame_fifo.r_data),
+            frame_fifo.r_en.eq(data_fifo.w_rdy),
+        ]
+
+        data_pre = m.submodules.data_prefetch = DomainRenamer(tx)(_Prefetch(fifo_entry_layout.size))
+        token_pre = m.submodules.token_prefetch = DomainRenamer(tx)(_Prefetch(1))
+        for f, pre in ((data_fifo, data_pre), (token_fifo, token_pre)):
+            m.d.comb += [pre.fifo_r_rdy.eq(f.r_rdy), pre.fifo_r_data.eq(f.r_data),
+                         f.r_en.eq(pre.fifo_r_en)]
+
+        m.d.comb += [
+            framer.stb.eq(self.stb),
+            framer.d_rdy.eq(data_pre.r_rdy), framer.d_data.eq(data_pre.r_data),
+            data_pre.r_en.eq(framer.d_en),
+            framer.t_rdy.eq(token_pre.r_rdy), framer.t_drop.eq(token_pre.r_data),
+            token_pre.r_en.eq(framer.t_en),
+            self.data.eq(framer.data), self.en.eq(framer.en), self.er.eq(framer.er),
+        ]
+
+        # Writer.
+        max_words = -(-self.max_frame_bytes // WORD_BYTES)
+        words = Signal(range(max_words + 1))
+        discarding = Signal()           # the rest of a cut frame
+        token_pending = Signal()
+        token_drop = Signal()
+        keep = self.i.payload.keep
+        last_lane = Mux(keep[3], 3, Mux(keep[2], 2, Mux(keep[1], 1, 0)))
+        cut = (words == max_words - 1) & ~self.i.payload.last
+
+        m.d.comb += self.i.ready.eq(discarding |
+                                    (frame_fifo.w_rdy & token_fifo.w_rdy & ~token_pending))
+        with m.If(self.i.valid & self.i.ready):
+            with m.If(discarding):
+                with m.If(self.i.payload.last):
+                    m.d.sync += discarding.eq(0)
+            with m.Else():
+                m.d.comb += [
+                    frame_fifo.w_en.eq(1),
+                    frame_fifo.w_data.eq(Cat(self.i.payload.data, last_lane,
+                                             self.i.payload.last | cut)),
+                ]
+                m.d.sync += words.eq(words + 1)
+                with m.If(self.i.payload.last | cut):
+                    m.d.sync += [words.eq(0), token_pending.eq(1), token_drop.eq(cut),
+                                 discarding.eq(cut)]
+
+        with m.If(token_pending):
+            m.d.comb += [token_fifo.w_en.eq(1), token_fifo.w_data.eq(token_drop)]
+            m.d.comb += [self.frame_ok.eq(~token_drop), self.oversize.eq(token_drop)]
+            m.d.sync += token_pending.eq(0)
+        return m

@@ -1,0 +1,566 @@
+"""Streaming Ethernet/VLAN/PPPoE/IPv4/IPv6/TCP parser and pure-ACK classifier.
+
+The parser watches the words of a frame go by and, two cycles after the
+frame's last word, presents one :data:`parse_result_layout`
+record: the frame's class and, for a pure ACK, whether it is eligible for
+supersession and everything the queue manager needs to decide about it. The
+rules are those of ``docs/spec.md`` section 2; a frame the parser cannot
+prove to be a zero-payload ACK-flagged TCP segment is ``DATA``, and a pure
+ACK it cannot prove well-formed in every detail (flags, IP options,
+padding, PPPoE length, checksums, options) is not eligible.
+
+The IPv4 header checksum and the TCP checksum (over the pseudo-header and the
+TCP header; a pure ACK has no payload) are summed while the words go by, two
+16-bit halves a cycle, in ones' complement with the end-around carry folded
+back every cycle (RFC 1071).
+
+Every L3 and L4 header starts two bytes into a 32-bit word (14-byte Ethernet
+header, 4-byte tags, 8-byte PPPoE+PPP header, IP headers in 32-bit units), so
+the parser realigns the stream by two bytes once and then works on whole
+header words, one per cycle. TCP options, which are byte-aligned, are walked
+two bytes per cycle by a chain of two byte steps, so each options word takes
+two cycles (``ready`` is low for the first): at most ten extra cycles for 40
+bytes of options, well inside the 42 cycles of a minimum frame at line rate,
+and half the logic depth of a four-byte chain.
+"""
+
+from amaranth.lib import enum
+
+from amaranth.hdl import *
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..model.flowkey import KEY_WORDS, TPID_CODES, tag_matrix
+from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
+from .lib.stream import WORD_BYTES
+
+__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "parse_result_layout", "FrameParser"]
+
+
+class FrameClass(enum.Enum, shape=2):
+    DATA      = 0
+    ACK       = 1
+    RUNT      = 2
+    OVERSIZE  = 3
+
+
+sack_block_layout = data.StructLayout({"start": 32, "end": 32})
+
+#: What the queue manager needs of a pure ACK.
+ack_meta_layout = data.StructLayout({
+    "key":        data.ArrayLayout(32, KEY_WORDS),
+    "tag":        16,
+    "ack":        32,
+    "tsval":      32,
+    "tsecr":      32,
+    "has_ts":     1,
+    "sack_n":     3,
+    "sack":       data.ArrayLayout(sack_block_layout, 4),
+    "other_opts": 1,
+    "eligible":   1,
+    "ece":        1,
+    "cwr":        1,
+    "ecn":        2,
+})
+
+parse_result_layout = data.StructLayout({
+    "cls":      FrameClass,
+    "pure_ack": 1,       # a pure ACK by the rules, whatever the ACK filter mode
+    "nbytes":   16,      # frame length, saturating
+    "l3_bytes": 16,      # IP packet length for the shaper (spec section 6)
+    "meta":     ack_meta_layout,
+})
+
+
+#: The option walker's phase: at an option's kind byte, at its length byte,
+#: or in its body.
+_OPT_KIND, _OPT_LEN, _OPT_BODY = 0, 1, 2
+
+
+class _S(enum.Enum, shape=4):
+    ETH    = 0
+    VLAN   = 1
+    PPPOE0 = 2
+    PPPOE1 = 3
+    IP4    = 4
+    IP6    = 5
+    TCP    = 6
+    OPTS   = 7
+    DONE   = 8     # TCP header complete; payload or padding follows
+    OTHER  = 9     # not a candidate: the rest of the frame is ignored
+
+
+def _be16(b0, b1):
+    return Cat(b1, b0)
+
+
+def _be32(b):
+    return Cat(b[3], b[2], b[1], b[0])
+
+
+class FrameParser(wiring.Component):
+    """Classify frames as they stream past.
+
+    Ports
+    -----
+    valid, data, keep, last : In
+        One frame word per cycle when ``valid``. ``keep`` matters on ``last``.
+    ready : Out(1)
+        Low for three cycles after each ``last`` (flush, finalize, and the
+        cycle ``done`` is presented, so the parser's user can commit the frame
+        before the next one starts), and for the first cycle of each word of
+        TCP options (the walker takes two). Words offered while low are not
+        taken.
+    done : Out(1)
+        One-cycle strobe: ``result`` holds the class of the frame just seen.
+    result : Out(parse_result_layout)
+    """
+
+    valid:  In(1)
+    data:   In(32)
+    keep:   In(WORD_BYTES)
+    last:   In(1)
+    ready:  Out(1)
+    done:   Out(1)
+    result: Out(parse_result_layout)
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # --- Realignment: R word k is frame bytes 4k+2 .. 4k+5. --------------
+        in_frame   = Signal()               # at least one word of this frame seen
+        hold       = Signal(16)             # lanes 2, 3 of the previous word
+        hold_n     = Signal(range(3))       # how many of them are frame bytes
+        flush      = Signal()               # the cycle after `last`: last R word
+        finalize   = Signal()               # the cycle after flush: result
+        nbytes     = Signal(16)
+
+        in_bytes = Signal(range(5))
+        with m.Switch(self.keep):
+            for k, n in ((0b0001, 1), (0b0011, 2), (0b0111, 3)):
+                with m.Case(k):
+                    m.d.comb += in_bytes.eq(Mux(self.last, n, 4))
+            with m.Default():
+                m.d.comb += in_bytes.eq(4)
+
+        # The R word is always `hold` and the input's lanes 0-1; when it is not
+        # full (the frame's tail, or the flush cycle) every use is guarded by
+        # `r_full`, so the lanes past the frame's end need no multiplexer.
+        r_valid = Signal()                  # an R word is taken this cycle
+        r_shown = Signal()                  # an R word is presented (maybe not taken)
+        r_word  = Signal(32)
+        r_full  = Signal()
+        m.d.comb += [
+            r_word.eq(Cat(hold, self.data[0:16])),
+            r_shown.eq((self.valid & in_frame) | (flush & (hold_n != 0))),
+            r_valid.eq((self.valid & self.ready & in_frame) | (flush & (hold_n != 0))),
+            r_full.eq(in_frame & (hold_n == 2) & ~(self.last & (self.keep == 0b0001))),
+        ]
+
+        with m.If(self.valid & self.ready):
+            m.d.sync += [
+                hold.eq(self.data[16:32]),
+                hold_n.eq(Mux(in_bytes > 2, in_bytes - 2, 0)),
+                in_frame.eq(~self.last),
+                flush.eq(self.last),
+            ]
+            with m.If(in_frame):
+                m.d.sync += nbytes.eq(Mux(nbytes > 0xFFFF - 4, 0xFFFF, nbytes + in_bytes))
+            with m.Else():
+                m.d.sync += nbytes.eq(in_bytes)
+        with m.Else():
+            m.d.sync += flush.eq(0)
+        m.d.sync += finalize.eq(flush)
+        # An options word is walked in two halves: `opt_half` says the first
+        # two bytes are done (`state` is defined below).
+        opt_half = Signal()
+        opt_stall = Signal()
+        m.d.comb += self.ready.eq(~(flush | finalize | self.done | opt_stall))
+
+        rb = [r_word[8 * i:8 * i + 8] for i in range(4)]
+
+        # --- Header state ------------------------------------------------------
+        state   = Signal(_S)
+        ridx    = Signal(2)                 # R words of the Ethernet header seen
+        hw      = Signal(5)                 # word index inside the current header
+        ntags   = Signal(2)
+        vid     = Array(Signal(12, name=f"vid{i}") for i in range(2))
+        tpid    = Array(Signal(2, name=f"tpid{i}") for i in range(2))   # TPID_CODES
+        tpid_next = Signal(2)               # code of the TPID that announced the next tag
+        pppoe   = Signal()
+        pppoe_sid = Signal(16)
+        pppoe_len = Signal(16)
+        ipv6    = Signal()
+        ihl     = Signal(4)
+        ecn     = Signal(2)
+        ip_len  = Signal(16)                # IPv4 total length or IPv6 payload length
+        ip_seen = Signal()                  # ip_len holds a length from an IP header
+        src     = Array(Signal(32, name=f"src{i}") for i in range(4))
+        dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
+        ports   = Signal(32)
+        ack     = Signal(32)
+        doff    = Signal(4)
+        flags   = Signal(8)
+        tcp_res = Signal(4)                 # reserved bits and AE
+
+        def dispatch(etype, tags_seen):
+            with m.Switch(etype):
+                for tpid_value, code in TPID_CODES.items():
+                    with m.Case(tpid_value):
+                        with m.If(tags_seen == 2):              # a third tag
+                            m.d.sync += state.eq(_S.OTHER)
+                        with m.Else():
+                            m.d.sync += [state.eq(_S.VLAN), tpid_next.eq(code)]
+                with m.Case(0x0800):
+                    m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
+                with m.Case(0x86DD):
+                    m.d.sync += [state.eq(_S.IP6), hw.eq(0), ipv6.eq(1)]
+                with m.Case(0x8864):
+                    m.d.sync += state.eq(_S.PPPOE0)
+                with m.Default():
+                    m.d.sync += state.eq(_S.OTHER)
+
+        # --- TCP option walker state -------------------------------------------
+        opt_phase   = Signal(2)             # at a kind byte, a length byte, or in a body
+        opt_left    = Signal(8)             # in a body: its bytes left, the current one included
+        opt_at      = Signal(8)             # in a body: the current byte's index
+        opt_is_ts   = Signal()              # the option's kind: timestamps (8)
+        opt_is_sack = Signal()              # SACK (5)
+        opt_eol   = Signal()
+        opt_bad   = Signal()
+        has_ts    = Signal()
+        sack_n    = Signal(3)
+        other_opt = Signal()
+        ts_bytes   = Array(Signal(8, name=f"ts_b{i}") for i in range(8))
+        sack_bytes = Array(Signal(8, name=f"sack_b{i}") for i in range(32))
+
+        with m.If(r_valid):
+            with m.Switch(state):
+                with m.Case(_S.ETH):
+                    m.d.sync += ridx.eq(ridx + 1)
+                    with m.If(ridx == 2):
+                        with m.If(r_full):
+                            dispatch(_be16(rb[2], rb[3]), tags_seen=0)
+                        with m.Else():
+                            m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.VLAN):
+                    with m.If(r_full):
+                        m.d.sync += [
+                            vid[ntags[0]].eq(_be16(rb[0], rb[1])[0:12]),
+                            tpid[ntags[0]].eq(tpid_next),
+                            ntags.eq(ntags + 1),
+                        ]
+                        dispatch(_be16(rb[2], rb[3]), tags_seen=ntags + 1)
+                    with m.Else():
+                        m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.PPPOE0):
+                    with m.If(r_full & (rb[0] == 0x11) & (rb[1] == 0x00)):
+                        m.d.sync += [
+                            state.eq(_S.PPPOE1),
+                            pppoe.eq(1),
+                            pppoe_sid.eq(_be16(rb[2], rb[3])),
+                        ]
+                    with m.Else():
+                        m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.PPPOE1):
+                    proto = _be16(rb[2], rb[3])
+                    m.d.sync += pppoe_len.eq(_be16(rb[0], rb[1]))
+                    with m.If(r_full & (proto == 0x0021)):
+                        m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
+                    with m.Elif(r_full & (proto == 0x0057)):
+                        m.d.sync += [state.eq(_S.IP6), hw.eq(0), ipv6.eq(1)]
+                    with m.Else():
+                        m.d.sync += state.eq(_S.OTHER)
+
+                with m.Case(_S.IP4):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 0):
+                        m.d.sync += [
+                            ihl.eq(rb[0][0:4]),
+                            ecn.eq(rb[1][0:2]),
+                            ip_len.eq(_be16(rb[2], rb[3])),
+                            ip_seen.eq(rb[0][4:8] == 4),
+                        ]
+                        with m.If((rb[0][4:8] != 4) | (rb[0][0:4] < 5)):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 1):
+                        # MF flag or a fragment offset: a fragment.
+                        with m.If(rb[2][5] | (rb[2][0:5] != 0) | (rb[3] != 0)):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 2):
+                        with m.If(rb[1] != 6):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 3):
+                        m.d.sync += src[0].eq(r_word)
+                    with m.Elif(hw == 4):
+                        m.d.sync += dst[0].eq(r_word)
+                    with m.If(r_full & (hw + 1 == ihl) & (hw >= 4)):
+                        m.d.sync += [state.eq(_S.TCP), hw.eq(0)]
+
+                with m.Case(_S.IP6):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 0):
+                        m.d.sync += ecn.eq(rb[1][4:6])
+                        with m.If(rb[0][4:8] != 6):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 1):
+                        m.d.sync += [ip_len.eq(_be16(rb[0], rb[1])), ip_seen.eq(1)]
+                        with m.If(rb[2] != 6):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw < 6):
+                        m.d.sync += src[(hw - 2)[0:2]].eq(r_word)
+                    with m.Else():
+                        m.d.sync += dst[(hw - 6)[0:2]].eq(r_word)
+                        with m.If(hw == 9):
+                            m.d.sync += [state.eq(_S.TCP), hw.eq(0)]
+
+                with m.Case(_S.TCP):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 0):
+                        m.d.sync += ports.eq(r_word)
+                    with m.Elif(hw == 2):
+                        m.d.sync += ack.eq(_be32(rb))
+                    with m.Elif(hw == 3):
+                        m.d.sync += [
+                            doff.eq(rb[0][4:8]),
+                            tcp_res.eq(rb[0][0:4]),
+                            flags.eq(rb[1]),
+                        ]
+                        with m.If(rb[0][4:8] < 5):
+                            m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw == 4):
+                        m.d.sync += state.eq(Mux(doff == 5, _S.DONE, _S.OPTS))
+
+                with m.Case(_S.OPTS):
+                    m.d.sync += hw.eq(hw + 1)
+                    with m.If(~r_full):
+                        m.d.sync += state.eq(_S.OTHER)
+                    with m.Elif(hw + 1 == doff):
+                        m.d.sync += state.eq(_S.DONE)
+
+        # --- Checksums -----------------------------------------------------------
+        # Ones' complement sums of 16-bit words, two per R word. The halves
+        # are taken in lane order (bytes swapped against network order), which
+        # a ones' complement sum tolerates: the total is swapped too, and a
+        # correct header sums to 0xFFFF either way (RFC 1071 section 2 (B)).
+        # Each sum is kept as 18 bits whose value is `fold16` of them: the carry
+        # out of 16 bits is added back in the next cycle.
+        ip_sum  = Signal(18)                # IPv4 header
+        tcp_sum = Signal(18)                # pseudo-header addresses, TCP header
+
+        def fold16(x):
+            return x[0:16] + x[16:18]
+
+        word_sum = r_word[0:16] + r_word[16:32]
+        in_tcp = (state == _S.TCP) | (state == _S.OPTS)
+        is_addr = (((state == _S.IP4) & ((hw == 3) | (hw == 4))) |
+                   ((state == _S.IP6) & (hw >= 2) & (hw <= 9)))
+        # The rest of the pseudo-header, zero + protocol 6 + TCP length, added
+        # with TCP word 4: a pure ACK's TCP length is its header, 4 * doff.
+        pseudo = Mux((state == _S.TCP) & (hw == 4), Cat(C(0, 8), (4 * doff + 6)[0:8]), 0)
+        with m.If(r_valid & r_full):
+            with m.If(state == _S.IP4):
+                m.d.sync += ip_sum.eq(fold16(ip_sum) + word_sum)
+            with m.If(is_addr | in_tcp):
+                m.d.sync += tcp_sum.eq(fold16(tcp_sum) + word_sum + pseudo)
+
+        # The option walker: two chained byte steps per cycle, two cycles per
+        # options word (bytes 0-1 while the word is held, then bytes 2-3).
+        # Stall only a word that is there: `ready` must not wait for `valid`.
+        m.d.comb += opt_stall.eq(self.valid & (state == _S.OPTS) & in_frame & ~opt_half)
+        with m.If(opt_stall):
+            m.d.sync += opt_half.eq(1)
+        with m.Elif(r_valid):
+            m.d.sync += opt_half.eq(0)
+        half_b = [Mux(opt_half, rb[2], rb[0]), Mux(opt_half, rb[3], rb[1])]
+        walking = r_shown & (state == _S.OPTS) & r_full
+        # Captures are registered (lane, byte, target) and written a cycle
+        # later, off the walker's chain; `finalize` is at least two cycles on.
+        cap_en   = [Signal(name=f"cap_en{i}") for i in range(2)]
+        cap_ts   = [Signal(name=f"cap_ts{i}") for i in range(2)]
+        cap_at   = [Signal(8, name=f"cap_at{i}") for i in range(2)]
+        cap_byte = [Signal(8, name=f"cap_byte{i}") for i in range(2)]
+        m.d.sync += [c.eq(0) for c in cap_en]
+
+        # One byte step of the walker on a state of expressions. The second
+        # byte's step works on the first one's outputs, so nothing on the
+        # chain is arithmetic: "the current body byte is the option's last"
+        # is `left_is(1)`, a compare of a register or of a byte against a
+        # constant, chosen by the previous step's phase.
+        def step(st, b, i):
+            frozen = st["eol"] | st["bad"]
+            at_kind = ~frozen & (st["phase"] == _OPT_KIND)
+            at_len = ~frozen & (st["phase"] == _OPT_LEN)
+            in_body = ~frozen & (st["phase"] == _OPT_BODY)
+            starts = at_kind & (b != 0) & (b != 1)          # EOL ends, NOP is a single byte
+            long = at_len & (b >= 2)
+            sack_ok = (b == 10) | (b == 18) | (b == 26) | (b == 34)    # 1..4 blocks
+            new = {
+                "eol": st["eol"] | (at_kind & (b == 0)),     # EOL: the rest is padding
+                # RFC 7323 (timestamps: length 10, once), RFC 2018 (SACK: 1-4 blocks, once).
+                "bad": st["bad"] | (at_len & ((b < 2) |
+                                              (st["is_ts"] & ((b != 10) | st["ts"])) |
+                                              (st["is_sack"] & (~sack_ok | (st["sk"] != 0))))),
+                "ts": st["ts"] | (long & st["is_ts"]),
+                "sk": Mux(long & st["is_sack"] & sack_ok, (b - 2)[3:6], st["sk"]),
+                "oth": st["oth"] | (long & ~st["is_ts"] & ~st["is_sack"]),
+                "is_ts": Mux(starts, b == 8, st["is_ts"]),
+                "is_sack": Mux(starts, b == 5, st["is_sack"]),
+                "phase": Mux(starts, _OPT_LEN,
+                             Mux(at_len, Mux(b == 2, _OPT_KIND, _OPT_BODY),
+                                 Mux(in_body & st["left_is"](1), _OPT_KIND, st["phase"]))),
+                "left": Mux(at_len, b - 2, Mux(in_body, st["left"] - 1, st["left"])),
+                "left_is": lambda k: Mux(at_len, b == k + 2,
+                                         Mux(in_body, st["left_is"](k + 1), st["left_is"](k))),
+                "at": Mux(at_len, 0, Mux(in_body, st["at"] + 1, st["at"])),
+            }
+            # A timestamp or SACK body byte: stored next cycle (below).
+            with m.If(in_body):
+                m.d.sync += [
+                    cap_en[i].eq(walking & (st["is_ts"] | st["is_sack"])),
+                    cap_ts[i].eq(st["is_ts"]),
+                    cap_at[i].eq(st["at"]),
+                ]
+            m.d.sync += cap_byte[i].eq(b)
+            return new
+
+        lane = {"eol": opt_eol, "bad": opt_bad, "ts": has_ts, "sk": sack_n, "oth": other_opt,
+                "is_ts": opt_is_ts, "is_sack": opt_is_sack, "phase": opt_phase,
+                "left": opt_left, "left_is": lambda k: opt_left == k, "at": opt_at}
+        for i in range(2):
+            lane = step(lane, half_b[i], i)
+
+        for i in range(2):
+            with m.If(cap_en[i]):
+                for d in range(8):
+                    with m.If(cap_ts[i] & (cap_at[i] == d)):
+                        m.d.sync += ts_bytes[d].eq(cap_byte[i])
+                for d in range(32):
+                    with m.If(~cap_ts[i] & (cap_at[i] == d)):
+                        m.d.sync += sack_bytes[d].eq(cap_byte[i])
+
+        with m.If(walking):
+            m.d.sync += [
+                opt_phase.eq(lane["phase"]), opt_left.eq(lane["left"]), opt_at.eq(lane["at"]),
+                opt_is_ts.eq(lane["is_ts"]), opt_is_sack.eq(lane["is_sack"]),
+                opt_eol.eq(lane["eol"]), opt_bad.eq(lane["bad"]), has_ts.eq(lane["ts"]),
+                sack_n.eq(lane["sk"]), other_opt.eq(lane["oth"]),
+            ]
+
+        # --- Finalize ----------------------------------------------------------
+        l3_off   = Signal(16)
+        ip_end   = Signal(17)
+        ip_bytes = Signal(17)               # the IP packet's own length
+        l3_bytes = Signal(16)
+        l4_len   = Signal(17)               # IP payload length
+        tcp_ok   = Signal()
+        opts_ok  = Signal()
+        len_ok   = Signal()
+        csum_ok  = Signal()
+        pure_ack = Signal()
+        eligible = Signal()
+        m.d.comb += [
+            l3_off.eq(14 + 4 * ntags + Mux(pppoe, 8, 0)),
+            ip_bytes.eq(Mux(ipv6, ip_len + 40, ip_len)),
+            ip_end.eq(l3_off + ip_bytes),
+            # Link accounting (spec section 6): the announced IP length when the
+            # packet ends inside the frame (padding is not charged), else what
+            # follows the L2 header.
+            l3_bytes.eq(Mux(ip_seen & (ipv6 | (ip_len >= 20)) & (ip_end <= nbytes), ip_bytes,
+                            Mux(nbytes > l3_off, nbytes - l3_off, 0))),
+            l4_len.eq(Mux(ipv6, ip_len, ip_len - 4 * ihl)),
+            # A pure ACK: ACK set, RST SYN FIN clear (RFC 9293 section 3.1), no
+            # payload, the whole IP packet in a frame that fits a slot.
+            pure_ack.eq((state == _S.DONE) & ((flags & 0x17) == 0x10) & (l4_len == 4 * doff) &
+                        (nbytes >= ip_end) & (nbytes <= ACK_SLOT_BYTES)),
+            # Eligible: URG PSH clear too, AE and the reserved bits clear (ECE
+            # CWR free); well-formed options; no IPv4 options; nothing after
+            # the IP packet but Ethernet padding of a minimum frame (64 bytes
+            # plus its tags); the PPPoE length agrees; both checksums hold.
+            tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res == 0)),
+            opts_ok.eq(~opt_bad & ((opt_phase == _OPT_KIND) | opt_eol)),
+            len_ok.eq((nbytes == ip_end) | (nbytes <= 64 + 4 * ntags)),
+            csum_ok.eq((fold16(tcp_sum) == 0xFFFF) & (ipv6 | (fold16(ip_sum) == 0xFFFF))),
+            eligible.eq(tcp_ok & opts_ok & len_ok & csum_ok & (ipv6 | (ihl == 5)) &
+                        (~pppoe | (pppoe_len == ip_bytes + 2))),
+        ]
+
+        key = [Signal(32, name=f"key{i}") for i in range(KEY_WORDS)]
+        m.d.comb += [
+            key[0].eq(Cat(vid[0], vid[1], ntags, pppoe, ipv6, tpid[0], tpid[1])),   # model.flowkey
+            key[1].eq(pppoe_sid),
+            *[key[2 + i].eq(src[i]) for i in range(4)],
+            *[key[6 + i].eq(dst[i]) for i in range(4)],
+            key[10].eq(ports),
+        ]
+        # The CAM tag (``model.flowkey``): fold the key to 32 bits, then hash
+        # so structured keys (neighbouring addresses and ports) spread over
+        # all tags. Collisions are only a missed chance to supersede: the
+        # queue manager compares full keys.
+        fold = 0
+        for i in range(KEY_WORDS):
+            fold = fold ^ key[i].rotate_left((11 * i) % 32)
+        fold_q = Signal(32)
+        m.d.sync += fold_q.eq(fold)         # the key is final from the flush cycle on
+        tag = Signal(16)
+        m.d.comb += tag.eq(Cat(*[Cat(*[fold_q[i] for i in bits]).xor() for bits in tag_matrix()]))
+
+        res = self.result
+        m.d.sync += self.done.eq(finalize)
+        with m.If(finalize):
+            m.d.sync += [
+                res.pure_ack.eq(pure_ack),
+                res.nbytes.eq(nbytes),
+                res.l3_bytes.eq(l3_bytes),
+                res.meta.tag.eq(tag),
+                res.meta.ack.eq(ack),
+                res.meta.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
+                res.meta.tsecr.eq(Cat(*reversed(ts_bytes[4:8]))),
+                res.meta.has_ts.eq(has_ts),
+                res.meta.sack_n.eq(sack_n),
+                res.meta.other_opts.eq(other_opt),
+                res.meta.eligible.eq(eligible),
+                res.meta.ece.eq(flags[6]),
+                res.meta.cwr.eq(flags[7]),
+                res.meta.ecn.eq(ecn),
+            ]
+            for i in range(KEY_WORDS):
+                m.d.sync += res.meta.key[i].eq(key[i])
+            for blk in range(4):
+                m.d.sync += [
+                    res.meta.sack[blk].start.eq(Cat(*reversed(sack_bytes[8 * blk:8 * blk + 4]))),
+                    res.meta.sack[blk].end.eq(Cat(*reversed(sack_bytes[8 * blk + 4:8 * blk + 8]))),
+                ]
+            with m.If(nbytes < 14):
+                m.d.sync += res.cls.eq(FrameClass.RUNT)
+            with m.Elif(nbytes > MAX_FRAME_BYTES):
+                m.d.sync += res.cls.eq(FrameClass.OVERSIZE)
+            with m.Elif(pure_ack):
+                m.d.sync += res.cls.eq(FrameClass.ACK)
+            with m.Else():
+                m.d.sync += res.cls.eq(FrameClass.DATA)
+            # Ready for the next frame (whose first word only fills `hold`).
+            m.d.sync += [
+                state.eq(_S.ETH), ridx.eq(0), hw.eq(0), ntags.eq(0), pppoe.eq(0),
+                pppoe_sid.eq(0), pppoe_len.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
+                ip_seen.eq(0), ip_sum.eq(0), tcp_sum.eq(0), tpid_next.eq(0),
+                *[s.eq(0) for s in (vid[0], vid[1], tpid[0], tpid[1], src[1], src[2], src[3],
+                                    dst[1], dst[2], dst[3])],
+                ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
+                opt_phase.eq(_OPT_KIND), opt_left.eq(0), opt_at.eq(0), opt_is_ts.eq(0),
+                opt_is_sack.eq(0), opt_eol.eq(0), opt_bad.eq(0),
+                has_ts.eq(0), sack_n.eq(0), other_opt.eq(0), opt_half.eq(0),
+            ]
+            # ts/sack bytes need no reset: has_ts and sack_n say which are valid.
+            # Zero them anyway so equal ACKs always produce equal records.
+            m.d.sync += [b.eq(0) for b in (*ts_bytes, *sack_bytes)]
+        return m

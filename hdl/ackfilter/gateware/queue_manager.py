@@ -1,0 +1,725 @@
+"""The queue manager: ACK queue with in-place supersession, data queue,
+acks-first scheduling with a guaranteed data share.
+
+One finite-state machine owns every queue: it takes committed frames from
+the ingress FIFO and, when the egress is free and the shaper allows, grants
+the next frame. It does one operation at a time and reports each on the
+event port, so the golden model (``ackfilter.model``) can replay the exact
+sequence and must agree with every decision (``docs/spec.md`` sections 3, 4
+and 7).
+
+The ACK queue is a doubly linked list of nodes (one per queued ACK, from a
+free stack), so that a full queue can remove a *covered* ACK from its middle
+in two cycles.
+
+Flow state lives in three places: the tag CAM (:class:`FlowCAM`), a small
+register file per entry (queued ACK count, node of the newest ACK, the
+covered ACK's node), and a block-RAM record per entry holding the
+full flow key, the newest ACK's fields and the flow's floor (16 words of 64
+bits, 14 used). The full key is compared on every tag hit, so a hash
+collision cannot cause a wrong supersession.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .lib.buffer_pool import FreeStack
+from .flow_cam import FlowCAM
+from .lib.prio import lowest_set
+from .ingress import Verdict, ingress_entry_layout
+from ..model.flowkey import KEY_WORDS
+from ..model.pktparse import SANE_SPAN
+from ..params import ACK_SLOT_BYTES, EVENTS
+
+__all__ = ["Event", "QueueManager", "LUTRAM"]
+
+#: Attributes that keep a memory in LUT RAM (Yosys `ram_style`).
+LUTRAM = {"ram_style": "distributed"}
+
+RECORD_WORDS = 16          # per flow entry, 64-bit words; 0-5 key, 6 ack+flags, 7 ts, 8-11 SACK,
+REC_ACK, REC_TS, REC_SACK = 6, 7, 8   # 12 floor ack, 13 floor TSval/TSecr
+REC_FLOOR_ACK, REC_FLOOR_TS = 12, 13
+REC_NEWEST_END = 12        # words REC_ACK..11 describe the newest ACK
+REC_USED = 14
+
+
+def _event_enum():
+    names = enum.EnumType.__prepare__("Event", (enum.Enum,))
+    for i, name in enumerate(EVENTS):
+        names[name] = i
+    return enum.EnumType("Event", (enum.Enum,), names, shape=4)
+
+
+#: What the queue manager just did (spec section 7), numbered as
+#: :data:`ackfilter.params.EVENTS` numbers them.
+Event = _event_enum()
+
+
+def _before(a, b):
+    """RFC 1982 serial arithmetic: ``a`` is before ``b`` (mod 2^32)."""
+    return (a - b)[31]
+
+
+def _after(a, b):
+    return _before(b, a)
+
+
+def _inside(s, e, s2, e2):
+    """Block ``[s, e)`` lies inside block ``[s2, e2)``."""
+    return ~_before(s, s2) & ~_after(e, e2)
+
+
+def _within_span(value, floor):
+    """``(value - floor) mod 2^32 < SANE_SPAN`` (2^30)."""
+    return (value - floor)[30:32] == 0
+
+
+class QueueManager(wiring.Component):
+    """See the module docstring.
+
+    Parameters
+    ----------
+    ack_slots : int      ACK queue positions
+    flow_entries : int   flow table entries
+    ring_bits, buf_bits, desc_depth : sizes of the buffers it points into
+
+    Ports (groups)
+    --------------
+    entry_* : the ingress FIFO's read side (``entry_ready`` pops the head a
+              cycle after it is taken; nothing else reads the FIFO meanwhile)
+    ack_mode, ack_queue_limit, data_share : parameters
+    egress_busy, shaper_eligible : may a frame start
+    egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant
+    free_buf_en, free_buf_id : an ACK buffer whose frame is gone
+    ev_valid, ev_kind : event trace
+    stat_superseded, stat_collision, stat_cam_full : counter strobes
+    ack_queue_depth, data_queue_frames, flows_active : levels
+    idle, backlog : for simulators and status
+    """
+
+    def __init__(self, *, ack_slots=64, flow_entries=64, ring_bits, buf_bits, desc_depth):
+        for name, value in (("ack_slots", ack_slots), ("flow_entries", flow_entries)):
+            if not isinstance(value, int) or not 2 <= value <= 255:
+                raise TypeError(f"{name} must be an integer in 2..255, not {value!r}")
+        self.ack_slots = ack_slots
+        self.flow_entries = flow_entries
+        self.ring_bits = ring_bits
+        self.buf_bits = buf_bits
+        self.desc_depth = desc_depth
+        entry = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
+        super().__init__({
+            "entry_valid":       In(1),
+            "entry":             In(entry),
+            "entry_ready":       Out(1),
+            "ack_mode":          In(2),
+            "ack_queue_limit":   In(8),
+            "data_share":        In(9),
+            "egress_busy":       In(1),
+            "shaper_eligible":   In(1),
+            "egress_start":      Out(1),
+            "egress_is_ack":     Out(1),
+            "egress_addr":       Out(max(ring_bits, buf_bits)),
+            "egress_bytes":      Out(16),
+            "egress_l3_bytes":   Out(16),
+            "free_buf_en":       Out(1),
+            "free_buf_id":       Out(buf_bits),
+            "ev_valid":          Out(1),
+            "ev_kind":           Out(Event),
+            "stat_superseded":   Out(1),
+            "stat_collision":    Out(1),
+            "stat_cam_full":     Out(1),
+            "ack_queue_depth":   Out(range(ack_slots + 1)),
+            "data_queue_frames": Out(range(desc_depth + 1)),
+            "flows_active":      Out(range(flow_entries + 1)),
+            "idle":              Out(1),
+            "backlog":           Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n_slots, n_flows = self.ack_slots, self.flow_entries
+        node_ids, flow_ids = range(n_slots), range(n_flows)
+
+        m.submodules.cam = cam = FlowCAM(entries=n_flows)
+        desc_layout = data.StructLayout({"start": self.ring_bits, "nbytes": 16, "l3_bytes": 12})
+        m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
+        desc_r = data.View(desc_layout, desc.r_data)
+
+        # --- The ACK queue: a doubly linked list of nodes -----------------------
+        ack_bits = ACK_SLOT_BYTES.bit_length()
+        node_layout = data.StructLayout({
+            "buf": self.buf_bits, "nbytes": ack_bits, "l3_bytes": ack_bits, "flow": flow_ids, "tracked": 1,
+        })
+        # The small memories stay in LUT RAM (`LUTRAM`): a register on one of
+        # their read ports would otherwise let Yosys map them to block RAM,
+        # whose output arrives 5.6 ns after the clock.
+        m.submodules.nodes = nodes = Memory(shape=node_layout, depth=n_slots, init=[], attrs=LUTRAM)
+        m.submodules.nxt = nxt = Memory(shape=node_ids, depth=n_slots, init=[], attrs=LUTRAM)
+        m.submodules.prv = prv = Memory(shape=node_ids, depth=n_slots, init=[], attrs=LUTRAM)
+        node_w, nxt_w, prv_w = nodes.write_port(), nxt.write_port(), prv.write_port()
+        # Read ports, each at a registered address (no state multiplexer in
+        # front of a LUT RAM): the head, the arriving flow's newest, and the
+        # covered ACK to drop (X).
+        node_head = nodes.read_port(domain="comb")
+        node_new  = nodes.read_port(domain="comb")
+        node_cx   = nodes.read_port(domain="comb")
+        nxt_head  = nxt.read_port(domain="comb")
+        nxt_cx    = nxt.read_port(domain="comb")
+        prv_cx    = prv.read_port(domain="comb")
+        m.submodules.node_pool = node_pool = FreeStack(count=n_slots)
+
+        m.submodules.records = records = Memory(shape=64, depth=n_flows * RECORD_WORDS, init=[])
+        rec_w = records.write_port()
+        rec_r = records.read_port()
+        rec_word = Signal(64)                    # rec_r.data, registered
+        m.d.sync += rec_word.eq(rec_r.data)
+
+        # Per flow entry, in LUT RAM (compact: a register file of 64 entries
+        # spreads over the chip and its read multiplexers route long): the
+        # number of tracked ACKs queued, and the node of the newest.
+        m.submodules.flow_count = flow_count = Memory(shape=range(n_slots + 1), depth=n_flows, init=[],
+                                                      attrs=LUTRAM)
+        m.submodules.flow_newest = flow_newest = Memory(shape=node_ids, depth=n_flows, init=[], attrs=LUTRAM)
+        count_w    = flow_count.write_port()
+        count_upd  = flow_count.read_port(domain="comb")   # read-modify-write of one entry
+        count_idx  = flow_count.read_port(domain="comb")   # the arriving flow's
+        count_head = flow_count.read_port(domain="comb")   # the head ACK's flow's
+        newest_w   = flow_newest.write_port()
+        newest_idx = flow_newest.read_port(domain="comb")
+        # A flow's covered ACK (at most one: it is marked only when the flow had
+        # one ACK queued): a valid bit and its node, in LUT RAM.
+        flow_cov    = Signal(n_flows)
+        m.submodules.cov_nodes = cov_nodes = Memory(shape=node_ids, depth=n_flows, init=[], attrs=LUTRAM)
+        cov_w      = cov_nodes.write_port()
+        cov_head   = cov_nodes.read_port(domain="comb")    # of the head ACK's flow
+        cov_cand   = cov_nodes.read_port(domain="comb")    # of the candidate to drop
+
+        head = Signal(node_ids)
+        tail = Signal(node_ids)
+        qlen = Signal(range(n_slots + 1))
+        credit = Signal(signed(28))
+
+        # The head ACK and its successor, registered every cycle; then, from
+        # its flow (registered), whether it is the flow's last queued ACK and
+        # whether it is the flow's covered ACK. They lag a change of the head
+        # by two and three cycles, a count update by three, a covered ACK by
+        # two; the states that use them (Depart, Drop-Front, for a tracked
+        # head) are entered at least three cycles after any state that
+        # changes them: Settle lies between a drop and the next, a record
+        # write between a tracked append and the next departure.
+        head_q      = Signal(node_layout)
+        head_next_q = Signal(node_ids)
+        head_one    = Signal()
+        head_is_cov = Signal()
+        hflow = head_q.flow
+        m.d.comb += [cov_head.addr.eq(hflow), count_head.addr.eq(hflow)]
+        m.d.sync += [
+            head_q.eq(node_head.data),
+            head_next_q.eq(nxt_head.data),
+            head_one.eq(count_head.data == 1),
+            head_is_cov.eq(flow_cov.bit_select(hflow, 1) & (cov_head.data == head)),
+        ]
+        m.d.comb += [node_head.addr.eq(head), nxt_head.addr.eq(head)]
+
+        # The covered ACK to drop, in two registered stages: the lowest flow
+        # with a covered ACK, then its node. Valid two (three) cycles after a
+        # change of the flow registers; see Settle.
+        cov_any_q, cov_flow_q, cov_x_q = Signal(), Signal(flow_ids), Signal(node_ids)
+        any_cov, lowest_cov = lowest_set(flow_cov)
+        m.d.comb += cov_cand.addr.eq(cov_flow_q)
+        m.d.sync += [cov_any_q.eq(any_cov), cov_flow_q.eq(lowest_cov), cov_x_q.eq(cov_cand.data)]
+
+        # A count update (grow, a head leaving, a covered ACK dropped) is
+        # registered and applied, read-modify-write, in the next cycle, so no
+        # decision reaches the LUT RAM's address. Updates are at least two
+        # cycles apart (their states are), and every reader of a count is
+        # later still: the next departure's or drop's `head_one` (see below)
+        # and a record read's `count_q`.
+        upd_en, upd_flow, upd_dec = Signal(), Signal(flow_ids), Signal()
+        upd_en_q, upd_flow_q, upd_dec_q = Signal(), Signal(flow_ids), Signal()
+        m.d.sync += [upd_en_q.eq(upd_en), upd_flow_q.eq(upd_flow), upd_dec_q.eq(upd_dec)]
+        m.d.comb += [
+            count_upd.addr.eq(upd_flow_q),
+            count_w.en.eq(upd_en_q),
+            count_w.addr.eq(upd_flow_q),
+            count_w.data.eq(Mux(upd_dec_q, count_upd.data - 1, count_upd.data + 1)),
+        ]
+
+        def count_add(flow, delta):
+            """``flow_count[flow] += delta`` (delta is +1 or -1), a cycle later."""
+            assert delta in (1, -1)
+            m.d.comb += [upd_en.eq(1), upd_flow.eq(flow), upd_dec.eq(delta < 0)]
+
+        limit = Signal(range(n_slots + 1))
+        m.d.comb += limit.eq(Mux(self.ack_queue_limit > n_slots, n_slots, self.ack_queue_limit))
+
+        # The frame being handled.
+        cur = Signal(self.entry.shape())
+        meta = cur.meta
+        # The CAM's tag and indices follow registers whatever the state;
+        # only its enables carry decisions (the tag fans out to every entry).
+        m.d.comb += [cam.lookup_tag.eq(meta.tag), cam.set_tag.eq(meta.tag)]
+
+        # The new ACK's SACK blocks that are sane (well formed, wholly above
+        # its ack, within SANE_SPAN), in two registered steps from `cur`: valid
+        # from Await-Lookup on.
+        s = [meta.sack[k].start for k in range(4)]
+        e = [meta.sack[k].end for k in range(4)]
+        ds_q = [Signal(32, name=f"ds{k}") for k in range(4)]
+        de_q = [Signal(32, name=f"de{k}") for k in range(4)]
+        sane_new = Signal(4)
+        assert SANE_SPAN == 1 << 30
+        m.d.sync += [ds_q[k].eq(s[k] - meta.ack) for k in range(4)]
+        m.d.sync += [de_q[k].eq(e[k] - meta.ack) for k in range(4)]
+        m.d.sync += sane_new.eq(Cat((meta.sack_n > k) & (ds_q[k] < de_q[k]) & (de_q[k][30:32] == 0)
+                                    for k in range(4)))
+
+        # Fields of the flow's newest queued ACK, as read from its record.
+        idx        = Signal(flow_ids)
+        key_eq     = Signal()
+        old_flags  = Signal(data.StructLayout({
+            "supersedable": 1, "has_ts": 1, "sack_n": 3, "ece": 1, "cwr": 1, "ecn": 2}))
+        all_cov    = Signal()                # every old SACK block is covered
+        new_cov    = Signal(4)               # new SACK block k lies inside an old one
+        rk         = Signal(range(RECORD_WORDS + 1))
+        key_word   = Signal(64)                  # the record word due in rec_word next cycle
+        # Decided while the record streams in, so that Decide-Hit is short.
+        count_q    = Signal(range(n_slots + 1))  # flow_count[idx]
+        newest_q   = Signal(node_ids)             # flow_newest[idx]
+        old_buf_q  = Signal(self.buf_bits)        # nodes[newest_q].buf: the newest queued ACK's buffer
+        ack_gt_q   = Signal()                     # 0 < new.ack - old.ack < 2^31
+        ack_eq_q   = Signal()
+        flags_ok_q = Signal()                     # supersedable, same ECE/CWR/ECN, new eligible
+        enough_q   = Signal()                     # count_q allows a supersede (ack_mode)
+        ts_ok_q    = Signal()
+        floor_ok_q = Signal()                     # new.ack within SANE_SPAN of the floor
+        floor_ts_ok_q = Signal()                  # new TSval, TSecr within SANE_SPAN of the floor's
+        may_q      = Signal()                     # new may supersede (or cover) the newest
+        supersede_q = Signal()                    # ... and the mode's count allows it
+        # The queue is full: registered every cycle. `qlen` changes in
+        # states at least two cycles before any decision that reads this.
+        full_q     = Signal()
+        m.d.sync += full_q.eq(qlen >= limit)
+        # The node a decision writes: its address and fields come straight
+        # from flip-flops (the newest node when Decide-Prep saw a supersede,
+        # else the allocator's offer; `hit_q` marks a hit), so only the write
+        # enable depends on the decision. Lookup clears both (every way to
+        # Decide-Miss passes it); Decide-Prep sets them, and they hold through
+        # a drop that returns to Decide-Hit by Settle.
+        hit_q      = Signal()
+        sel_newest_q = Signal()
+        m.d.comb += [
+            node_w.addr.eq(Mux(sel_newest_q, newest_q, node_pool.alloc_id)),
+            node_w.data.buf.eq(cur.buf),
+            node_w.data.nbytes.eq(cur.nbytes),
+            node_w.data.l3_bytes.eq(cur.l3_bytes),
+            node_w.data.flow.eq(idx),
+            node_w.data.tracked.eq(Mux(hit_q, key_eq, cam.free)),
+        ]
+        # An append of a tracked ACK grows its flow a cycle later (the first
+        # cycle of Write-Record, where nothing else touches the flow's
+        # counters): the per-entry decode stays off the Decide-Hit path.
+        grow       = Signal()
+        grow_node  = Signal(node_ids)
+        cover_q    = Signal()                     # the append covers the old newest
+
+        # The new ACK's own supersedability (first bullet of the spec).
+        blocks_ok = Cat((meta.sack_n <= k) | sane_new[k] for k in range(4)).all()
+        dsack = (meta.sack_n >= 2) & _inside(s[0], e[0], s[1], e[1])
+        new_flags = Signal.like(old_flags)
+        m.d.comb += [
+            new_flags.supersedable.eq(meta.eligible & ~meta.other_opts & blocks_ok & ~dsack),
+            new_flags.has_ts.eq(meta.has_ts),
+            new_flags.sack_n.eq(meta.sack_n),
+            new_flags.ece.eq(meta.ece),
+            new_flags.cwr.eq(meta.cwr),
+            new_flags.ecn.eq(meta.ecn),
+        ]
+
+        def record_word(j):
+            if j < 5:
+                return Cat(meta.key[2 * j], meta.key[2 * j + 1])
+            if j == 5:
+                return Cat(meta.key[KEY_WORDS - 1], C(0, 32))
+            if j == REC_ACK:
+                return Cat(meta.ack, new_flags.as_value(), C(0, 32 - len(new_flags.as_value())))
+            if j == REC_TS:
+                return Cat(meta.tsval, meta.tsecr)
+            k = j - REC_SACK
+            return Cat(meta.sack[k].start, meta.sack[k].end)
+
+        # The record words of `cur` in a shift register, so that reading them
+        # in order (key compare, record write) takes no wide multiplexer: it is
+        # loaded with words start.. and shifts one word per cycle. (A 12:1 x
+        # 64-bit multiplexer here was the routing hot spot of the board.) The
+        # floor words, written last, come straight from `cur`.
+        rec_sh = Signal(64 * REC_NEWEST_END)
+
+        def load_record(start):
+            m.d.sync += rec_sh.eq(Cat(*[record_word(j) for j in range(start, REC_NEWEST_END)]))
+
+        def next_record_word():
+            m.d.sync += rec_sh.eq(rec_sh[64:])
+            return rec_sh[:64]
+
+        # Events and strobes default low.
+        ev = Signal(Event)
+        m.d.comb += self.ev_kind.eq(ev)
+
+        def event(kind):
+            m.d.comb += [self.ev_valid.eq(1), ev.eq(kind)]
+
+        # Frees of list nodes: the head (Depart, Drop-Front) or a covered ACK.
+        node_free_en = Signal()
+        node_free_id = Signal(node_ids)
+        m.d.comb += [node_pool.free_en.eq(node_free_en), node_pool.free_id.eq(node_free_id)]
+
+        def leave_head():
+            """Bookkeeping of the head ACK leaving the queue (sent or dropped)."""
+            m.d.sync += [head.eq(head_next_q), qlen.eq(qlen - 1)]
+            m.d.comb += [node_free_en.eq(1), node_free_id.eq(head)]
+            with m.If(head_q.tracked):
+                count_add(head_q.flow, -1)
+                with m.If(head_one):
+                    m.d.comb += cam.clear_en.eq(1)
+                with m.If(head_is_cov):
+                    m.d.sync += flow_cov.bit_select(head_q.flow, 1).eq(0)
+
+        m.d.comb += [
+            node_new.addr.eq(newest_q),
+            count_idx.addr.eq(idx),
+            newest_idx.addr.eq(idx),
+            cam.set_index.eq(idx),
+            cam.clear_index.eq(head_q.flow),
+            self.data_queue_frames.eq(desc.level),
+            self.flows_active.eq(cam.used),
+            self.ack_queue_depth.eq(qlen),
+            self.backlog.eq((qlen != 0) | desc.r_rdy),
+        ]
+
+        # The credit change of a departure, ``charge_n * charge_k`` (or a
+        # reset), is applied in the cycle after it and ``credit > 0`` is
+        # registered in the next, which keeps the multiplier and the wide
+        # compare off the scheduling decision. The next departure is three
+        # cycles later at the earliest: the egress is busy the cycle after a
+        # start, and Idle lies between.
+        charge_n = Signal(16)
+        charge_k = Signal(signed(10))
+        charge_clear = Signal()
+        credit_pos = Signal()
+        m.d.sync += [
+            credit.eq(Mux(charge_clear, 0, credit + charge_n * charge_k)),
+            charge_k.eq(0),
+            charge_clear.eq(0),
+            credit_pos.eq(credit > 0),
+        ]
+
+        wk = Signal(range(RECORD_WORDS))            # record word being written
+        wk_last = Signal(range(RECORD_WORDS))       # the last one to write
+        done_event = Signal(Event)                  # reported when the write ends
+        from_hit = Signal()                         # the arrival hit its flow's entry (or collided)
+        can_depart = Signal()
+        m.d.comb += can_depart.eq(~self.egress_busy & self.shaper_eligible & self.backlog)
+
+        # Dropping a covered ACK: its node X, its flow, its buffer and its
+        # neighbours in the list, registered in Covered-Read.
+        col_x, col_flow, col_x_buf = Signal(node_ids), Signal(flow_ids), Signal(self.buf_bits)
+        col_p, col_q = Signal(node_ids), Signal(node_ids)
+        m.d.comb += [node_cx.addr.eq(cov_x_q), nxt_cx.addr.eq(cov_x_q), prv_cx.addr.eq(cov_x_q)]
+
+        # The entry FIFO is popped a cycle after Idle takes its head (already
+        # in `cur`): its read enable, which clocks a few hundred flip-flops,
+        # comes from a flip-flop instead of the Idle decision. Arrive always
+        # follows, so Idle sees the FIFO's next head again.
+        pop_q = Signal()
+        m.d.sync += pop_q.eq(0)
+        m.d.comb += self.entry_ready.eq(pop_q)
+
+        with m.FSM(name="manager"):
+            with m.State("Idle"):
+                m.d.comb += self.idle.eq(~self.entry_valid)
+                # `cur` (640 bits) follows the FIFO's head while idle, so its
+                # enable waits for no decision; it holds once the frame is taken.
+                m.d.sync += cur.eq(self.entry)
+                with m.If(can_depart):
+                    m.next = "Depart"
+                with m.Elif(self.entry_valid):
+                    m.d.sync += pop_q.eq(1)
+                    m.next = "Arrive"
+
+            with m.State("Arrive"):
+                with m.Switch(cur.verdict):
+                    with m.Case(Verdict.RUNT):
+                        event(Event.DROP_RUNT)
+                        m.next = "Idle"
+                    with m.Case(Verdict.OVERSIZE):
+                        event(Event.DROP_OVERSIZE)
+                        m.next = "Idle"
+                    with m.Case(Verdict.DATA_FULL):
+                        event(Event.DROP_DATA_FULL)
+                        m.next = "Idle"
+                    with m.Case(Verdict.DATA):
+                        m.d.comb += [desc.w_en.eq(1),
+                                     desc.w_data.eq(Cat(cur.start, cur.nbytes, cur.l3_bytes))]
+                        event(Event.ARRIVE_DATA)
+                        m.next = "Idle"
+                    with m.Default():
+                        m.next = "Lookup"
+
+            with m.State("Lookup"):
+                m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
+                # The CAM has seen meta.tag since the previous state (Arrive
+                # or a drop); its answer is ready next cycle.
+                m.next = "Await-Lookup"
+
+            with m.State("Await-Lookup"):
+                # Word 0 of a hit's record is read already.
+                m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
+                m.d.sync += [rk.eq(1), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
+                load_record(0)
+                with m.If(cam.hit):
+                    m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
+                    m.next = "Read-Record"
+                with m.Else():
+                    m.d.sync += [idx.eq(cam.free_index), from_hit.eq(0)]
+                    m.next = "Decide-Miss"
+
+            with m.State("Read-Record"):
+                # Word rk is read, word rk - 1 comes out of the block RAM into
+                # a register, word rk - 2 is compared from there.
+                m.d.comb += rec_r.addr.eq(idx * RECORD_WORDS + rk)
+                m.d.sync += [
+                    rk.eq(rk + 1),
+                    count_q.eq(count_idx.data),
+                    enough_q.eq(Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)),
+                    newest_q.eq(newest_idx.data),
+                    old_buf_q.eq(node_new.data.buf),
+                ]
+                m.d.sync += key_word.eq(next_record_word())      # word rk - 1
+                lo, hi = rec_word[0:32], rec_word[32:64]
+                j = rk - 2                           # the word compared now
+                with m.If(rk >= 2):
+                    with m.Switch(j):
+                        with m.Case(0, 1, 2, 3, 4):
+                            with m.If(rec_word != key_word):
+                                m.d.sync += key_eq.eq(0)
+                        with m.Case(5):
+                            with m.If(lo != key_word[:32]):
+                                m.d.sync += key_eq.eq(0)
+                        with m.Case(REC_ACK):
+                            of = data.View(old_flags.shape(), hi[:len(old_flags.as_value())])
+                            d_ack = Signal(32)
+                            m.d.comb += d_ack.eq(meta.ack - lo)
+                            m.d.sync += [
+                                old_flags.eq(hi),
+                                ack_gt_q.eq((d_ack != 0) & ~d_ack[31]),
+                                ack_eq_q.eq(d_ack == 0),
+                                flags_ok_q.eq(meta.eligible & of.supersedable & (of.ece == meta.ece) &
+                                              (of.cwr == meta.cwr) & (of.ecn == meta.ecn)),
+                            ]
+                        with m.Case(REC_TS):
+                            m.d.sync += [
+                                ts_ok_q.eq((old_flags.has_ts == meta.has_ts) & (
+                                    ~meta.has_ts | (~_after(lo, meta.tsval) & ~_after(hi, meta.tsecr)))),
+                            ]
+                        for i in range(4):
+                            with m.Case(REC_SACK + i):
+                                valid = old_flags.sack_n > i
+                                covered = ~_after(hi, meta.ack)
+                                for k in range(4):
+                                    covered = covered | (sane_new[k] & _inside(lo, hi, s[k], e[k]))
+                                with m.If(valid & ~covered):
+                                    m.d.sync += all_cov.eq(0)
+                                for k in range(4):
+                                    with m.If(valid & _inside(s[k], e[k], lo, hi)):
+                                        m.d.sync += new_cov[k].eq(1)
+                        with m.Case(REC_FLOOR_ACK):
+                            m.d.sync += floor_ok_q.eq(_within_span(meta.ack, lo))
+                        with m.Case(REC_FLOOR_TS):
+                            m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(meta.tsval, lo) &
+                                                                         _within_span(meta.tsecr, hi)))
+                with m.If(rk == REC_USED + 1):
+                    m.next = "Decide-Prep"
+
+            with m.State("Decide-Prep"):
+                # The supersession test, registered: Decide-Hit's choices (and
+                # the enables they drive) then hang off one flip-flop.
+                strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
+                may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q
+                m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q),
+                             hit_q.eq(1), sel_newest_q.eq(may & enough_q & key_eq)]
+                m.next = "Decide-Hit"
+
+            # Where the ACK goes once it needs a queue position.
+            def append(tracked, new_entry, kind, cover=False):
+                with m.If(full_q):
+                    # Make room: a covered ACK first, else the head.
+                    with m.If(cov_any_q):
+                        m.next = "Covered-Read"
+                    with m.Else():
+                        m.next = "Drop-Front"
+                with m.Else():
+                    n = node_pool.alloc_id
+                    m.d.comb += [
+                        node_pool.take.eq(1),
+                        node_w.en.eq(1),             # at n, tracked: see hit_q
+                        nxt_w.en.eq(qlen != 0),
+                        nxt_w.addr.eq(tail),
+                        nxt_w.data.eq(n),
+                        prv_w.en.eq(1),
+                        prv_w.addr.eq(n),
+                        prv_w.data.eq(tail),
+                    ]
+                    m.d.sync += [tail.eq(n), qlen.eq(qlen + 1)]
+                    with m.If(qlen == 0):
+                        m.d.sync += head.eq(n)
+                    if tracked:
+                        # A new entry writes its whole record; an append the
+                        # newest ACK's fields and, when it starts a new chain
+                        # (it does not cover the old newest), the floor.
+                        last = Mux(cover, REC_NEWEST_END - 1, REC_USED - 1)
+                        m.d.sync += [
+                            grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
+                            wk.eq(0 if new_entry else REC_ACK), wk_last.eq(last),
+                            done_event.eq(kind),
+                        ]
+                        # The shift register holds the words to write: from 0
+                        # since Await-Lookup (a miss), from REC_ACK since
+                        # Decide-Hit (a hit).
+                        if new_entry:
+                            m.d.comb += cam.set_en.eq(1)
+                        m.next = "Write-Record"
+                    else:
+                        event(kind)
+                        m.next = "Idle"
+
+            with m.State("Decide-Miss"):
+                with m.If(cam.free):
+                    append(True, True, Event.ARRIVE_ACK_NEW)
+                with m.Else():
+                    append(False, False, Event.ARRIVE_ACK_UNTRACKED)
+                    with m.If(~full_q):
+                        m.d.comb += self.stat_cam_full.eq(1)
+
+            with m.State("Decide-Hit"):
+                may = may_q
+                # Words REC_ACK.. of the record, whatever is decided (only the
+                # branches that write the record use them).
+                load_record(REC_ACK)
+                with m.If(~key_eq):
+                    append(False, False, Event.ARRIVE_ACK_UNTRACKED)
+                    with m.If(~full_q):
+                        m.d.comb += self.stat_collision.eq(1)
+                with m.Elif(supersede_q):
+                    m.d.comb += [
+                        node_w.en.eq(1),             # at newest_q: sel_newest_q
+                        self.free_buf_en.eq(1),
+                        self.free_buf_id.eq(old_buf_q),
+                        self.stat_superseded.eq(1),
+                    ]
+                    m.d.sync += [wk.eq(REC_ACK), wk_last.eq(REC_NEWEST_END - 1),
+                                 done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
+                    m.next = "Write-Record"
+                with m.Else():
+                    append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
+
+            with m.State("Write-Record"):
+                with m.If(grow):
+                    count_add(idx, 1)
+                    m.d.comb += [newest_w.en.eq(1), newest_w.addr.eq(idx), newest_w.data.eq(grow_node)]
+                    m.d.sync += grow.eq(0)
+                    with m.If(cover_q):
+                        m.d.sync += flow_cov.bit_select(idx, 1).eq(1)
+                        m.d.comb += [cov_w.en.eq(1), cov_w.addr.eq(idx), cov_w.data.eq(newest_q)]
+                m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
+                assert REC_FLOOR_ACK % 2 == 0 and REC_FLOOR_TS == REC_FLOOR_ACK + 1
+                floor_word = Mux(wk[0], Cat(meta.tsval, meta.tsecr), Cat(meta.ack, C(0, 32)))
+                m.d.comb += rec_w.data.eq(Mux(wk >= REC_FLOOR_ACK, floor_word,
+                                              next_record_word()))   # word wk
+                m.d.sync += wk.eq(wk + 1)
+                with m.If(wk == wk_last):
+                    event(done_event)
+                    m.next = "Idle"
+
+            def after_drop(same_flow):
+                """Back to the decision: directly when the drop did not touch
+                the arrival's flow entry (nothing it decided on changed), else
+                through a new lookup (spec: the arrival is processed again)."""
+                with m.If(from_hit & ~same_flow):
+                    m.next = "Settle"
+                with m.Else():
+                    m.next = "Lookup"
+
+            with m.State("Drop-Front"):
+                leave_head()
+                m.d.comb += [self.free_buf_en.eq(1), self.free_buf_id.eq(head_q.buf)]
+                event(Event.DROP_ACK_FRONT)
+                after_drop(head_q.tracked & (head_q.flow == idx))
+
+            with m.State("Covered-Read"):
+                m.d.sync += [
+                    col_x.eq(cov_x_q), col_flow.eq(cov_flow_q), col_x_buf.eq(node_cx.data.buf),
+                    col_p.eq(prv_cx.data), col_q.eq(nxt_cx.data),
+                ]
+                m.next = "Drop-Covered"
+
+            with m.State("Drop-Covered"):
+                # X is unlinked (its flow's next ACK, which covers it, comes
+                # after it: X is never the tail) and freed with its buffer.
+                with m.If(col_x == head):
+                    m.d.sync += head.eq(col_q)
+                with m.Else():
+                    m.d.comb += [nxt_w.en.eq(1), nxt_w.addr.eq(col_p), nxt_w.data.eq(col_q)]
+                m.d.comb += [
+                    prv_w.en.eq(1),
+                    prv_w.addr.eq(col_q),
+                    prv_w.data.eq(col_p),
+                    node_free_en.eq(1),
+                    node_free_id.eq(col_x),
+                    self.free_buf_en.eq(1),
+                    self.free_buf_id.eq(col_x_buf),
+                ]
+                m.d.sync += [qlen.eq(qlen - 1), flow_cov.bit_select(col_flow, 1).eq(0)]
+                count_add(col_flow, -1)
+                event(Event.DROP_ACK_COVERED)
+                after_drop(col_flow == idx)
+
+            with m.State("Settle"):
+                # The covered-ACK candidate (two registered stages) and the node
+                # stack's offer see the drop by the next cycle.
+                m.next = "Decide-Hit"
+
+            with m.State("Depart"):
+                have_ack = qlen != 0
+                have_data = desc.r_rdy
+                pick_data = have_data & (~have_ack | credit_pos)
+                nbytes = Mux(pick_data, desc_r.nbytes, head_q.nbytes)
+                m.d.sync += charge_n.eq(nbytes)
+                with m.If(have_ack & have_data):
+                    m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
+                with m.Else():
+                    m.d.sync += charge_clear.eq(1)
+                m.d.comb += [
+                    self.egress_start.eq(1),
+                    self.egress_bytes.eq(nbytes),
+                    self.egress_l3_bytes.eq(Mux(pick_data, desc_r.l3_bytes, head_q.l3_bytes)),
+                ]
+                with m.If(pick_data):
+                    m.d.comb += [
+                        desc.r_en.eq(1),
+                        self.egress_is_ack.eq(0),
+                        self.egress_addr.eq(desc_r.start),
+                    ]
+                    event(Event.DEPART_DATA)
+                with m.Else():
+                    leave_head()
+                    m.d.comb += [
+                        self.egress_is_ack.eq(1),
+                        self.egress_addr.eq(head_q.buf),
+                    ]
+                    event(Event.DEPART_ACK)
+                m.next = "Idle"
+        return m

