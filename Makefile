@@ -16,7 +16,7 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test demo bench fuzz captures verilog reports bitstream flash clean
+.PHONY: help venv test demo bench fuzz captures verilog regmap reports bitstream flash clean
 
 BOARD ?= colorlight-5a-75b
 CABLE ?= ft232
@@ -58,6 +58,9 @@ captures: ## (root) remake sim/captures/*.pcap.gz: real Linux TCP in network nam
 verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.gateware.gen_verilog -o build/verilog/ackfilter_core.v
+
+regmap: venv ## regenerate the register map: firmware/include/ackfilter_regs.h, host-tools/ackfilter_ctl/regmap.json
+	$(ENV) $(PY) -m ackfilter.regmap
 
 clean: ## remove build/ (keeps .venv)
 	rm -rf build

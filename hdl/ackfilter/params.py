@@ -18,7 +18,7 @@ from .units import format_rate
 __all__ = [
     "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
-    "SHAPER_LINK_LAYERS", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
+    "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
     "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "counter", "cpb_q16_for_rate",
     "rate_limits_bps",
 ]
@@ -61,6 +61,13 @@ SHAPER_CHARGE_BASES = {"frame": 0, "ip": 1}
 #: ``shaper_link_layer`` values, numbered as Linux numbers them
 #: (include/uapi/linux/pkt_sched.h: CAKE_ATM_NONE, CAKE_ATM_ATM, CAKE_ATM_PTM).
 SHAPER_LINK_LAYERS = {"none": 0, "atm": 1, "ptm": 2}
+
+#: Parameters whose values have names.
+ENUMS = {
+    "ack_mode": ACK_FILTER_MODES,
+    "shaper_charge_base": SHAPER_CHARGE_BASES,
+    "shaper_link_layer": SHAPER_LINK_LAYERS,
+}
 
 PARAM_BASE   = 0x00
 INFO_BASE    = 0x20
@@ -179,6 +186,12 @@ INFO = {
     "flows_active":     INFO_BASE + 6,
 }
 ID_VALUE = 0x41434B46
+
+
+
+def csr_last():
+    """The last word address in use (a harness that reads every register reads 0..this)."""
+    return max([p.addr for p in PARAMS] + list(INFO.values()) + [c.addr + 1 for c in COUNTERS])
 
 
 def param(name):

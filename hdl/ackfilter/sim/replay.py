@@ -29,7 +29,7 @@ from .verilog import REPO_ROOT, VerilogError, build_dir, verilator_env, verilog,
 __all__ = [
     "ReplayResult", "ReplayError",
     "replay", "generate_verilog", "build_harness", "run_harness",
-    "input_warnings", "build_needed", "csr_read_last", "elaboration",
+    "input_warnings", "build_needed", "elaboration",
 ]
 
 #: Cycles per second of the core clock (``now`` counts these).
@@ -192,18 +192,10 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
 
 # --- running ------------------------------------------------------------------
 
-#: Parameters whose values have names (``csr={"shaper_link_layer": "atm"}``).
-_ENUMS = {
-    "ack_mode": params.ACK_FILTER_MODES,
-    "shaper_charge_base": params.SHAPER_CHARGE_BASES,
-    "shaper_link_layer": params.SHAPER_LINK_LAYERS,
-}
-
-
 def _csr_value(name, value):
     """``(address, bus word)`` that writes ``value`` to the parameter ``name``."""
     p = params.param(name)
-    names = _ENUMS.get(name, {})
+    names = params.ENUMS.get(name, {})
     if isinstance(value, str) and value in names:
         value = names[value]
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -213,12 +205,6 @@ def _csr_value(name, value):
     if not p.minimum <= value <= p.maximum:
         raise ValueError(f"{name} = {value} is out of range {p.minimum}..{p.maximum}")
     return p.addr, p.to_word(value)
-
-
-def csr_read_last():
-    """The last CSR word address of the parameter table (the harness reads 0..this)."""
-    return max([p.addr for p in params.PARAMS] + list(params.INFO.values()) +
-               [c.addr + 1 for c in params.COUNTERS])
 
 
 def elaboration(ack_slots=None, elab=None):
@@ -265,7 +251,7 @@ def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
     is called about once a second. The harness reads the CSR words 0 ..
     ``read_last`` at the end (default: the parameter table's last address)."""
     cmd = [str(binary), str(in_path), str(out_path),
-           "--csr-read-last", f"{csr_read_last() if read_last is None else read_last:#x}"]
+           "--csr-read-last", f"{params.csr_last() if read_last is None else read_last:#x}"]
     if events_path is not None:
         cmd += ["--events", str(events_path)]
     for addr, value in csr_writes:
@@ -442,7 +428,7 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
             tmpdir.cleanup()
 
     words = stats["csr"]
-    missing = [a for a in range(csr_read_last() + 1) if a not in words]
+    missing = [a for a in range(params.csr_last() + 1) if a not in words]
     if missing:
         raise ReplayError(f"harness did not report CSR words {missing[:8]}")
     counters = {c.name: words[c.addr] | (words[c.addr + 1] << 32) for c in params.COUNTERS}
