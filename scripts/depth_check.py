@@ -28,7 +28,8 @@ def main():
     if not args.reuse:
         from amaranth.back import rtlil
         from ackfilter.gateware.core import UplinkCore
-        from ackfilter.reports.report import PinHarness, _tool
+        from ackfilter.gateware.lib.pin_harness import PinHarness
+        from ackfilter.reports.report import _tool
         core = UplinkCore(ack_slots=args.ack_slots, flow_entries=args.flow_entries)
         (out / "harness.il").write_text(rtlil.convert(PinHarness(core), name="harness",
                                                       emit_src=False))

@@ -30,6 +30,7 @@ from amaranth.hdl import *
 from amaranth.lib import cdc, io, wiring
 from amaranth.lib.wiring import In, Out
 
+from .. import params as P
 from ..gateware.core import UplinkCore
 from ..gateware.mac.mac import EthernetMAC
 from ..gateware.mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads
@@ -38,9 +39,9 @@ from ..gateware.lib.stream import StreamRegister
 __all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop", "Colorlight5A75BR70Platform",
            "SYS_HZ", "TX_HZ", "RXC_HZ", "CLOCK_TARGETS_HZ"]
 
-#: Clock targets. System: 32-bit words at 62.5 MHz = 2 Gb/s for a 1 Gb/s port
-#: (DESIGN.md "System domain"); TX: the RGMII byte clock at 1000 Mb/s.
-SYS_HZ = 62_500_000
+#: Clock targets. System: the core's clock (``params.F_SYS_HZ``); TX: the
+#: RGMII byte clock at 1000 Mb/s.
+SYS_HZ = P.F_SYS_HZ
 TX_HZ = 125_000_000
 RXC_HZ = 125_000_000
 #: Domain -> frequency the build must close timing at.

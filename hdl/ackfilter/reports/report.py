@@ -67,11 +67,12 @@ import subprocess
 import sys
 import time
 
+from .. import params as P
 from ..board.build import PNR_SEED
 from .nextpnr import parse_nextpnr_log
 
 __all__ = [
-    "DEVICE", "Design", "Target", "TARGETS", "register_target", "PinHarness",
+    "DEVICE", "Design", "Target", "TARGETS", "register_target",
     "parse_yosys_stat", "block_usage", "parse_nextpnr_log", "parse_nextpnr_report",
     "clock_margins", "format_markdown", "format_sweep_markdown", "sweep_costs", "main",
 ]
@@ -156,68 +157,20 @@ def register_target(target):
     return target
 
 
-def PinHarness(core):
-    """Wrap a flat-port ``wiring.Component`` so it needs four pins (the class is
-    made on first use so that importing this module does not import Amaranth).
-
-    Every input bit of ``core`` is a flip-flop of a shift register fed from
-    pin ``sin``; every output bit is captured (``load``) into a register that
-    shifts out on ``sout``. Nothing is constant, so nothing is optimized away.
-    """
-    from amaranth.hdl import Cat, Module, Signal
-    from amaranth.lib import wiring
-    from amaranth.lib.wiring import In, Out
-
-    class _PinHarness(wiring.Component):
-        sin:  In(1)
-        load: In(1)
-        sout: Out(1)
-
-        def __init__(self, core):
-            self.core = core
-            super().__init__()
-
-        def elaborate(self, platform):
-            m = Module()
-            m.submodules.core = core = self.core
-            ins, outs = [], []
-            for name, member in core.signature.members.items():
-                if not member.is_port:
-                    raise TypeError(f"PinHarness needs flat ports, not {name!r}: {member!r}")
-                port = getattr(core, name)
-                (ins if member.flow == In else outs).append(port)
-            in_chain = Signal(sum(len(p) for p in ins))
-            m.d.sync += in_chain.eq(Cat(self.sin, in_chain[:-1]))
-            offset = 0
-            for port in ins:
-                m.d.comb += port.eq(in_chain[offset:offset + len(port)])
-                offset += len(port)
-            out_bits = Cat(*outs)
-            out_chain = Signal(len(out_bits))
-            with m.If(self.load):
-                m.d.sync += out_chain.eq(out_bits)
-            with m.Else():
-                m.d.sync += out_chain.eq(out_chain[1:])
-            m.d.comb += self.sout.eq(out_chain[0])
-            return m
-
-    return _PinHarness(core)
-
-
-#: System clock target of the core (DESIGN.md: 32-bit datapath at 62.5 MHz).
-SYS_CLOCK_MHZ = 62.5
 #: The harness's clock pin: P6, the board's 25 MHz input, a primary clock pin.
 HARNESS_PINS = 'LOCATE COMP "clk" SITE "P6";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'
 
 
-def _build_uplink_core(*, ack_slots=64, flow_entries=64, data_buffer_bytes=32768):
+def _build_uplink_core(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
+                       data_buffer_bytes=P.DATA_BUFFER_BYTES):
     from amaranth.back import rtlil
     from ..gateware.core import UplinkCore
+    from ..gateware.lib.pin_harness import PinHarness
     core = UplinkCore(ack_slots=ack_slots, flow_entries=flow_entries,
                       data_buffer_bytes=data_buffer_bytes)
     text = rtlil.convert(PinHarness(core), name="harness", emit_src=False)
     return Design(sources=[("harness.il", text)], top="harness", block_root="harness.core",
-                  clocks={"clk": SYS_CLOCK_MHZ}, lpf=HARNESS_PINS, excluded=("harness",))
+                  clocks={"clk": P.F_SYS_HZ / 1e6}, lpf=HARNESS_PINS, excluded=("harness",))
 
 
 register_target(Target(
@@ -226,7 +179,8 @@ register_target(Target(
     build=_build_uplink_core, sweepable=True))
 
 
-def _build_colorlight(*, ack_slots=64, flow_entries=64, data_buffer_bytes=32768):
+def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
+                      data_buffer_bytes=P.DATA_BUFFER_BYTES):
     from ..board.build import BOARDS, REPO, domain_of_clock
     from ..board.top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
     extra = (REPO / "constraints" / BOARDS["colorlight-5a-75b"]["lpf"]).read_text()
