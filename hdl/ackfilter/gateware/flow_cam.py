@@ -1,7 +1,7 @@
 """Content-addressable table of the flows that have an ACK waiting.
 
 Holds a short tag (a hash of the flow key) per entry, so the match stays
-small enough to route (DESIGN.md: a 64 x 96-bit register CAM congests the
+small enough to route (docs/design.md, "Flow table": a 64 x 96-bit register CAM congests the
 ECP5 router, 64 x 32 bits does not). The full key lives in the queue
 manager's flow records in block RAM and is compared there: a tag hit is only
 a candidate, so a hash collision can never cause a wrong supersession.
