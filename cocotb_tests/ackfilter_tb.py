@@ -13,12 +13,12 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
-from ackfilter.model.filter import EVENTS
 from ackfilter.model.scoreboard import check_run
 
-__all__ = ["TB", "scoreboard", "EVENTS", "frame_words"]
+__all__ = ["TB", "scoreboard", "frame_words", "CLK_NS"]
 
-CLK_NS = 16      # 62.5 MHz
+#: The system clock period (``params.F_SYS_HZ``: 16 ns).
+CLK_NS = 1e9 / P.F_SYS_HZ
 
 
 def frame_words(frame):
@@ -81,7 +81,7 @@ class TB:
             self.cycle += 1
             now.value = self.cycle
             if ev_valid.value:
-                events.append((self.cycle, EVENTS[int(ev_kind.value)]))
+                events.append((self.cycle, P.EVENTS[int(ev_kind.value)]))
             if ev_overrun.value:
                 events.append((self.cycle, "OVERRUN"))
             if ready and o_valid.value:

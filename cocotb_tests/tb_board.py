@@ -28,7 +28,10 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Padding, Raw
 
-SYS_PERIOD_PS = 16_000
+from ackfilter import params as P
+
+#: The system clock period (``params.F_SYS_HZ``: 16 ns).
+SYS_PERIOD_PS = round(1e12 / P.F_SYS_HZ)
 BYTE_1000_PS = 8_000
 #: RXC periods of the two PHYs: a few ps apart so their phases drift.
 LAN_RXC_PS, MODEM_RXC_PS = 8_000, 8_002

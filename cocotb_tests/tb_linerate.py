@@ -28,14 +28,14 @@ from ackfilter.model import FilterModel, classify
 from ackfilter.sim.traces import Flow, random_trace, tcp_frame
 from ackfilter_tb import TB, frame_words, scoreboard
 
-#: 62.5 MHz system clock, 1 Gb/s: cycles per byte on the wire.
-LINE_CYCLES_PER_BYTE = 0.5
+#: Cycles of the system clock per byte on a 1 Gb/s wire (0.5 at 62.5 MHz).
+LINE_CYCLES_PER_BYTE = P.F_SYS_HZ / 125e6
 #: FCS (4) + preamble/SFD (8) + minimum inter-frame gap (12), IEEE 802.3.
 WIRE_OVERHEAD_BYTES = 24
 #: Data ring of the default elaboration (``DATA_BUFFER_BYTES``), in 32-bit words.
-DATA_RING_WORDS = 32768 // 4
+DATA_RING_WORDS = P.DATA_BUFFER_BYTES // 4
 #: Descriptor FIFO of the default elaboration: ``DATA_BUFFER_BYTES // 64`` frames.
-DATA_DESCRIPTORS = 32768 // 64
+DATA_DESCRIPTORS = P.DATA_BUFFER_BYTES // 64
 
 DROP_COUNTERS = tuple(c.name for c in P.COUNTERS if c.is_drop)
 

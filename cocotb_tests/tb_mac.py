@@ -28,9 +28,11 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from ackfilter import params as P
 from ackfilter.gateware.mac.sim_top import STROBES
 
-SYS_PERIOD_PS = 16_000
+#: The system clock period (``params.F_SYS_HZ``: 16 ns).
+SYS_PERIOD_PS = round(1e12 / P.F_SYS_HZ)
 #: Byte period at 1000 Mb/s and the RX clock period at 100 Mb/s (a nibble a cycle).
 BYTE_1000_PS = 8_000
 RXC_100_PS = 40_000

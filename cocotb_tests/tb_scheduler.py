@@ -28,11 +28,10 @@ from ackfilter import params as P
 from ackfilter.model.cake import cake_accounting
 from ackfilter.model import FilterModel, GcraShaper, LinkAccounting, gcra_departures
 from ackfilter.sim.traces import Flow, tcp_frame
-from ackfilter_tb import TB, scoreboard
+from ackfilter_tb import CLK_NS, TB, scoreboard
 from tb_random import send_paced
 
 CONSERVATIVE = P.ACK_FILTER_MODES["conservative"]
-CLK_NS = 16
 
 
 # --------------------------------------------------------------------------
