@@ -22,16 +22,14 @@ Convention: a cocotb bench lives in ``cocotb_tests/tb_<name>.py`` (its
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import re
 import sys
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 HDL = REPO / "hdl"
@@ -74,18 +72,6 @@ def setup_verilator_env() -> Path:
     from ackfilter.sim.verilog import verilator_env
     os.environ.update(verilator_env())
     return Path(os.environ["VERILATOR_ROOT"])
-
-
-@contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Inter-process lock (pytest-xdist workers may share a build)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _sha(data: bytes) -> str:
@@ -168,8 +154,8 @@ def run_cocotb(
     test run at all fails the calling test via ``pytest.fail``; outside pytest it
     raises ``AssertionError``.
     """
-    _ensure_sys_path()
     vroot = setup_verilator_env()
+    from ackfilter.sim.verilog import file_lock
     from cocotb_tools.runner import get_runner
 
     sources = [Path(s).resolve() for s in verilog_sources]
@@ -193,7 +179,7 @@ def run_cocotb(
     exe = build_dir / toplevel
 
     runner = get_runner("verilator")
-    with _locked(BUILD / "cocotb" / f".{build_name}.lock"):
+    with file_lock(BUILD / "cocotb" / f".{build_name}.lock"):
         if not (exe.is_file() and stamp.is_file() and stamp.read_text() == signature):
             stamp.unlink(missing_ok=True)
             build_dir.mkdir(parents=True, exist_ok=True)

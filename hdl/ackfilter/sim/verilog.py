@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["PKG_DIR", "REPO_ROOT", "build_dir", "rtl_sources", "rtl_digest", "verilog",
-           "verilog_path", "verilator_env", "VerilogError"]
+           "verilog_path", "verilator_env", "file_lock", "VerilogError"]
 
 PKG_DIR = Path(__file__).resolve().parents[1]
 REPO_ROOT = PKG_DIR.parents[1]
@@ -103,7 +103,8 @@ def verilog_path(top="core", **sizes):
 
 
 @contextmanager
-def _locked(path):
+def file_lock(path):
+    """An inter-process lock on ``path`` (pytest-xdist workers share builds)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -125,7 +126,7 @@ def _prune(parent, keep):
 def verilog(top="core", **sizes):
     """Path of ``top``'s Verilog with these sizes, generated when not cached."""
     out = verilog_path(top, **sizes)
-    with _locked(out.parent.parent / f".{out.parent.name}.lock"):
+    with file_lock(out.parent.parent / f".{out.parent.name}.lock"):
         if out.is_file():
             os.utime(out.parent)   # most recently used, for _prune
             return out
