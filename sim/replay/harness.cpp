@@ -12,13 +12,14 @@
 //          traffic cycle).
 //   OUT    records [u64 start_cycle][u32 len][len bytes], one per frame leaving
 //          o_*, start_cycle = `now` when its first word was transferred.
-//   EVFILE records [u64 cycle][u8 kind]: kind = ev_kind for ev_valid, 15 for
-//          ev_overrun (both may happen in the same cycle; the event comes first).
+//   EVFILE records [u64 cycle][u8 kind]: kind = ev_kind for ev_valid,
+//          ACKFILTER_EVENT_OVERRUN (15) for ev_overrun (both may happen in the same cycle; the event comes first).
 //
 // Stdout at the end, one item per line:
-//   csr <addr> <value>     every word 0x00..csr-read-last (default 0x5f; replay.py
-//                          passes the parameter table's last address, so a
-//                          register or counter the table gains is read too),
+//   csr <addr> <value>     every word 0x00..csr-read-last (default
+//                          ACKFILTER_CSR_LAST of the generated register map
+//                          firmware/include/ackfilter_regs.h, the parameter
+//                          table's last address),
 //                          read in address order (counter low word, then high)
 //   cycles <n>             `now` when traffic was over
 //   frames_in <n>          frames fed to i_*
@@ -49,6 +50,7 @@
 // Exit status: 0 ok, 1 I/O or usage error, 3 max-cycles exceeded.
 
 #include "Vackfilter_core.h"
+#include "ackfilter_regs.h"
 #include "verilated.h"
 
 #include <cerrno>
@@ -69,7 +71,7 @@ constexpr uint64_t kInterFrameGap = 12;    // FCS + preamble + IFG = 24 byte tim
 constexpr uint64_t kCyclesPerWord = 2;     // 1 Gb/s on a 32-bit bus at 62.5 MHz
 constexpr int kResetCycles = 4;
 constexpr uint64_t kDrainCycles = 16;
-constexpr uint8_t kOverrunKind = 15;
+constexpr uint8_t kOverrunKind = ACKFILTER_EVENT_OVERRUN;
 
 [[noreturn]] void die(const char* fmt, const char* arg = "") {
     std::fprintf(stderr, "error: ");
@@ -161,7 +163,7 @@ int main(int argc, char** argv) {
     uint64_t max_cycles = UINT64_MAX;
     uint64_t in_cycles_per_word = kCyclesPerWord;   // input MAC speed (default 1 Gb/s)
     uint64_t in_gap = kInterFrameGap;
-    uint32_t csr_read_last = 0x5f;
+    uint32_t csr_read_last = ACKFILTER_CSR_LAST;
     double progress_s = 1.0;
     std::vector<std::pair<uint32_t, uint32_t>> csr_writes;
 

@@ -3,7 +3,7 @@
 The per-cycle loop is C++ (``sim/replay/harness.cpp``); Python only writes the
 input file, starts the binary and reads its results. The Verilog comes from
 :func:`ackfilter.sim.verilog.verilog` (cached per sizes and RTL sources); the harness binary is cached under ``build/replay/<key>/`` (key: hash of
-the Verilog text, ``harness.cpp`` and the build command) and rebuilt only when
+the Verilog text, ``harness.cpp``, the generated ``ackfilter_regs.h`` and the build command) and rebuilt only when
 one of them changes.
 
     >>> res = replay([(0.0, frame0), (0.001, frame1)], uplink_rate_bps=1_000_000)
@@ -36,6 +36,8 @@ __all__ = [
 F_SYS_HZ = params.F_SYS_HZ
 
 HARNESS_CPP = REPO_ROOT / "sim" / "replay" / "harness.cpp"
+#: The generated register map the harness includes (``python -m ackfilter.regmap``).
+REGS_H = REPO_ROOT / "firmware" / "include" / "ackfilter_regs.h"
 
 # Harness timing constants (harness.cpp), for the --max-cycles bound.
 _IFG_CYCLES = 12
@@ -148,7 +150,8 @@ def _prune(parent, keep):
 
 
 def _harness_path(verilog, harness=HARNESS_CPP):
-    key = _hash(Path(verilog).read_bytes(), Path(harness).read_bytes(), " ".join(_VERILATOR_FLAGS))
+    key = _hash(Path(verilog).read_bytes(), Path(harness).read_bytes(), REGS_H.read_bytes(),
+                " ".join(_VERILATOR_FLAGS))
     return build_dir() / "replay" / key / "replay"
 
 
@@ -168,8 +171,10 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
     try:
         (work / "ackfilter_core.v").write_bytes(vtext)
         (work / "harness.cpp").write_bytes(htext)
+        (work / REGS_H.name).write_bytes(REGS_H.read_bytes())
         cmd = (["verilator"] + _VERILATOR_FLAGS +
-               ["-Mdir", "obj", "-o", "../replay", "ackfilter_core.v", "harness.cpp"])
+               ["-CFLAGS", f"-I{work}", "-Mdir", "obj", "-o", "../replay", "ackfilter_core.v",
+                "harness.cpp"])
         proc = subprocess.run(cmd, cwd=work, env=_verilator_env(), capture_output=True, text=True)
         (work / "build.log").write_text(proc.stdout + proc.stderr)
         if proc.returncode != 0 or not (work / "replay").exists():
