@@ -2,9 +2,10 @@
 
 The per-cycle loop is C++ (``sim/replay/harness.cpp``); Python only writes the
 input file, starts the binary and reads its results. The Verilog comes from
-:func:`ackfilter.sim.verilog.verilog` (cached per sizes and RTL sources); the harness binary is cached under ``build/replay/<key>/`` (key: hash of
-the Verilog text, ``harness.cpp``, the generated ``ackfilter_regs.h`` and the build command) and rebuilt only when
-one of them changes.
+:func:`ackfilter.sim.verilog.verilog` (cached per sizes and RTL sources); the
+harness binary is cached under ``build/replay/<key>/`` (key: hash of the
+Verilog text, ``harness.cpp``, the generated ``ackfilter_regs.h`` and the
+build command) and rebuilt only when one of them changes.
 
     >>> res = replay([(0.0, frame0), (0.001, frame1)], uplink_rate_bps=1_000_000)
     >>> res.frames_out[0]      # (time_s, bytes), time in the input's time base
