@@ -1,0 +1,401 @@
+"""The queue manager (``gateware.queue_manager.QueueManager``) in the Amaranth
+simulator, alone, decision by decision against the golden model.
+
+The testbench plays the ingress, the egress and the shaper around it:
+
+* the ingress: each frame becomes the entry the ingress would commit
+  (``ingress_entry_layout``), built from the model's classifier
+  (``model.pktparse.classify``): verdict, length, IP packet length, the ACK
+  buffer (``buf``, unique among the buffers in use) or ring address
+  (``start``, unique per frame) and the pure ACK's metadata. Entries wait in
+  a FIFO (``entry_valid``/``entry``; ``entry_ready`` pops the head) and come
+  in bursts. A data frame is DATA_FULL when the testbench's count of data
+  frames not yet sent has reached ``desc_depth`` (as the ingress counts), or
+  at random (a full ring);
+* the egress: ``egress_busy`` rises the cycle after ``egress_start`` and
+  stays high for a random time; an ACK buffer comes back to the pool when
+  its frame has left;
+* the shaper: ``shaper_eligible`` falls after each start for a random time,
+  long in congested phases, so that both queues fill.
+
+Every event (``ev_valid``/``ev_kind``) is checked as it happens against
+:class:`~ackfilter.model.FilterModel` fed the same frames (the scoreboard
+rule of ``model.scoreboard``: each arrival, with the drops that made room for
+it, is exactly what the model decides for the next frame; each departure is
+the class the model's scheduler picks); and beyond the event port:
+
+* a departure starts the egress in the same cycle, only while the egress
+  is free and the shaper allows, with the model's frame (its buffer or ring
+  address, its length and IP packet length);
+* the ACK buffers freed (``free_buf_en``/``free_buf_id``) at an arrival are
+  exactly those of the frames the model's ACK queue lost (a superseded ACK,
+  a dropped one), and nothing is freed otherwise;
+* ``stat_superseded``/``stat_collision``/``stat_cam_full`` move as the
+  model's counters do, arrival by arrival;
+* when nothing is happening, ``ack_queue_depth``, ``data_queue_frames``,
+  ``flows_active`` and ``backlog`` are the model's.
+"""
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from blocksim import simulate
+from ackfilter.gateware.ingress import Verdict, ingress_entry_layout
+from ackfilter.gateware.queue_manager import QueueManager
+from ackfilter.model import FilterModel
+from ackfilter.model.pktparse import classify, ip_packet_length
+from ackfilter.params import EVENTS
+from ackfilter.sim import traces
+
+RING_BITS = 12          # ring addresses: one per frame, unique
+BUF_BITS = 8            # 256 ACK buffers: never short of one
+DESC_DEPTH = 32
+ARRIVALS = {"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
+            "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"}
+ROOM = {"DROP_ACK_FRONT", "DROP_ACK_COVERED"}
+DEPARTS = {"DEPART_ACK", "DEPART_DATA"}
+STATS = {"stat_superseded": "acks_superseded", "stat_collision": "cam_collisions",
+         "stat_cam_full": "cam_full"}
+
+
+# -- frames ----------------------------------------------------------------
+
+def tag_of(flow):
+    return classify(traces.tcp_frame(flow, ack=1, builder="raw"), ack_mode=2).tag
+
+
+#: Flows whose 16-bit CAM tags equal FLOW_A's (found by search; checked
+#: below): one differs in its ports only (the flow record's word 5), one in
+#: its addresses only (words 1 and 3).
+FLOW_A = traces.Flow(src="10.9.0.1", dst="198.51.100.99", sport=50000, dport=443)
+FLOW_B = replace(FLOW_A, sport=17347, dport=80)
+FLOW_C = replace(FLOW_A, src="10.9.80.207", dst="198.51.100.1")
+
+
+def frames_for(seed, n_random, n_flows):
+    """A random trace of a few busy flows (every supersession corner of
+    ``traces.random_trace``), with the ACK streams of three flows whose tags
+    collide woven in; every frame unique."""
+    assert tag_of(FLOW_A) == tag_of(FLOW_B) == tag_of(FLOW_C)
+    rng = random.Random(seed)
+    frames = [f for _t, f in traces.random_trace(seed, n_random, n_flows)]
+    ts = 5000
+    for k in range(n_random // 5):
+        fl = (FLOW_A, FLOW_B, FLOW_C)[k % 3]
+        ts += rng.randrange(3)
+        opts = [("NOP", None), ("NOP", None), ("Timestamp", (ts, 77))]
+        ack = traces.tcp_frame(fl, ack=1000 + 1448 * (k // 3 + rng.randrange(2)), options=opts,
+                               ip_id=k, builder="raw")
+        frames.insert(rng.randrange(len(frames) + 1), ack)
+    assert len(set(frames)) == len(frames)
+    return frames
+
+
+def entry_value(p, frame, *, verdict, start, buf):
+    """The ingress's entry for ``frame`` (``p``: the model's classification)."""
+    meta = {}
+    if p.pure_ack:
+        sack = p.sack + [(0, 0)] * (4 - len(p.sack))
+        meta = dict(key=list(p.key), tag=p.tag, ack=p.ack, tsval=p.tsval, tsecr=p.tsecr,
+                    has_ts=int(p.has_ts), sack_n=len(p.sack),
+                    sack=[{"start": s, "end": e} for s, e in sack],
+                    other_opts=int(p.other_opts), eligible=int(p.eligible), ece=int(p.ece),
+                    cwr=int(p.cwr), ecn=p.ecn)
+    layout = ingress_entry_layout(ring_bits=RING_BITS, buf_bits=BUF_BITS)
+    return layout.const(dict(verdict=verdict, nbytes=min(len(frame), 0xFFFF),
+                             l3_bytes=ip_packet_length(frame) & 0xFFF if len(frame) <= 2048 else 0,
+                             start=start, buf=buf, meta=meta))
+
+
+# -- the harness -----------------------------------------------------------
+
+def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, flow_entries=8,
+                seed=0, congest=0.7, full_p=0.03, hold=False):
+    """Run the frames through a QueueManager; every check is made as it
+    happens. ``hold``: the shaper stays closed until every frame has
+    arrived. Returns the model and a tally of the events seen."""
+    dut = QueueManager(ack_slots=ack_slots, flow_entries=flow_entries, ring_bits=RING_BITS,
+                       buf_bits=BUF_BITS, desc_depth=DESC_DEPTH)
+    model = FilterModel(ack_mode=ack_mode, ack_queue_limit=ack_queue_limit, flow_entries=flow_entries,
+                        data_share=data_share, ack_slots=ack_slots)
+    rng = random.Random(seed)
+    tally = {}
+
+    async def bench(ctx):
+        ctx.set(dut.ack_mode, ack_mode)
+        ctx.set(dut.ack_queue_limit, ack_queue_limit)
+        ctx.set(dut.data_share, data_share)
+        pool = list(range(1 << BUF_BITS))       # ACK buffers the "ingress" may use
+        rng.shuffle(pool)
+        buf_of, addr_of = {}, {}                # frame -> ACK buffer / ring address
+        fifo = []                               # (frame, verdict, entry): the entry FIFO
+        sent = 0                                # frames handed to the FIFO
+        arrived = 0                             # frames the manager reported
+        data_waiting = 0                        # data frames committed and not yet sent
+        popped = []                             # frames popped, not yet reported
+        busy_left = 0                           # egress busy for this many more cycles
+        in_egress = None                        # the frame being sent
+        closed = 0                              # shaper: not eligible for this many cycles
+        frees, pending_room = [], []
+        stats = {s: 0 for s in STATS}
+        counters_before = dict(model.counters)
+        quiet = 0                               # cycles since the last event
+        waited = 0                              # cycles a frame could have left
+        burst = 0
+        cycle = 0
+
+        def next_entry():
+            nonlocal sent, data_waiting
+            frame = frames[sent]
+            sent += 1
+            p = classify(frame, ack_mode=ack_mode)
+            start = buf = 0
+            if p.cls == "runt":
+                verdict = Verdict.RUNT
+            elif p.cls == "oversize":
+                verdict = Verdict.OVERSIZE
+            elif p.cls == "ack":
+                verdict = Verdict.ACK
+                buf = buf_of[frame] = pool.pop()
+            elif data_waiting >= DESC_DEPTH or rng.random() < full_p:
+                verdict = Verdict.DATA_FULL
+            else:
+                verdict = Verdict.DATA
+                start = addr_of[frame] = sent % (1 << RING_BITS)
+                data_waiting += 1
+            fifo.append((frame, verdict, entry_value(p, frame, verdict=verdict, start=start, buf=buf)))
+
+        while sent < len(frames) or fifo or popped or model.ack_queue or model.data_queue \
+                or in_egress is not None or quiet < 8:
+            cycle += 1
+            assert cycle < 400_000, "the queue manager hangs"
+            # The ingress: bursts of frames into the FIFO.
+            if burst == 0 and sent < len(frames) and rng.random() < 0.02:
+                burst = rng.choice([1, 2, 4, 8, 20])
+            if burst and sent < len(frames) and len(fifo) < 4:
+                next_entry()
+                burst -= 1
+            ctx.set(dut.entry_valid, bool(fifo))
+            if fifo:
+                ctx.set(dut.entry, fifo[0][2])
+            # The egress and the shaper.
+            eligible = closed == 0 and not (hold and arrived < len(frames))
+            ctx.set(dut.egress_busy, busy_left > 0)
+            ctx.set(dut.shaper_eligible, eligible)
+            congested = (sent * 3 // len(frames)) % 2 == 0 and sent < len(frames)
+
+            # What the manager does in this cycle.
+            if ctx.get(dut.entry_ready):
+                assert fifo, f"cycle {cycle}: entry_ready with the FIFO empty"
+                popped.append(fifo.pop(0))
+            if ctx.get(dut.free_buf_en):
+                frees.append(ctx.get(dut.free_buf_id))
+            for s in STATS:
+                stats[s] += ctx.get(getattr(dut, s))
+            start = ctx.get(dut.egress_start)
+            if start:
+                assert busy_left == 0 and eligible, \
+                    f"cycle {cycle}: egress started while busy ({busy_left}) or the shaper closed"
+            if ctx.get(dut.ev_valid):
+                quiet = 0
+                kind = ctx.get(dut.ev_kind)
+                ev = kind.name if hasattr(kind, "name") else EVENTS[kind]
+                tally[ev] = tally.get(ev, 0) + 1
+                assert bool(start) == (ev in DEPARTS), f"cycle {cycle}: {ev} with egress_start={start}"
+                if ev in ROOM:
+                    pending_room.append(ev)
+                elif ev in ARRIVALS:
+                    assert popped, f"cycle {cycle}: {ev} before its entry was taken"
+                    frame, verdict, _e = popped.pop(0)
+                    arrived += 1
+                    before = set(model.queued_ack_frames()) | ({frame} if verdict == Verdict.ACK else set())
+                    want = model.arrive(frame, data_full=(verdict == Verdict.DATA_FULL))
+                    got = pending_room + [ev]
+                    assert got == want, (f"cycle {cycle}: frame #{arrived - 1} ({frame[:60].hex()}): "
+                                         f"hardware {got}, model {want}")
+                    pending_room = []
+                    gone = before - set(model.queued_ack_frames())
+                    assert sorted(frees) == sorted(buf_of[f] for f in gone), \
+                        f"cycle {cycle}: {ev}: freed buffers {frees}, model lost {[buf_of[f] for f in gone]}"
+                    pool.extend(frees)
+                    frees = []
+                    for s, c in STATS.items():
+                        assert stats[s] == model.counters[c] - counters_before[c], \
+                            f"cycle {cycle}: {ev}: {s} {stats[s]}, model {c} moved by " \
+                            f"{model.counters[c] - counters_before[c]}"
+                    stats = {s: 0 for s in STATS}
+                    counters_before = dict(model.counters)
+                else:
+                    assert ev in DEPARTS, ev
+                    assert not pending_room and not frees, f"cycle {cycle}: {ev} after {pending_room} {frees}"
+                    got = model.depart()
+                    assert got is not None, f"cycle {cycle}: {ev}, the model has nothing queued"
+                    assert got[0] == ev, f"cycle {cycle}: hardware {ev}, model {got[0]}"
+                    frame = departing = got[1]
+                    is_ack = ev == "DEPART_ACK"
+                    assert ctx.get(dut.egress_is_ack) == is_ack
+                    assert ctx.get(dut.egress_addr) == (buf_of[frame] if is_ack else addr_of[frame]), \
+                        f"cycle {cycle}: {ev} of the wrong frame"
+                    assert ctx.get(dut.egress_bytes) == len(frame)
+                    assert ctx.get(dut.egress_l3_bytes) == ip_packet_length(frame)
+            else:
+                quiet += 1
+                assert not start, f"cycle {cycle}: egress_start without an event"
+            # The scheduler does not sit on a frame it may send: at most one
+            # arrival (with its drops) goes first.
+            may_send = busy_left == 0 and eligible and (model.ack_queue or model.data_queue)
+            waited = waited + 1 if may_send and not start else 0
+            assert waited < 60, f"cycle {cycle}: a frame could leave for {waited} cycles"
+            if quiet >= 4 and ctx.get(dut.idle) and not popped:
+                assert ctx.get(dut.ack_queue_depth) == model.ack_queue_depth
+                assert ctx.get(dut.data_queue_frames) == model.data_queue_frames
+                assert ctx.get(dut.flows_active) == model.flows_active
+                assert ctx.get(dut.backlog) == bool(model.ack_queue or model.data_queue)
+            await ctx.tick()
+
+            # The egress and the shaper after this edge.
+            if busy_left:
+                busy_left -= 1
+                if busy_left == 0:
+                    if in_egress in buf_of:
+                        pool.append(buf_of[in_egress])
+                    else:
+                        data_waiting -= 1
+                    in_egress = None
+            if closed:
+                closed -= 1
+            if start:
+                in_egress = departing
+                busy_left = rng.choice([1, 2, 5, 20, len(in_egress) // 4 + 5])
+                closed = rng.randrange(300) if congested and rng.random() < congest else \
+                    rng.choice([0, 0, 3, 12])
+
+        assert arrived == len(frames)
+        assert not frees and not pending_room
+        assert ctx.get(dut.idle) and not ctx.get(dut.backlog)
+        assert ctx.get(dut.ack_queue_depth) == 0 and ctx.get(dut.flows_active) == 0
+
+    simulate(dut, bench, name=f"queue_manager_{ack_mode}")
+    model.check_invariants()
+    return model, tally
+
+
+# -- tests -----------------------------------------------------------------
+
+def test_conservative_mode_agrees_with_the_model():
+    # Conservative (two ACKs kept per flow), a queue as long as the node
+    # count, more flows than flow entries now and then (cam_full), a tag
+    # collision, byte round-robin between ACKs and data.
+    frames = frames_for(61, 320, 10)
+    model, tally = run_manager(frames, ack_mode=1, ack_queue_limit=16, data_share=128, seed=1)
+    c = model.counters
+    assert c["acks_superseded"] > 15 and c["cam_collisions"] > 0 and c["cam_full"] > 0, c
+    assert tally["DEPART_ACK"] > 50 and tally["DEPART_DATA"] > 20, tally
+
+
+def test_aggressive_mode_agrees_with_the_model():
+    # Aggressive (one ACK kept per flow), a limit above the node count (the
+    # queue holds 40), a data share of 1/4.
+    frames = frames_for(62, 300, 6)
+    model, tally = run_manager(frames, ack_mode=2, ack_queue_limit=200, data_share=64, seed=2,
+                               ack_slots=40, flow_entries=16)
+    c = model.counters
+    assert c["acks_superseded"] > 40 and c["cam_collisions"] > 0, c
+
+
+@pytest.mark.parametrize("ack_mode", [1, 2])
+def test_a_full_queue_drops_covered_acks_then_the_front(ack_mode):
+    # A limit of 5 of 16 positions, long congested phases: drop-from-front,
+    # and in conservative mode covered ACKs dropped from the middle first.
+    frames = frames_for(63 + ack_mode, 220, 8)
+    model, tally = run_manager(frames, ack_mode=ack_mode, ack_queue_limit=5, data_share=128,
+                               seed=3 + ack_mode, congest=0.9)
+    c = model.counters
+    assert c["drop_ack_front"] > 5, c
+    if ack_mode == 1:
+        assert c["drop_ack_covered"] > 5, c
+
+
+@pytest.mark.parametrize("data_share", [0, 256, 200])
+def test_departures_follow_the_data_share(data_share):
+    # Acks-first with a guaranteed data share, at the extremes (0: strict
+    # acks-first; 256: data first whenever credit allows) and in between.
+    frames = frames_for(70 + data_share, 150, 6)
+    model, tally = run_manager(frames, ack_mode=1, ack_queue_limit=16, data_share=data_share,
+                               seed=data_share, full_p=0.0)
+    assert tally["DEPART_ACK"] > 20 and tally["DEPART_DATA"] > 10, tally
+
+
+def test_mode_off_is_a_fifo():
+    # Every frame is data; the data queue fills to its 32 descriptors.
+    frames = frames_for(75, 80, 4)
+    model, tally = run_manager(frames, ack_mode=0, ack_queue_limit=16, data_share=128, seed=9)
+    assert "DEPART_ACK" not in tally and tally["DEPART_DATA"] > 30 and tally["DROP_DATA_FULL"] > 5
+
+
+def corner_frames():
+    """Hand-made ACK sequences, one flow each, for the supersession rules
+    (spec section 3), with the events aggressive mode gives them when
+    nothing leaves meanwhile (N new, S supersede), reasoned from the spec."""
+    def ack(flow, n, a, *, ts=None, sack=(), flags="A"):
+        opts = []
+        if ts is not None:
+            opts += [("NOP", None), ("NOP", None), ("Timestamp", ts)]
+        if sack:
+            opts += [("NOP", None), ("NOP", None), ("SAck", tuple(v for b in sack for v in b))]
+        return traces.tcp_frame(flow, ack=a, flags=flags, options=opts, ip_id=n, builder="raw")
+
+    T, F, G, E, S, Z = (traces.Flow(src=f"10.7.0.{k}", sport=41000 + k) for k in range(1, 7))
+    seq = [
+        # Timestamps must not go back from the newest's (still within 2^30
+        # of the floor's): T3's TSval, T5's TSecr do.
+        (ack(T, 1, 1000, ts=(100, 50)), "N"),
+        (ack(T, 2, 2000, ts=(110, 60)), "S"),
+        (ack(T, 3, 3000, ts=(105, 60)), "N"),
+        (ack(T, 4, 4000, ts=(115, 70)), "S"),
+        (ack(T, 5, 5000, ts=(120, 65)), "N"),
+        (ack(T, 6, 6000, ts=(121, 65)), "S"),
+        # The ack may move at most 2^30 beyond the floor (the chain's first).
+        (ack(F, 1, 0x1000_0000), "N"),
+        (ack(F, 2, 0x4000_0000), "S"),            # floor + 0x3000_0000
+        (ack(F, 3, 0x6000_0000), "N"),            # floor + 0x5000_0000: a new chain
+        (ack(F, 4, 0x6000_0100), "S"),
+        # So may TSval.
+        (ack(G, 1, 10, ts=(0x100, 5)), "N"),
+        (ack(G, 2, 20, ts=(0x3000_0100, 5)), "S"),
+        (ack(G, 3, 30, ts=(0x5000_0100, 5)), "N"),
+        (ack(G, 4, 40, ts=(0x5000_0101, 5)), "S"),
+        # ECE must be equal.
+        (ack(E, 1, 100), "N"),
+        (ack(E, 2, 200, flags="AE"), "N"),
+        (ack(E, 3, 300, flags="AE"), "S"),
+        # SACK: same ack with a new block supersedes; a block the new ACK
+        # neither acks nor SACKs must stay; a D-SACK is no news.
+        (ack(S, 1, 1000, sack=[(3000, 4000)]), "N"),
+        (ack(S, 2, 1000, sack=[(3000, 5000)]), "S"),
+        (ack(S, 3, 2000), "N"),
+        (ack(S, 4, 2000, sack=[(1000, 1500)]), "N"),
+        (ack(S, 5, 2000, sack=[(1000, 1500)]), "N"),
+        # Nor is an empty block: same ack, no news.
+        (ack(Z, 1, 7000), "N"),
+        (ack(Z, 2, 7000, sack=[(9000, 9000)]), "N"),
+        (ack(Z, 3, 7000, sack=[(9000, 9001)]), "N"),     # Z2 holds an insane block
+        (ack(Z, 4, 7000, sack=[(9000, 9002)]), "S"),
+    ]
+    assert len({tag_of(f) for f in (T, F, G, E, S, Z)}) == 6
+    return [f for f, _e in seq], [e for _f, e in seq]
+
+
+@pytest.mark.parametrize("ack_mode", [2, 1])
+def test_supersession_corners_agree_with_the_model(ack_mode):
+    frames, letters = corner_frames()
+    model, tally = run_manager(frames, ack_mode=ack_mode, ack_queue_limit=16, data_share=128,
+                               seed=ack_mode, hold=True)
+    arrivals = [e for e in model.events if e in ARRIVALS]
+    if ack_mode == 2:
+        names = {"N": "ARRIVE_ACK_NEW", "S": "ARRIVE_ACK_SUPERSEDE"}
+        assert arrivals == [names[x] for x in letters]
+    else:
+        assert arrivals.count("ARRIVE_ACK_SUPERSEDE") >= 3
