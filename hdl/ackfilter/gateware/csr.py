@@ -136,6 +136,10 @@ class CSRBank(wiring.Component):
                                        for c in P.COUNTERS}, 1)),
         ]
         hi_latch = Signal(32)
+        # An odd address reads the latched high word only where a counter is
+        # (the rest of the region reads 0, as every unused address does).
+        counter_at = Array([C(int(any((c.addr - P.COUNTER_BASE) // 2 == i for c in P.COUNTERS)), 1)
+                            for i in range(32)])[bus.addr[1:6]]
         with m.If(bus.r_stb):
             with m.Switch(bus.addr[5:8]):
                 with m.Case(0):
@@ -144,7 +148,7 @@ class CSRBank(wiring.Component):
                     m.d.sync += bus.r_data.eq(info_word)
                 with m.Case(2, 3):
                     with m.If(bus.addr[0]):
-                        m.d.sync += bus.r_data.eq(hi_latch)
+                        m.d.sync += bus.r_data.eq(Mux(counter_at, hi_latch, 0))
                     with m.Else():
                         m.d.sync += [bus.r_data.eq(counter_lo), hi_latch.eq(counter_hi)]
                 with m.Default():
