@@ -12,7 +12,6 @@ increment is registered.
 
 import random
 
-
 from blocksim import simulate
 from ackfilter import params as P
 from ackfilter.gateware.csr import CSRBank
