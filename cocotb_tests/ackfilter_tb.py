@@ -39,7 +39,7 @@ class TB:
         self.cycle = 0
         self.sent = []                  # frames offered, in order
         self.received = []              # (start_cycle, frame)
-        self.events = []                # (cycle, name); "OVERRUN" for ev_overrun
+        self.events = []                # (cycle, name); params.OVERRUN_EVENT for ev_overrun
         self.o_ready_pattern = itertools.repeat(1)
         dut.i_valid.value = 0
         dut.i_data.value = 0
@@ -83,7 +83,7 @@ class TB:
             if ev_valid.value:
                 events.append((self.cycle, P.EVENTS[int(ev_kind.value)]))
             if ev_overrun.value:
-                events.append((self.cycle, "OVERRUN"))
+                events.append((self.cycle, P.OVERRUN_EVENT))
             if ready and o_valid.value:
                 if not cur:
                     start = self.cycle

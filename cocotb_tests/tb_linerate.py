@@ -131,7 +131,7 @@ async def start_tb(dut, **params):
 
 
 def check_zero_loss(tb, counters, n_in):
-    assert not [e for _, e in tb.events if e == "OVERRUN"], "drop_overrun at line rate"
+    assert not [e for _, e in tb.events if e == P.OVERRUN_EVENT], "drop_overrun at line rate"
     for name in DROP_COUNTERS:
         assert counters[name] == 0, f"{name} = {counters[name]} at line rate"
     assert counters["frames_in"] == n_in, counters
@@ -237,7 +237,7 @@ async def test_full_ack_queue_at_line_rate_drops_from_front_without_overrun(dut,
     await tb.set_param("shaper_cpb_q16", 0)            # open, so that the rest drains quickly
     await tb.drain()
     counters = await tb.counters()
-    assert not [e for _, e in tb.events if e == "OVERRUN"], \
+    assert not [e for _, e in tb.events if e == P.OVERRUN_EVENT], \
         f"{counters['drop_overrun']} frames dropped for drop_overrun at line rate"
     assert counters["drop_ack_front"] > 900, counters      # nearly every arrival
     scoreboard(tb, FilterModel(ack_mode=mode, ack_queue_limit=8), counters=counters)

@@ -11,6 +11,7 @@ from amaranth.hdl import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..params import FLOW_ENTRIES
 from .lib.prio import lowest_set
 
 __all__ = ["FlowCAM"]
@@ -37,7 +38,7 @@ class FlowCAM(wiring.Component):
         Number of valid entries (a status register).
     """
 
-    def __init__(self, *, entries=64, tag_bits=16):
+    def __init__(self, *, entries=FLOW_ENTRIES, tag_bits=16):
         if not isinstance(entries, int) or entries < 2:
             raise TypeError(f"entries must be an integer >= 2, not {entries!r}")
         self.entries = entries

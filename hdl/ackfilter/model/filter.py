@@ -18,7 +18,8 @@ excuse.
 from collections import deque
 from dataclasses import dataclass
 
-from ..params import ACK_SLOT_BYTES, COUNTERS, EVENTS, MAX_FRAME_BYTES
+from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, EVENTS, FLOW_ENTRIES, MAX_FRAME_BYTES,
+                      param)
 from .pktparse import SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 
 __all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
@@ -138,8 +139,10 @@ class FilterModel:
         Scheduler credit (spec section 4).
     """
 
-    def __init__(self, *, ack_mode=1, ack_queue_limit=64, flow_entries=64, data_share=128,
-                 ack_slots=64, slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES):
+    def __init__(self, *, ack_mode=param("ack_mode").default,
+                 ack_queue_limit=param("ack_queue_limit").default, flow_entries=FLOW_ENTRIES,
+                 data_share=param("data_share").default, ack_slots=ACK_SLOTS,
+                 slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES):
         if ack_mode not in (0, 1, 2):
             raise ValueError(f"ack_mode must be 0, 1 or 2, not {ack_mode!r}")
         if not 0 <= data_share <= 256:

@@ -11,13 +11,13 @@ collisions itself, so nothing the hardware did is excused. Used by the cocotb
 benches, the replay tests and the fuzz campaign alike.
 """
 
+from ..params import OVERRUN_EVENT
 from .filter import FilterModel
 
 __all__ = ["ARRIVALS", "check_run"]
 
 ARRIVALS = frozenset({"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED",
                       "ARRIVE_ACK_SUPERSEDE", "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"})
-OVERRUN = {"OVERRUN", "DROP_OVERRUN"}
 #: Drops that make room for the arrival reported next.
 ROOM = frozenset({"DROP_ACK_FRONT", "DROP_ACK_COVERED"})
 
@@ -36,7 +36,7 @@ def check_run(model, sent, events, received, *, counters=None):
     n_in = 0
     expected_out = []
     for i, (cycle, ev) in enumerate(events):
-        if ev in OVERRUN:
+        if ev == OVERRUN_EVENT:
             raise AssertionError(f"cycle {cycle}: drop_overrun (the core fell behind its input)")
         if ev in ROOM:
             pending.append(ev)
