@@ -9,13 +9,17 @@ from pathlib import Path
 
 from amaranth.sim import Simulator
 
+from ackfilter import params as P
+
 __all__ = ["simulate", "frame_words", "words_to_bytes", "nwords"]
 
 
-def simulate(dut, *testbenches, processes=(), name="sim"):
-    """Run ``dut`` with a 62.5 MHz clock, the given testbenches and processes."""
+def simulate(dut, *testbenches, processes=(), name="sim", period=1 / P.F_SYS_HZ):
+    """Run ``dut`` with a clock of ``period`` seconds (the system clock's by
+    default), the given testbenches and processes; ``ACKFILTER_VCD=1`` writes
+    ``build/vcd/<name>.vcd``."""
     sim = Simulator(dut)
-    sim.add_clock(16e-9)
+    sim.add_clock(period)
     for tb in testbenches:
         sim.add_testbench(tb)
     for p in processes:

@@ -9,15 +9,14 @@
 Set ``ACKFILTER_VCD=1`` to write a VCD per test into build/vcd/.
 """
 
-import os
 import random
 import zlib
-from pathlib import Path
 
 import pytest
 from amaranth.hdl import *
 from amaranth.sim import Simulator
 
+import blocksim
 from ackfilter.gateware.mac.crc import (CRC32, CRC32_INIT, CRC32_RESIDUE, crc32, crc32_term, crc32_update,
                                fcs_bytes)
 from ackfilter.gateware.mac.rgmii import RGMIIRxConverter, RGMIITxConverter
@@ -27,17 +26,8 @@ from ackfilter.gateware.mac.mac import EthernetMAC
 
 
 def simulate(dut, *testbenches, name="sim"):
-    sim = Simulator(dut)
-    sim.add_clock(8e-9)
-    for tb in testbenches:
-        sim.add_testbench(tb)
-    if os.environ.get("ACKFILTER_VCD") == "1":
-        out = Path("build/vcd")
-        out.mkdir(parents=True, exist_ok=True)
-        with sim.write_vcd(str(out / f"{name}.vcd")):
-            sim.run()
-    else:
-        sim.run()
+    """The MAC's byte-side clock: 125 MHz."""
+    blocksim.simulate(dut, *testbenches, name=name, period=8e-9)
 
 
 # --------------------------------------------------------------------------
