@@ -33,7 +33,7 @@ from amaranth.lib.wiring import In, Out
 from .. import params as P
 from ..gateware.core import UplinkCore
 from ..gateware.mac.mac import EthernetMAC
-from ..gateware.mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads
+from ..gateware.mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads, RGMIIPinSignature
 from ..gateware.lib.stream import StreamRegister
 
 __all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop", "Colorlight5A75BR70Platform",
@@ -52,21 +52,10 @@ LED_STRETCH_BITS = 21
 
 #: One RGMII port seen from the datapath (the :class:`EthernetMAC` pin-side
 #: ports; the pads or a simulation model drive the other end).
-PHY_SIDE = wiring.Signature({
-    "rxd_rise":    In(4),
-    "rxd_fall":    In(4),
-    "rx_ctl_rise": In(1),
-    "rx_ctl_fall": In(1),
-    "txd_rise":    Out(4),
-    "txd_fall":    Out(4),
-    "tx_ctl_rise": Out(1),
-    "tx_ctl_fall": Out(1),
-    "txc_rise":    Out(1),
-    "txc_fall":    Out(1),
-})
+PHY_SIDE = RGMIIPinSignature
 
-_MAC_RX_PORTS = ("rxd_rise", "rxd_fall", "rx_ctl_rise", "rx_ctl_fall")
-_MAC_TX_PORTS = ("txd_rise", "txd_fall", "tx_ctl_rise", "tx_ctl_fall", "txc_rise", "txc_fall")
+_MAC_RX_PORTS = tuple(name for name, member in PHY_SIDE.members.items() if member.flow == In)
+_MAC_TX_PORTS = tuple(name for name, member in PHY_SIDE.members.items() if member.flow == Out)
 
 
 class BoardDatapath(wiring.Component):

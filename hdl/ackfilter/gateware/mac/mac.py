@@ -5,7 +5,7 @@ from amaranth.lib import cdc, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.stream import FrameStream
-from .rgmii import RGMIIRxConverter, RGMIITxConverter
+from .rgmii import RGMIIPinSignature, RGMIIRxConverter, RGMIITxConverter
 from .rx import DEFAULT_MAX_FRAME_BYTES, MACRx
 from .tx import MACTx
 
@@ -85,16 +85,7 @@ class EthernetMAC(wiring.Component):
         self._rx_fifo_words = rx_fifo_words
         self._tx_fifo_words = tx_fifo_words
         super().__init__({
-            "rxd_rise":    In(4),
-            "rxd_fall":    In(4),
-            "rx_ctl_rise": In(1),
-            "rx_ctl_fall": In(1),
-            "txd_rise":    Out(4),
-            "txd_fall":    Out(4),
-            "tx_ctl_rise": Out(1),
-            "tx_ctl_fall": Out(1),
-            "txc_rise":    Out(1),
-            "txc_fall":    Out(1),
+            **RGMIIPinSignature.members,
             "speed_1000":  In(1, init=1),
             "rx":          Out(FrameStream()),
             "tx":          In(FrameStream()),

@@ -32,7 +32,24 @@ from amaranth.hdl import *
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RGMIIRxConverter", "RGMIITxConverter", "RGMIIPads", "RX_DELAY_TAPS"]
+__all__ = ["RGMIIPinSignature", "RGMIIRxConverter", "RGMIITxConverter", "RGMIIPads",
+           "RX_DELAY_TAPS"]
+
+#: One RGMII port's DDR halves as a MAC sees them (``EthernetMAC`` has these
+#: members; ``RGMIIPads`` has them flipped): the rising- and falling-edge
+#: halves of RXD/RX_CTL in, of TXD/TX_CTL/TXC out.
+RGMIIPinSignature = wiring.Signature({
+    "rxd_rise":    In(4),
+    "rxd_fall":    In(4),
+    "rx_ctl_rise": In(1),
+    "rx_ctl_fall": In(1),
+    "txd_rise":    Out(4),
+    "txd_fall":    Out(4),
+    "tx_ctl_rise": Out(1),
+    "tx_ctl_fall": Out(1),
+    "txc_rise":    Out(1),
+    "txc_fall":    Out(1),
+})
 
 #: ECP5 DELAYG taps for the RX data/ctl delay: 2 ns at ~25 ps a tap
 #: (Lattice TN1265; LiteEth ``ecp5rgmii`` uses the same value).
@@ -268,17 +285,8 @@ class RGMIIPads(wiring.Component):
         self._tx_domain = tx_domain
         self._rx_delay_taps = rx_delay_taps
         super().__init__({
-            "rx_clk":      Out(1),
-            "rxd_rise":    Out(4),
-            "rxd_fall":    Out(4),
-            "rx_ctl_rise": Out(1),
-            "rx_ctl_fall": Out(1),
-            "txd_rise":    In(4),
-            "txd_fall":    In(4),
-            "tx_ctl_rise": In(1),
-            "tx_ctl_fall": In(1),
-            "txc_rise":    In(1),
-            "txc_fall":    In(1),
+            "rx_clk": Out(1),
+            **RGMIIPinSignature.flip().members,
         })
 
     def elaborate(self, platform):
