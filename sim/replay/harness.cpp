@@ -33,10 +33,9 @@
 // Timing model:
 //   * reset: rst high for 4 cycles; `now` is held at 0 through reset and the
 //     CSR writes, then counts 0, 1, 2, ... from the first traffic cycle
-//     (built with REPLAY_RST_REGISTERED, as replay.py does: the top is
-//     gen_verilog's `core-replay`, which registers rst on its way into the
-//     core, so rst is driven one cycle less and the core still sees 4 reset
-//     cycles);
+//     (the top is gen_verilog's `core-replay`, which registers rst on its
+//     way into the core, so rst is driven one cycle less and the core still
+//     sees 4 reset cycles);
 //   * input (1 Gb/s MAC): a frame starts at max(arrival_cycle, previous frame's
 //     wire end + 12); word k of it is available 2k cycles after its start and is
 //     offered (i_valid) from then until the core takes it (i_ready); the wire end
@@ -74,11 +73,7 @@ namespace {
 constexpr uint64_t kInterFrameGap = 12;    // FCS + preamble + IFG = 24 byte times, either wire
 constexpr uint64_t kCyclesPerWord = 2;     // 1 Gb/s on a 32-bit bus at 62.5 MHz
 constexpr int kResetCycles = 4;
-#ifdef REPLAY_RST_REGISTERED
 constexpr int kRstLatency = 1;             // cycles from the top's rst to the core's
-#else
-constexpr int kRstLatency = 0;
-#endif
 constexpr uint64_t kDrainCycles = 16;
 constexpr uint8_t kOverrunKind = ACKFILTER_EVENT_OVERRUN;
 

