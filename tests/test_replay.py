@@ -54,6 +54,22 @@ def test_output_times_follow_the_shaper_rate():
     assert all(abs(g - 1538 * 8 / rate) < 1e-6 for g in gaps), (min(gaps), max(gaps))
 
 
+@pytest.mark.parametrize("flags,payload", [("A", 0), ("PA", 100)])
+def test_a_lone_frame_leaves_at_once_not_when_the_next_one_arrives(flags, payload):
+    """The harness skips cycles while the core says it is idle; a frame in
+    flight must keep it from saying so. A pure ACK (ACK queue) and a data
+    frame (data ring and its descriptor FIFO) alone on an unshaped link leave
+    within 2 us of arriving (about 100 cycles: input, parse, queue, egress),
+    not 1 ms later with the next frame (found with real TCP: a SYN waited
+    in the descriptor FIFO until the SYN's retransmission one second later)."""
+    flow = traces.Flow(src="10.0.0.2", dst="203.0.113.5", sport=5000, dport=80)
+    frame = traces.tcp_frame(flow, seq=1, ack=1, flags=flags, payload=bytes(payload))
+    res = replay([(0.0, frame), (0.001, frame)], uplink_rate_bps=0)
+    first, second = (t for t, _f in res.frames_out)
+    assert first < 2e-6, f"first frame left at {first * 1e6:.2f} us"
+    assert 0.001 < second < 0.001 + 2e-6
+
+
 def _mixed_data_frames(n, seed):
     """``n`` data frames (PSH|ACK, so none is a pure ACK) of 60..1514 bytes
     from one flow, all offered at once, with their IP packet lengths."""

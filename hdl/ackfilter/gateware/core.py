@@ -205,8 +205,10 @@ class UplinkCore(wiring.Component):
             self.event.kind.eq(manager.ev_kind),
             self.event.overrun.eq(ingress.ev_overrun),
             self.backlog.eq(manager.backlog),
-            self.idle.eq(~in_valid & ingress.idle & manager.idle & ~egress.busy & ~egress.o.valid &
-                         ~csr.busy),
+            # (An entry still inside its FIFO, written but not yet readable,
+            # counts as in flight.)
+            self.idle.eq(~in_valid & ingress.idle & (entries.level == 0) & manager.idle &
+                         ~egress.busy & ~egress.o.valid & ~csr.busy),
         ]
         for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
                            ("drop_data_full", Event.DROP_DATA_FULL),

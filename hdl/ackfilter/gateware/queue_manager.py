@@ -97,7 +97,9 @@ class QueueManager(wiring.Component):
     ev_valid, ev_kind : event trace
     stat_superseded, stat_collision, stat_cam_full : counter strobes
     ack_queue_depth, data_queue_frames, flows_active : levels
-    idle, backlog : for simulators and status
+    idle, backlog : for simulators and status (idle: no arrival waiting or being
+        handled and no descriptor in flight; with ``backlog`` low nothing
+        will happen until the next frame arrives)
     """
 
     def __init__(self, *, ack_slots=64, flow_entries=64, ring_bits, buf_bits, desc_depth):
@@ -440,7 +442,11 @@ class QueueManager(wiring.Component):
 
         with m.FSM(name="manager"):
             with m.State("Idle"):
-                m.d.comb += self.idle.eq(~self.entry_valid)
+                # Not idle while a data descriptor written by Arrive is still on
+                # its way to the FIFO's read port (`level` counts it a cycle
+                # before `r_rdy` shows it): `backlog` does not show it yet, and
+                # a harness that skips cycles when idle would strand the frame.
+                m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | desc.r_rdy))
                 # `cur` (640 bits) follows the FIFO's head while idle, so its
                 # enable waits for no decision; it holds once the frame is taken.
                 m.d.sync += cur.eq(self.entry)
