@@ -16,7 +16,7 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test demo bench fuzz captures verilog regmap reports bitstream flash clean
+.PHONY: help venv test demo bench fuzz captures experiments experiments-quick verilog regmap reports bitstream flash clean
 
 BOARD ?= colorlight-5a-75b
 CABLE ?= ft232
@@ -24,7 +24,7 @@ CABLE ?= ft232
 help: ## list the targets
 	@echo "ackfilter make targets:"
 	@grep -E '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | \
-	    awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	    awk -F':.*## ' '{printf "  make %-17s %s\n", $$1, $$2}'
 
 venv: ## install system packages (if root) and the pinned .venv
 	@bash scripts/bootstrap.sh
@@ -54,6 +54,12 @@ fuzz: venv ## mutation campaign through the RTL, model + independent checker (SE
 
 captures: ## (root) remake sim/captures/*.pcap.gz: real Linux TCP in network namespaces (~2 min)
 	bash scripts/make_captures.sh
+
+experiments: venv ## (root) real Linux TCP through the RTL: every scenario and variant (~65 min) -> build/experiments/full.*
+	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter experiments
+
+experiments-quick: venv ## (root) S1, S3 at 64k and S5 at 28.8k, modem FIFO and the default (~4 min) -> build/experiments/quick.*
+	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter experiments --quick
 
 verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog

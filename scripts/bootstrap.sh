@@ -58,6 +58,9 @@ optional=()
 command -v ccache >/dev/null 2>&1 || optional+=(ccache)
 # Optional: openFPGALoader, for `make flash` (the Amaranth platform also wants it on PATH).
 command -v openFPGALoader >/dev/null 2>&1 || optional+=(openfpgaloader)
+# Optional: ip (namespaces) and ethtool (offloads off), for `make experiments`.
+command -v ip >/dev/null 2>&1 || optional+=(iproute2)
+command -v ethtool >/dev/null 2>&1 || optional+=(ethtool)
 is_root=0
 [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && is_root=1
 

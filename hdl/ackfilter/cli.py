@@ -249,13 +249,17 @@ def cmd_replay(args, parser):
     return 0
 
 
+#: Commands whose module is not ``ackfilter.sim.<command>``.
+_MODULES = {"experiments": "net.experiments"}
+
+
 def _lazy(module_name):
     def run(args, parser):
         import importlib
         try:
-            mod = importlib.import_module(f"ackfilter.sim.{module_name}")
+            mod = importlib.import_module(f"ackfilter.sim.{_MODULES.get(module_name, module_name)}")
         except ModuleNotFoundError as e:
-            if e.name != f"ackfilter.sim.{module_name}":
+            if e.name != f"ackfilter.sim.{_MODULES.get(module_name, module_name)}":
                 raise
             parser.error(f"the {module_name} command is not available in this build")
         return mod.main(args)
@@ -335,14 +339,16 @@ def make_parser():
     for name, text in (("demo", "run the demonstration scenario"),
                        ("bench", "measure the simulator and the filter on generated traces"),
                        ("fuzz", "mutation campaign: real captures and traces, mutated, replayed "
-                                "through the RTL, checked against the model and an independent checker")):
+                                "through the RTL, checked against the model and an independent checker"),
+                       ("experiments", "real Linux TCP through the RTL: the research's asymmetric-link "
+                                       "scenarios against the CAKE anchors (root)")):
         p = sub.add_parser(name, help=text, description=text, add_help=False)
         p.add_argument("argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         p.set_defaults(func=_lazy(name))
     return parser
 
 
-_PASSTHROUGH = ("demo", "bench", "fuzz")
+_PASSTHROUGH = ("demo", "bench", "fuzz", "experiments")
 
 
 def main(argv=None):

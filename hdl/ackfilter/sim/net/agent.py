@@ -1,0 +1,273 @@
+"""The TCP endpoints of the experiments, run inside the namespaces.
+
+    python -m ackfilter.sim.net.agent server --addr A --port P --out FILE [--cc cubic]
+    python -m ackfilter.sim.net.agent client --spec FILE --out FILE [--cc cubic]
+
+The server answers one request line per connection: ``GET N`` sends N bytes
+and closes (N = -1: sends until the peer closes), ``PUT`` receives until the
+peer closes. The client runs the jobs of its spec (a JSON list) at their start
+times: ``download`` (GET -1 for ``duration`` seconds), ``upload`` (PUT for
+``duration`` seconds) and ``page`` (Wu & Williamson's page: the document on
+one connection, then its objects on parallel connections; ``repeat`` times,
+``gap`` seconds apart). An upload with ``stop_with: K`` ends when job K does. Times are ``time.monotonic()`` seconds, which every
+namespace of the machine shares.
+
+Each side writes what it received as JSON to ``--out``: per connection the
+bytes received per ``BIN_S`` interval (``{"t0": first bin's start, "bins":
+[...]}``), and for pages the time each took. The server writes when it gets
+SIGTERM; so does a client stopped before its jobs are done, with what it has
+(a page job then says ``incomplete`` and when its unfinished page started).
+"""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+BIN_S = 0.1
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+_CHUNK = bytes(range(256)) * 256        # 64 KiB
+
+
+class Recorder:
+    """Bytes received per BIN_S interval."""
+
+    def __init__(self):
+        self.bins = {}
+        self.lock = threading.Lock()
+
+    def add(self, n, t=None):
+        k = int((time.monotonic() if t is None else t) / BIN_S)
+        with self.lock:
+            self.bins[k] = self.bins.get(k, 0) + n
+
+    def dump(self):
+        with self.lock:
+            if not self.bins:
+                return {"t0": None, "bins": []}
+            lo, hi = min(self.bins), max(self.bins)
+            return {"t0": lo * BIN_S, "bins": [self.bins.get(k, 0) for k in range(lo, hi + 1)]}
+
+
+def _cc(sock, cc):
+    if cc:
+        sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
+
+
+def _send_until(sock, deadline, limit=-1):
+    sent = 0
+    while (deadline is None or time.monotonic() < deadline) and (limit < 0 or sent < limit):
+        n = len(_CHUNK) if limit < 0 else min(len(_CHUNK), limit - sent)
+        sock.settimeout(None if deadline is None else max(0.01, deadline - time.monotonic()))
+        try:
+            sent += sock.send(memoryview(_CHUNK)[:n])
+        except (socket.timeout, TimeoutError):
+            continue
+        except OSError:
+            break
+    return sent
+
+
+def _recv_until(sock, rec, deadline=None):
+    total = 0
+    while deadline is None or time.monotonic() < deadline:
+        sock.settimeout(None if deadline is None else max(0.01, deadline - time.monotonic()))
+        try:
+            data = sock.recv(1 << 16)
+        except (socket.timeout, TimeoutError):
+            continue
+        except OSError:
+            break
+        if not data:
+            break
+        total += len(data)
+        if rec is not None:
+            rec.add(len(data))
+    return total
+
+
+# --- server -----------------------------------------------------------------------
+
+def server(args):
+    conns = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def write_out(*_):
+        stop.set()
+        with lock:
+            out = {str(k): {"kind": v["kind"], **v["rec"].dump()} for k, v in conns.items()}
+        with open(args.out, "w") as f:
+            json.dump({"connections": out}, f)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, write_out)
+    signal.signal(signal.SIGINT, write_out)
+    ls = socket.socket(socket.AF_INET6 if ":" in args.addr else socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    _cc(ls, args.cc)
+    ls.bind((args.addr, args.port))
+    ls.listen(64)
+    print("listening", flush=True)
+
+    def handle(sock, peer, cid):
+        _cc(sock, args.cc)
+        raw = b""
+        while not raw.endswith(b"\n") and len(raw) < 64:     # byte by byte: no read-ahead
+            b = sock.recv(1)
+            if not b:
+                break
+            raw += b
+        line = raw.decode(errors="replace").split()
+        if not line:
+            sock.close()
+            return
+        if line[0] == "GET" and len(line) == 2:
+            _send_until(sock, None, int(line[1]))
+            try:
+                sock.shutdown(socket.SHUT_WR)
+                sock.settimeout(5)
+                while sock.recv(4096):
+                    pass
+            except OSError:
+                pass
+        elif line[0] == "PUT":
+            rec = Recorder()
+            with lock:
+                conns[cid] = {"kind": "upload", "rec": rec}
+            _recv_until(sock, rec)
+        sock.close()
+
+    cid = 0
+    while not stop.is_set():
+        sock, peer = ls.accept()
+        cid += 1
+        threading.Thread(target=handle, args=(sock, peer, cid), daemon=True).start()
+
+
+# --- client -------------------------------------------------------------------------
+
+def _connect(addr, port, cc):
+    s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
+    _cc(s, cc)
+    s.connect((addr, port))
+    return s
+
+
+def _fetch(addr, port, cc, nbytes):
+    s = _connect(addr, port, cc)
+    s.sendall(f"GET {nbytes}\n".encode())
+    got = _recv_until(s, None)
+    s.close()
+    if got != nbytes:
+        raise RuntimeError(f"fetched {got} of {nbytes} bytes")
+
+
+def client(args):
+    with open(args.spec) as f:
+        jobs = json.load(f)
+    results = [None] * len(jobs)
+    partial = [None] * len(jobs)          # what a job has so far, written if we are stopped
+    out_lock = threading.Lock()
+
+    def write_out(incomplete=False):
+        with out_lock:
+            res = [r if r is not None else (dict(p, incomplete=True) if p is not None else None)
+                   for r, p in zip(results, partial)]
+            with open(args.out, "w") as f:
+                json.dump({"jobs": res, "stopped": incomplete}, f)
+
+    def on_term(*_):
+        write_out(incomplete=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+    def run(i, job):
+        time.sleep(max(0.0, job["start"] - time.monotonic()))
+        kind = job["kind"]
+        try:
+            if kind == "download":
+                rec = Recorder()
+                s = _connect(job["addr"], job["port"], args.cc)
+                s.sendall(b"GET -1\n")
+                _recv_until(s, rec, job["start"] + job["duration"])
+                s.close()
+                results[i] = {"kind": kind, **rec.dump()}
+            elif kind == "upload":
+                s = _connect(job["addr"], job["port"], args.cc)
+                s.sendall(b"PUT\n")
+                deadline = job["start"] + job["duration"]
+                if "stop_with" in job:      # until another job is over (or the deadline)
+                    other = done[job["stop_with"]]
+                    sent = 0
+                    while not other.is_set() and time.monotonic() < deadline:
+                        sent += _send_until(s, min(deadline, time.monotonic() + 0.2))
+                else:
+                    sent = _send_until(s, deadline)
+                s.close()
+                results[i] = {"kind": kind, "sent": sent}
+            elif kind == "page":
+                times, spans = [], []
+                for r in range(job.get("repeat", 1)):
+                    if r:
+                        time.sleep(job.get("gap", 1.0))
+                    t = time.monotonic()
+                    partial[i] = {"kind": kind, "page_times": list(times), "spans": list(spans),
+                                  "started": t}
+                    _fetch(job["addr"], job["port"], args.cc, job["document"])
+                    ts = [threading.Thread(target=_fetch, args=(job["addr"], job["port"], args.cc, n))
+                          for n in job["objects"]]
+                    for th in ts:
+                        th.start()
+                    for th in ts:
+                        th.join()
+                    times.append(time.monotonic() - t)
+                    spans.append((t, t + times[-1]))
+                    partial[i] = {"kind": kind, "page_times": list(times), "spans": list(spans),
+                                  "started": t}
+                results[i] = {"kind": kind, "page_times": times, "spans": spans}
+            else:
+                raise ValueError(f"unknown job kind {kind!r}")
+        except Exception as e:   # reported, not raised: the other jobs' figures still count
+            results[i] = {"kind": kind, "error": f"{type(e).__name__}: {e}"}
+
+    done = [threading.Event() for _ in jobs]
+
+    def run_and_mark(i, job):
+        try:
+            run(i, job)
+        finally:
+            done[i].set()
+
+    threads = [threading.Thread(target=run_and_mark, args=(i, j), daemon=True) for i, j in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    write_out()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m ackfilter.sim.net.agent", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("server")
+    s.add_argument("--addr", required=True)
+    s.add_argument("--port", type=int, default=5001)
+    s.add_argument("--out", required=True)
+    s.add_argument("--cc", default="cubic")
+    c = sub.add_parser("client")
+    c.add_argument("--spec", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--cc", default="cubic")
+    args = ap.parse_args(argv)
+    {"server": server, "client": client}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

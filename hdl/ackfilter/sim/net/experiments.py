@@ -1,0 +1,816 @@
+"""The asymmetric-link experiments with real Linux TCP through the RTL.
+
+Each run: fresh namespaces and bridge (:class:`~.testbed.Testbed`), a server
+agent, a client agent with the scenario's jobs, then the figures. The
+scenarios and their settings are in ``docs/experiments.md``; the CAKE anchor
+numbers beside them were measured with Linux 6.1 ``sch_cake`` under the same
+settings (CUBIC, 25 ms each way, downlink 10 Mb/s with a 10-packet FIFO,
+offloads off, SACK and timestamps on).
+
+    python -m ackfilter.sim.net.experiments --quick     # make experiments-quick
+    python -m ackfilter.sim.net.experiments             # make experiments
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ... import params
+from ...units import format_rate
+from ..verilog import REPO_ROOT
+from .bridge import BridgeError, Link, build_bridge
+from .testbed import SERVER_IP, Testbed, TestbedError, require_root
+
+__all__ = ["VARIANTS", "Variant", "Scenario", "CAKE", "plan", "run_one", "checks", "main",
+           "default_variant"]
+
+PORT = 5001
+#: Seconds between starting the agents and the first job.
+LEAD_S = 1.0
+
+
+# --- variants -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    doc: str
+    uplink: str = "core"            # "core" or "fifo" (the modem's own 10-packet FIFO, no core)
+    ack_mode: str = None
+    data_share: int = None
+
+    def csr(self, uplink_bps):
+        """The core's registers for this variant on an uplink of ``uplink_bps``.
+
+        The shaper *is* the modem's link here: its rate, no burst (a frame
+        starts when the one before it has left), and each frame charged its
+        length as stored, as the bridge's links and tc-cake's default charge
+        it."""
+        if self.uplink != "core":
+            return {}
+        return {"ack_mode": self.ack_mode, "data_share": self.data_share,
+                "shaper_cpb_q16": params.cpb_q16_for_rate(uplink_bps),
+                "shaper_burst_bytes": 0, "shaper_overhead_bytes": 0, "shaper_charge_base": 0}
+
+
+def _variants():
+    v = [Variant("modem-fifo", "no ackfilter: the modem's own FIFO of 10 packets", uplink="fifo"),
+         Variant("off", "ackfilter with the filter off: one FIFO (its 32 KiB data buffer)",
+                 ack_mode="off", data_share=128),
+         Variant("conservative", "conservative supersession, data share 128",
+                 ack_mode="conservative", data_share=128),
+         Variant("aggressive", "aggressive supersession, data share 128",
+                 ack_mode="aggressive", data_share=128)]
+    for mode in ("conservative", "aggressive"):
+        for share in (0, 64, 192):
+            v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
+                             ack_mode=mode, data_share=share))
+    return {x.name: x for x in v}
+
+
+VARIANTS = _variants()
+
+
+def default_variant():
+    """The variant the core's reset values select (what the board ships with)."""
+    mode = {v: k for k, v in params.ACK_FILTER_MODES.items()}[params.param("ack_mode").default]
+    share = params.param("data_share").default
+    for v in VARIANTS.values():
+        if v.uplink == "core" and v.ack_mode == mode and v.data_share == share:
+            return v.name
+    raise LookupError(f"no variant for the defaults ack_mode={mode} data_share={share}")
+
+
+# --- the CAKE anchors (kb/s; Linux 6.1 sch_cake, the settings above) ------------------
+
+CAKE = {
+    ("S1", 28800): {"fifo": 2696, "cake": 3467, "cake-aggressive": 3823},
+    ("S1", 64000): {"fifo": 6156, "cake": 6845, "cake-aggressive": 7556},
+    ("S1", 128000): {"fifo": 6980, "cake": 8382, "cake-aggressive": 8779},
+    ("S1", 256000): {"fifo": 8413, "cake": 8548, "cake-aggressive": 8440},
+    ("S2", 64000): {"fifo": 5747, "fifo_jain": 0.735, "cake-aggressive": 6914,
+                    "cake-aggressive_jain": 0.999},
+    ("S3", 64000): {"fifo": (5533, 0), "cake": (719, 52)},
+    ("S3", 256000): {"fifo": (2043, 192), "cake": (2693, 200)},
+    ("S4", 64000): {"fifo_jain_at_12": 0.51, "cake_kbps": (6000, 7100), "cake_jain_min": 0.99},
+    ("S5", 28800): {"cake_page_s": (1.24, 1.43)},
+    ("S5U", 28800): {"fifo_page_s": (22, 24), "cake_page_s": (1.7, 3.6)},
+}
+
+
+def cake_text(scenario, uplink_bps, flows=None):
+    """The CAKE anchor of a row, as a short text ('' when there is none)."""
+    a = CAKE.get((scenario, uplink_bps))
+    if not a:
+        return ""
+    if scenario == "S1":
+        return f"FIFO {a['fifo']} / CAKE {a['cake']} / aggr. {a['cake-aggressive']}"
+    if scenario == "S2":
+        return (f"FIFO {a['fifo']} (Jain {a['fifo_jain']}) / aggr. {a['cake-aggressive']} "
+                f"(Jain {a['cake-aggressive_jain']})")
+    if scenario == "S3":
+        return f"FIFO {a['fifo'][0]} / {a['fifo'][1]}; CAKE {a['cake'][0]} / {a['cake'][1]}"
+    if scenario == "S4":
+        if flows == 12:
+            return f"FIFO Jain {a['fifo_jain_at_12']}; CAKE {a['cake_kbps'][0]}-{a['cake_kbps'][1]}, Jain >= 0.99"
+        return f"CAKE {a['cake_kbps'][0]}-{a['cake_kbps'][1]}, Jain >= 0.99"
+    if scenario == "S5":
+        return f"CAKE {a['cake_page_s'][0]}-{a['cake_page_s'][1]} s"
+    if scenario == "S5U":
+        return (f"FIFO {a['fifo_page_s'][0]}-{a['fifo_page_s'][1]} s; "
+                f"CAKE {a['cake_page_s'][0]}-{a['cake_page_s'][1]} s")
+    return ""
+
+
+# --- scenarios ---------------------------------------------------------------------
+
+#: Wu & Williamson's page: the document, then its three objects in parallel.
+PAGE_DOCUMENT = 29058
+PAGE_OBJECTS = (7097, 13329, 13329)
+#: The lossy downlink of S6: Gilbert-Elliott, mean bad state 5 ms (0.1 RTT),
+#: 1 % of the time bad (mean good state 495 ms), every packet lost while bad,
+#: none while good (the packet-size study's pg = 0, pb = 1).
+S6_GE = (0.495, 0.005, 0.0, 1.0)
+
+
+@dataclass
+class Scenario:
+    """One configuration of links and jobs (times in seconds from the first job)."""
+    name: str
+    uplink_bps: int
+    downlink_bps: int = 10_000_000
+    downloads: tuple = ()            # (start, end) per download
+    upload: tuple = None             # (start, end) or (start, None): until the pages end
+    page: dict = None                # {"start": s, "repeat": n, "gap": s}
+    window: tuple = None             # goodput window (start, end)
+    ge: tuple = None
+    duration: float = 0.0
+    flows: int = None
+    cc: str = "cubic"                # congestion control of both ends (per socket)
+
+    def link(self, variant):
+        return Link(up_rate_bps=self.uplink_bps, down_rate_bps=self.downlink_bps,
+                    uplink=variant.uplink, up_queue=10, down_queue=10, ge=self.ge)
+
+    def jobs(self, t0):
+        jobs = []
+        for a, b in self.downloads:
+            jobs.append({"kind": "download", "addr": SERVER_IP, "port": PORT, "start": t0 + a,
+                         "duration": b - a})
+        if self.page:
+            jobs.append({"kind": "page", "addr": SERVER_IP, "port": PORT, "start": t0 + self.page["start"],
+                         "document": PAGE_DOCUMENT, "objects": list(PAGE_OBJECTS),
+                         "repeat": self.page["repeat"], "gap": self.page["gap"]})
+        if self.upload:
+            a, b = self.upload
+            job = {"kind": "upload", "addr": SERVER_IP, "port": PORT, "start": t0 + a,
+                   "duration": (b - a) if b is not None else 300.0}
+            if b is None:
+                job["stop_with"] = len(jobs) - 1          # the page job
+            jobs.append(job)
+        return jobs
+
+    def timeout_s(self):
+        """When the client is stopped. A page not loaded by then is a result
+        (``page_incomplete``), not a failed run."""
+        return self.duration + (120 if self.page else 30)
+
+
+def _s1(up, seconds=30, warm=10, ge=None, name="S1", cc="cubic"):
+    return Scenario(name, up, downloads=((0, seconds),), window=(warm, seconds), duration=seconds, ge=ge,
+                    cc=cc)
+
+
+def scenarios(which, *, quick=False):
+    """The scenario instances of one scenario name."""
+    if which == "S1":
+        return [_s1(up) for up in ((28800, 64000) if quick else (28800, 64000, 128000, 256000))]
+    if which == "S2":
+        return [Scenario("S2", 64000, downloads=((0, 38), (8, 38)), window=(13, 38), duration=38, flows=2)]
+    if which == "S3":
+        return [Scenario("S3", up, downloads=((0, 38),), upload=(8, 38), window=(13, 38), duration=38)
+                for up in ((64000,) if quick else (64000, 256000))]
+    if which == "S4":
+        return [Scenario("S4", 64000, downloads=((0, 30),) * n, window=(10, 30), duration=30, flows=n)
+                for n in (1, 2, 4, 8, 12)]
+    if which == "S5":
+        return [Scenario("S5", up, downlink_bps=1_500_000, page={"start": 0, "repeat": 5, "gap": 1.0},
+                         duration=15) for up in ((28800,) if quick else (28800, 56000))]
+    if which == "S5U":
+        return [Scenario("S5U", up, downlink_bps=1_500_000, upload=(0, None),
+                         page={"start": 10, "repeat": 2, "gap": 1.0}, duration=40)
+                for up in (28800, 56000)]
+    if which == "S6":
+        return [_s1(64000, ge=S6_GE, name="S6")]
+    if which == "S1R":
+        return [_s1(up, name="S1R", cc="reno") for up in (28800, 64000)]
+    raise ValueError(f"unknown scenario {which!r}; known: {' '.join(SCENARIOS)}")
+
+
+#: S1R: S1 with Reno at both ends, the research's TCP (Balakrishnan et al. used Reno).
+SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R")
+_BASE = ("modem-fifo", "off", "conservative", "aggressive")
+_SHARES = tuple(n for n in VARIANTS if "-share" in n)
+
+
+def plan(*, quick=False, only=None, variants=None):
+    """``[(scenario, variant name), ...]`` in run order."""
+    default = default_variant()
+    out = []
+    names = only or (("S1", "S3", "S5") if quick else SCENARIOS)
+    for name in names:
+        if variants:
+            vs = tuple(variants)
+        elif quick:
+            vs = ("modem-fifo", default)
+        elif name in ("S3", "S5U"):
+            vs = _BASE + _SHARES
+        else:
+            vs = _BASE
+        for sc in scenarios(name, quick=quick):
+            extra = ("off",) if quick and not variants and name == "S1" and sc.uplink_bps == 64000 else ()
+            for v in vs + extra:
+                if v not in VARIANTS:
+                    raise ValueError(f"unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+                out.append((sc, v))
+    return out
+
+
+# --- running -----------------------------------------------------------------------
+
+def _goodput(rec, t0, window):
+    """bit/s of a receiver's bins over ``window`` (seconds from ``t0``)."""
+    if not rec or rec.get("t0") is None:
+        return 0.0
+    from .agent import BIN_S
+    a, b = t0 + window[0], t0 + window[1]
+    total = 0
+    for i, n in enumerate(rec["bins"]):
+        start = rec["t0"] + i * BIN_S
+        if a - 1e-6 <= start < b - 1e-6:
+            total += n
+    return 8 * total / (window[1] - window[0])
+
+
+def jain(xs):
+    xs = [float(x) for x in xs]
+    if not xs or not any(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def _agent_env():
+    env = dict(os.environ)
+    hdl = str(Path(__file__).resolve().parents[3])
+    env["PYTHONPATH"] = os.pathsep.join([hdl] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
+    """Run one scenario instance with one variant; returns its row (a dict)."""
+    variant = VARIANTS[variant_name]
+    row = {"scenario": sc.name, "variant": variant_name, "uplink_bps": sc.uplink_bps, "cc": sc.cc,
+           "downlink_bps": sc.downlink_bps, "flows": sc.flows or (len(sc.downloads) or None),
+           "forward_goodput_bps": None, "reverse_goodput_bps": None, "jain": None,
+           "page_time_s": None, "valid": False, "invalid_reason": "",
+           "default": variant_name == default_variant(), "cake": cake_text(sc.name, sc.uplink_bps, sc.flows)}
+    work = Path(tempfile.mkdtemp(prefix="ackfilter-exp-"))
+    link = sc.link(variant)
+    link.seed = seed
+    env = _agent_env()
+    try:
+        with Testbed(link, variant.csr(sc.uplink_bps), binary=binary, log=log) as tb:
+            srv_out, cl_out, spec = work / "server.json", work / "client.json", work / "spec.json"
+            srv = tb.popen("server", [sys.executable, "-m", "ackfilter.sim.net.agent", "server",
+                                      "--addr", SERVER_IP, "--port", str(PORT), "--out", str(srv_out),
+                                      "--cc", sc.cc],
+                           env=env, stdout=subprocess.PIPE, text=True)
+            if srv.stdout.readline().strip() != "listening":
+                raise TestbedError("the server agent did not start")
+            t0 = time.monotonic() + LEAD_S
+            spec.write_text(json.dumps(sc.jobs(t0)))
+            cl = tb.popen("client", [sys.executable, "-m", "ackfilter.sim.net.agent", "client",
+                                     "--spec", str(spec), "--out", str(cl_out), "--cc", sc.cc], env=env)
+            try:
+                cl.wait(timeout=LEAD_S + sc.timeout_s())
+            except subprocess.TimeoutExpired:
+                cl.terminate()                   # it writes what it has
+                cl.wait(10)
+                if not sc.page:
+                    row["invalid_reason"] = f"the client did not finish within {sc.timeout_s():.0f} s"
+            t_stop = time.monotonic()
+            srv.terminate()
+            srv.wait(10)
+        stats = tb.stats
+        client = json.loads(cl_out.read_text())["jobs"] if cl_out.exists() else []
+        server = json.loads(srv_out.read_text())["connections"] if srv_out.exists() else {}
+    finally:
+        for f in work.iterdir():
+            f.unlink()
+        work.rmdir()
+
+    reasons = [row["invalid_reason"]] if row["invalid_reason"] else []
+    errors = [j["error"] for j in client if j and "error" in j]
+    if errors:
+        reasons.append("; ".join(sorted(set(errors))))
+    if stats is None:
+        reasons.append("the bridge gave no figures")
+    elif not stats.valid:
+        reasons.append(stats.invalid_reason())
+    downs = [j for j in client if j and j.get("kind") == "download" and "error" not in j]
+    if sc.window and sc.downloads:
+        per_flow = [_goodput(j, t0, sc.window) for j in downs]
+        row["flow_goodputs_bps"] = [round(x) for x in per_flow]
+        row["forward_goodput_bps"] = round(sum(per_flow))
+        if len(sc.downloads) > 1:
+            row["jain"] = round(jain(per_flow), 4) if jain(per_flow) is not None else None
+    pages = [j for j in client if j and j.get("kind") == "page" and "error" not in j]
+    if pages:
+        times = pages[0]["page_times"]
+        row["page_times_s"] = [round(t, 3) for t in times]
+        if pages[0].get("incomplete"):
+            # A page did not load before the client was stopped: the page time is
+            # more than the time from its start to the stop.
+            row["page_incomplete"] = True
+            row["page_time_over_s"] = round(t_stop - pages[0]["started"], 1)
+            row["page_time_s"] = None
+        else:
+            row["page_time_s"] = round(statistics.median(times), 3)
+    if sc.upload:
+        ups = [c for c in server.values() if c["kind"] == "upload"]
+        if sc.window:
+            win = sc.window
+        elif pages:
+            spans = pages[0]["spans"]
+            first = spans[0][0] if spans else pages[0].get("started")
+            last = t_stop if pages[0].get("incomplete") else spans[-1][1]
+            win = (first - t0, last - t0)
+        else:
+            win = None
+        row["reverse_goodput_bps"] = round(_goodput(ups[0], t0, win)) if ups and win else 0
+    if stats is not None:
+        row["max_lag_ms"] = round(stats.max_lag_s * 1e3, 3)
+        row["simulated_cycles_per_s"] = round(stats["ticks"] / stats["run_s"]) if stats["run_s"] else None
+        # What the uplink carried per second (from the bridge's start, about LEAD_S + 0.1 s
+        # before the first job): pure ACKs, other frames and their bytes.
+        row["uplink_per_second"] = stats.values.get("up_series")
+        row["max_late_ms"] = round(stats.max_late_s * 1e3, 3)
+        row["downlink_drops"] = stats["down_drops"]
+        row["downlink_lost"] = stats["down_lost"]
+        row["modem_fifo_drops"] = stats["up_drops"] if variant.uplink == "fifo" else None
+        if variant.uplink == "core":
+            row["counters"] = {k: stats.counters[k] for k in (
+                "acks_in", "acks_superseded", "acks_ineligible", "frames_out", "drop_data_full",
+                "drop_ack_front", "drop_ack_covered")}
+    row["valid"] = not reasons
+    row["invalid_reason"] = "; ".join(reasons)
+    return row
+
+
+# --- checks -------------------------------------------------------------------------
+
+def _key(row):
+    return (row["scenario"], row["uplink_bps"], row["flows"], row["variant"])
+
+
+def _find(rows, scenario, variant, uplink):
+    for r in rows:
+        if r["scenario"] == scenario and r["variant"] == variant and r["uplink_bps"] == uplink:
+            return r
+    return None
+
+
+def checks(rows):
+    """``[(kind, description, passed), ...]`` for the checks whose rows exist.
+
+    ``gate``: what the product claims and a run must show (``--quick`` fails
+    when one does not hold): the filter above the modem's FIFO in S1 at 28.8k
+    (by 20 %) and 64k, and above the core's own FIFO (the filter off) by 2x.
+    ``target``: the issue's goal for S3 (download and upload each at 80 % of
+    their fair share at the same time), reported until it is reached."""
+    out = []
+    d = default_variant()
+
+    def fwd(sc, v, up):
+        r = _find(rows, sc, v, up)
+        return r["forward_goodput_bps"] if r and r["valid"] and r["forward_goodput_bps"] is not None else None
+
+    for up, factor in ((28800, 1.2), (64000, 1.0)):
+        a, b = fwd("S1", d, up), fwd("S1", "modem-fifo", up)
+        if a is not None and b is not None:
+            out.append(("gate", f"S1 {format_rate(up)}: {d} {a / 1e3:.0f} kb/s >= {factor:g} x the modem "
+                                f"FIFO's {b / 1e3:.0f} kb/s", a >= factor * b))
+    a, b = fwd("S1", d, 64000), fwd("S1", "off", 64000)
+    if a is not None and b is not None:
+        out.append(("gate", f"S1 64kbit: {d} {a / 1e3:.0f} kb/s >= 2 x the filter off "
+                            f"({b / 1e3:.0f} kb/s)", a >= 2 * b))
+    s1 = _find(rows, "S1", d, 64000)
+    s3 = _find(rows, "S3", d, 64000)
+    if s1 and s3 and s1["forward_goodput_bps"]:
+        f3, r3 = s3["forward_goodput_bps"] or 0, s3["reverse_goodput_bps"] or 0
+        out.append(("target", f"S3 64kbit {d}: download {f3 / 1e3:.0f} kb/s >= 80 % of its S1 goodput "
+                              f"({0.8 * s1['forward_goodput_bps'] / 1e3:.0f} kb/s)",
+                    f3 >= 0.8 * s1["forward_goodput_bps"]))
+        out.append(("target", f"S3 64kbit {d}: upload {r3 / 1e3:.1f} kb/s >= 80 % of half the uplink "
+                              f"(25.6 kb/s)", r3 >= 0.8 * 32000))
+    return out
+
+
+def _worst_share(s3, s1):
+    if not s3 or not s1 or not s1["forward_goodput_bps"]:
+        return 0.0
+    return min((s3["forward_goodput_bps"] or 0) / s1["forward_goodput_bps"],
+               (s3["reverse_goodput_bps"] or 0) / (s3["uplink_bps"] / 2))
+
+
+# --- output -------------------------------------------------------------------------
+
+def _kbps(x):
+    return "" if x is None else f"{x / 1e3:.0f}"
+
+
+def _page_text(r):
+    if r.get("page_incomplete"):
+        return f"> {r['page_time_over_s']:.0f} (not loaded)"
+    return "" if r["page_time_s"] is None else r["page_time_s"]
+
+
+def markdown(rows, title):
+    lines = [f"# {title}", "",
+             "Real Linux TCP (CUBIC, SACK, timestamps) through the Verilated RTL; 25 ms each way; "
+             "downlink FIFO of 10 packets. Goodput in kb/s over the steady part; page time the median. "
+             f"Default variant (what the board ships with): **{default_variant()}**. "
+             "CAKE: Linux 6.1 sch_cake under the same settings (kb/s, forward / reverse).", "",
+             "| scenario | uplink | variant | forward kb/s | reverse kb/s | Jain | page s | valid | CAKE anchor |",
+             "|---|---|---|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        sc = r["scenario"] + (f" ({r['flows']} flows)" if r["scenario"] == "S4" else "")
+        name = f"**{r['variant']}**" if r["default"] else r["variant"]
+        lines.append(
+            f"| {sc} | {format_rate(r['uplink_bps'])} | {name} | {_kbps(r['forward_goodput_bps'])} | "
+            f"{_kbps(r['reverse_goodput_bps'])} | {'' if r['jain'] is None else r['jain']} | "
+            f"{_page_text(r)} | "
+            f"{'yes' if r['valid'] else 'NO: ' + r['invalid_reason']} | {r['cake']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(r, what):
+    if r is None:
+        return ""
+    mark = "" if r["valid"] else " (invalid)"
+    if what == "fwd":
+        return _kbps(r["forward_goodput_bps"]) + mark
+    if what == "fwdrev":
+        return f"{_kbps(r['forward_goodput_bps'])} / {_kbps(r['reverse_goodput_bps'])}{mark}"
+    if what == "jain":
+        return (f"{_kbps(r['forward_goodput_bps'])}, {r['jain']}" if r["jain"] is not None
+                else _kbps(r["forward_goodput_bps"])) + mark
+    if what in ("page", "pagerev"):
+        if r.get("page_incomplete"):
+            t = f"> {r['page_time_over_s']:.0f}"
+        else:
+            t = "" if r["page_time_s"] is None else f"{r['page_time_s']:.2f}"
+        if what == "pagerev" and t:
+            t += f" ({_kbps(r['reverse_goodput_bps'])})"
+        return t + mark
+    raise ValueError(what)
+
+
+def summary(rows):
+    """The README's tables: one per scenario, variants as rows, the CAKE anchors beside."""
+    d = default_variant()
+    out = []
+
+    def variants_of(sc):
+        seen = []
+        for r in rows:
+            if r["scenario"] == sc and r["variant"] not in seen:
+                seen.append(r["variant"])
+        return seen
+
+    def name(v):
+        return f"**{v}** (default)" if v == d else v
+
+    def table(sc, cols, what, header, anchors=()):
+        vs = variants_of(sc)
+        if not vs:
+            return
+        out.append("| variant | " + " | ".join(h for h in header) + " |")
+        out.append("|---|" + "---:|" * len(header))
+        for v in vs:
+            cells = [_cell(next((r for r in rows if r["scenario"] == sc and r["variant"] == v and
+                                 (r["uplink_bps"], r["flows"]) == c), None), what) for c in cols]
+            out.append(f"| {name(v)} | " + " | ".join(cells) + " |")
+        for label, cells in anchors:
+            out.append(f"| *{label}* | " + " | ".join(cells) + " |")
+        out.append("")
+
+    s1 = sorted({r["uplink_bps"] for r in rows if r["scenario"] == "S1"})
+    if s1:
+        out.append("**S1**, one download, goodput kb/s by uplink rate:\n")
+        anchors = [(f"CAKE anchor: {lab}", [str(CAKE.get(("S1", u), {}).get(k, "")) for u in s1])
+                   for lab, k in (("FIFO", "fifo"), ("CAKE ack-filter", "cake"),
+                                  ("ack-filter-aggressive", "cake-aggressive"))]
+        table("S1", [(u, 1) for u in s1], "fwd", [format_rate(u) for u in s1], anchors)
+    s3 = sorted({r["uplink_bps"] for r in rows if r["scenario"] == "S3"})
+    if s3:
+        out.append("**S3**, a download and then an upload from the same client, goodput kb/s "
+                   "download / upload:\n")
+        anchors = [(f"CAKE anchor: {lab}", ["{} / {}".format(*CAKE[("S3", u)][k]) if ("S3", u) in CAKE else ""
+                                           for u in s3]) for lab, k in (("FIFO", "fifo"), ("CAKE ack-filter", "cake"))]
+        table("S3", [(u, 1) for u in s3], "fwdrev", [format_rate(u) for u in s3], anchors)
+    s5 = sorted({r["uplink_bps"] for r in rows if r["scenario"] in ("S5", "S5U")})
+    if s5:
+        out.append("**S5**, Wu & Williamson's page (median page time, s; downlink 1.5 Mb/s), and "
+                   "**S5U**, the same during an upload (page time, s, and the upload's kb/s meanwhile):\n")
+        vs = [v for v in variants_of("S5U") if v not in variants_of("S5")]
+        header = [f"S5 {format_rate(u)}" for u in s5] + [f"S5U {format_rate(u)}" for u in s5]
+        out.append("| variant | " + " | ".join(header) + " |")
+        out.append("|---|" + "---:|" * len(header))
+        for v in variants_of("S5") + vs:
+            cells = [_cell(next((r for r in rows if r["scenario"] == "S5" and r["variant"] == v
+                                 and r["uplink_bps"] == u), None), "page") for u in s5]
+            cells += [_cell(next((r for r in rows if r["scenario"] == "S5U" and r["variant"] == v
+                                  and r["uplink_bps"] == u), None), "pagerev") for u in s5]
+            out.append(f"| {name(v)} | " + " | ".join(cells) + " |")
+        out.append("| *CAKE anchor* | " + " | ".join(
+            [("{}-{}".format(*CAKE[("S5", u)]["cake_page_s"]) if ("S5", u) in CAKE else "") for u in s5]
+            + [("FIFO {}-{}, CAKE {}-{}".format(*CAKE[("S5U", u)]["fifo_page_s"], *CAKE[("S5U", u)]["cake_page_s"])
+                if ("S5U", u) in CAKE else "") for u in s5]) + " |")
+        out.append("")
+    s2 = [r for r in rows if r["scenario"] == "S2"]
+    if s2:
+        out.append("**S2**, two downloads, the second 8 s later, uplink 64k: aggregate kb/s, Jain index:\n")
+        table("S2", [(64000, 2)], "jain", ["aggregate, Jain"],
+              [("CAKE anchor", ["FIFO 5747, 0.735; aggressive 6914, 0.999"])])
+    s4 = sorted({r["flows"] for r in rows if r["scenario"] == "S4"})
+    if s4:
+        out.append("**S4**, n parallel downloads, uplink 64k: aggregate kb/s, Jain index:\n")
+        table("S4", [(64000, n) for n in s4], "jain", [f"{n} flows" for n in s4],
+              [("CAKE anchor", ["CAKE 6000-7100, >= 0.99" if n == 1 else "" for n in s4[:-1]]
+                + ["FIFO Jain 0.51; CAKE 6000-7100, >= 0.99"])])
+    for sc, text in (("S6", "**S6**, S1 at 64k with a Gilbert-Elliott lossy downlink, goodput kb/s:\n"),
+                     ("S1R", "**S1R**, S1 with Reno, goodput kb/s:\n")):
+        ups = sorted({r["uplink_bps"] for r in rows if r["scenario"] == sc})
+        if ups:
+            out.append(text)
+            table(sc, [(u, 1) for u in ups], "fwd", [format_rate(u) for u in ups])
+    return "\n".join(out)
+
+
+def plots(rows, out_dir, name):
+    """PNG plots; returns their paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    paths = []
+    variants = [v for v in VARIANTS if any(r["variant"] == v for r in rows)]
+
+    s1 = [r for r in rows if r["scenario"] == "S1" and r["valid"]]
+    if s1:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for v in variants:
+            pts = sorted((r["uplink_bps"], r["forward_goodput_bps"]) for r in s1 if r["variant"] == v)
+            if pts:
+                ax.plot([p[0] / 1e3 for p in pts], [p[1] / 1e6 for p in pts], "o-", label=v)
+        for key, marker, label in (("fifo", "x", "CAKE anchor: FIFO"), ("cake", "s", "CAKE anchor: ack-filter"),
+                                   ("cake-aggressive", "^", "CAKE anchor: aggressive")):
+            pts = sorted((up, a[key]) for (sc, up), a in CAKE.items() if sc == "S1")
+            ax.plot([p[0] / 1e3 for p in pts], [p[1] / 1e3 for p in pts], marker, color="gray",
+                    linestyle=":", label=label, markerfacecolor="none")
+        ax.set_xscale("log")
+        ax.set_xticks([28.8, 64, 128, 256], ["28.8k", "64k", "128k", "256k"])
+        ax.set_xlabel("uplink rate (bit/s)")
+        ax.set_ylabel("download goodput (Mb/s)")
+        ax.set_title("S1: one download, 10 Mb/s down, RTT 50 ms")
+        ax.set_ylim(0, 10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        p = out_dir / f"{name}-s1-throughput.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+
+    s4 = [r for r in rows if r["scenario"] == "S4" and r["valid"]]
+    if s4:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.8))
+        for v in variants:
+            pts = sorted((r["flows"], r["jain"] or 1.0, r["forward_goodput_bps"]) for r in s4 if r["variant"] == v)
+            if pts:
+                ax1.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=v)
+                ax2.plot([p[0] for p in pts], [p[2] / 1e6 for p in pts], "o-", label=v)
+        ax1.axhline(0.99, color="gray", linestyle=":", label="CAKE anchor: ack-filter (>= 0.99)")
+        ax1.plot([12], [0.51], "x", color="gray", label="CAKE anchor: FIFO at 12")
+        ax1.set_xlabel("parallel downloads")
+        ax1.set_ylabel("Jain fairness index")
+        ax1.set_ylim(0, 1.05)
+        ax2.axhspan(6.0, 7.1, color="gray", alpha=0.15, label="CAKE ack-filter")
+        ax2.set_xlabel("parallel downloads")
+        ax2.set_ylabel("aggregate goodput (Mb/s)")
+        ax2.set_ylim(0, 10)
+        for ax in (ax1, ax2):
+            ax.grid(True, alpha=0.3)
+        ax1.legend(fontsize=7, loc="lower left")
+        fig.suptitle("S4: n downloads, uplink 64 kb/s")
+        fig.tight_layout()
+        p = out_dir / f"{name}-s4-jain.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+
+    s5 = [r for r in rows if r["scenario"] in ("S5", "S5U") and r["valid"] and r["page_time_s"]]
+    if s5:
+        groups = sorted({(r["scenario"], r["uplink_bps"]) for r in s5}, key=lambda g: (g[0] != "S5", g[1]))
+        fig, ax = plt.subplots(figsize=(9, 4))
+        width = 0.8 / max(1, len(variants))
+        for i, v in enumerate(variants):
+            xs, ys = [], []
+            for gi, g in enumerate(groups):
+                r = next((r for r in s5 if (r["scenario"], r["uplink_bps"]) == g and r["variant"] == v), None)
+                if r:
+                    xs.append(gi + (i - len(variants) / 2 + 0.5) * width)
+                    ys.append(r["page_time_s"])
+            if xs:
+                ax.bar(xs, ys, width=width, label=v)
+        for gi, g in enumerate(groups):
+            a = CAKE.get(g, {})
+            if "cake_page_s" in a:
+                lo, hi = a["cake_page_s"]
+                ax.plot([gi - 0.45, gi + 0.45], [hi, hi], color="black", linestyle=":")
+        ax.set_xticks(range(len(groups)), [f"{s} {format_rate(u)}" for s, u in groups])
+        ax.set_yscale("log")
+        ax.set_ylabel("page time (s, log)")
+        ax.set_title("S5 / S5U: Wu & Williamson's page, 1.5 Mb/s down (dotted: CAKE's worst)")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=6, ncol=3)
+        fig.tight_layout()
+        p = out_dir / f"{name}-s5-page-time.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+
+    s3 = [r for r in rows if r["scenario"] == "S3" and r["valid"]]
+    if s3:
+        ups = sorted({r["uplink_bps"] for r in s3})
+        fig, axes = plt.subplots(1, len(ups), figsize=(5 * len(ups), 4), squeeze=False)
+        for ax, up in zip(axes[0], ups):
+            rs = [r for r in s3 if r["uplink_bps"] == up]
+            xs = range(len(rs))
+            ax.bar([x - 0.2 for x in xs], [r["forward_goodput_bps"] / 1e6 for r in rs], 0.4, label="download (Mb/s)")
+            ax2 = ax.twinx()
+            ax2.bar([x + 0.2 for x in xs], [(r["reverse_goodput_bps"] or 0) / 1e3 for r in rs], 0.4,
+                    color="tab:orange", label="upload (kb/s)")
+            ax2.axhline(up / 2e3, color="tab:orange", linestyle=":")
+            ax.set_xticks(list(xs), [r["variant"] for r in rs], rotation=60, ha="right", fontsize=7)
+            ax.set_ylabel("download goodput (Mb/s)")
+            ax2.set_ylabel("upload goodput (kb/s); dotted: half the uplink")
+            ax.set_title(f"S3: download + upload, uplink {format_rate(up)}")
+            ax.set_ylim(0, 10)
+            ax2.set_ylim(0, up / 1e3)
+        fig.tight_layout()
+        p = out_dir / f"{name}-s3-two-way.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+# --- command line -------------------------------------------------------------------
+
+def main(argv=None):
+    """``ackfilter experiments ARGS`` (``argv``: a list, or the CLI's namespace
+    whose ``argv`` holds the list); returns the exit status."""
+    if argv is not None and not isinstance(argv, (list, tuple)):
+        argv = getattr(argv, "argv", None) or []
+    ap = argparse.ArgumentParser(
+        prog="ackfilter experiments",
+        description="Real Linux TCP through the RTL: the research's asymmetric-link scenarios, "
+                    "each with the variants, against the CAKE anchors (needs root). Writes "
+                    "OUT/NAME.json, OUT/NAME.md and PNG plots.")
+    ap.add_argument("--quick", action="store_true",
+                    help="S1 at 28.8k and 64k, S3 at 64k and S5 at 28.8k, modem FIFO and the default "
+                         "variant, plus the filter off at S1 64k (about 5 minutes); exits 1 if a run "
+                         "is invalid or a gate check fails")
+    ap.add_argument("--only", metavar="S1,S3,...", help=f"scenarios to run (of {' '.join(SCENARIOS)})")
+    ap.add_argument("--variants", metavar="V1,V2,...", help=f"variants to run (of {' '.join(VARIANTS)})")
+    ap.add_argument("--out", default=str(REPO_ROOT / "build" / "experiments"), help="output directory")
+    ap.add_argument("--name", help="output name (default: quick or full)")
+    ap.add_argument("--list", action="store_true", help="print the plan and exit")
+    ap.add_argument("--seed", type=int, default=1, help="random seed of the bridge's loss (default 1)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the valid rows of an earlier OUT/NAME.json and run only the rest "
+                         "(missing or invalid)")
+    args = ap.parse_args(argv)
+
+    only = [s.strip().upper() for s in args.only.split(",")] if args.only else None
+    for s in only or ():
+        if s not in SCENARIOS:
+            ap.error(f"unknown scenario {s!r}; known: {' '.join(SCENARIOS)}")
+    variants = [v.strip() for v in args.variants.split(",")] if args.variants else None
+    for v in variants or ():
+        if v not in VARIANTS:
+            ap.error(f"unknown variant {v!r}; known: {' '.join(VARIANTS)}")
+    todo = plan(quick=args.quick, only=only, variants=variants)
+    total_s = sum(sc.duration + LEAD_S + 3 for sc, _ in todo)
+    if args.list:
+        for sc, v in todo:
+            print(f"{sc.name:4} {format_rate(sc.uplink_bps):>8} {v:24} {sc.duration:.0f} s"
+                  + (f" {sc.flows} flows" if sc.flows else ""))
+        print(f"{len(todo)} runs, about {total_s / 60:.0f} minutes")
+        return 0
+    try:
+        require_root()
+    except TestbedError as e:
+        print(f"ackfilter experiments: {e}", file=sys.stderr)
+        return 2
+    # SIGTERM ends the run like Ctrl-C: the testbed removes its namespaces.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    name = args.name or ("quick" if args.quick else "full")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"experiments: {len(todo)} runs, about {total_s / 60:.0f} minutes; building the bridge ...",
+          flush=True)
+    binary = build_bridge()
+    kept = {}
+    if args.resume and (out_dir / f"{name}.json").exists():
+        for r in json.loads((out_dir / f"{name}.json").read_text()):
+            if r.get("valid"):
+                kept[_key(r)] = r
+        print(f"experiments: keeping {len(kept)} valid rows of {out_dir / (name + '.json')}", flush=True)
+    rows = []
+    t_start = time.monotonic()
+    done_s = 0.0
+    keys = [(sc.name, sc.uplink_bps, sc.flows or (len(sc.downloads) or None), v) for sc, v in todo]
+    for i, (sc, v) in enumerate(todo, 1):
+        key = keys[i - 1]
+        if key in kept:
+            rows.append(kept[key])
+            total_s -= sc.duration + LEAD_S + 3
+            continue
+        t = time.monotonic()
+        try:
+            row = run_one(sc, v, binary=binary, seed=args.seed,
+                          log=lambda line: print(f"  bridge: {line}", flush=True))
+        except (TestbedError, BridgeError, OSError, ValueError) as e:
+            # This run does not count; the others still do (and --resume retries it).
+            row = {"scenario": sc.name, "variant": v, "uplink_bps": sc.uplink_bps, "cc": sc.cc,
+                   "downlink_bps": sc.downlink_bps, "flows": sc.flows or (len(sc.downloads) or None),
+                   "forward_goodput_bps": None, "reverse_goodput_bps": None, "jain": None,
+                   "page_time_s": None, "valid": False, "invalid_reason": f"{type(e).__name__}: {e}",
+                   "default": v == default_variant(), "cake": cake_text(sc.name, sc.uplink_bps, sc.flows)}
+        rows.append(row)
+        done_s += sc.duration + LEAD_S + 3
+        left = max(0.0, total_s - done_s) * (time.monotonic() - t_start) / done_s
+        what = []
+        if row["forward_goodput_bps"] is not None:
+            what.append(f"down {row['forward_goodput_bps'] / 1e3:.0f} kb/s")
+        if row["reverse_goodput_bps"] is not None:
+            what.append(f"up {row['reverse_goodput_bps'] / 1e3:.1f} kb/s")
+        if row["jain"] is not None:
+            what.append(f"Jain {row['jain']:.3f}")
+        if row["page_time_s"] is not None:
+            what.append(f"page {row['page_time_s']:.2f} s")
+        if row.get("page_incomplete"):
+            what.append(f"a page not loaded in {row['page_time_over_s']:.0f} s")
+        if not row["valid"]:
+            what.append(f"INVALID: {row['invalid_reason']}")
+        print(f"[{i}/{len(todo)}] {sc.name} {format_rate(sc.uplink_bps)}"
+              + (f" {sc.flows} flows" if sc.flows else "") + f" {v}: {', '.join(what)} "
+              f"({time.monotonic() - t:.0f} s; about {left / 60:.0f} min left)", flush=True)
+        # Rows still to come that an earlier run left are kept in the file too,
+        # so that stopping this run loses nothing.
+        later = [kept[k] for k in keys[i:] if k in kept]
+        (out_dir / f"{name}.json").write_text(json.dumps(rows + later, indent=1) + "\n")
+    md = markdown(rows, f"ackfilter experiments ({name})")
+    results = checks(rows)
+    if results:
+        md += "\nChecks (gate: the product's claim; target: the goal not yet reached is reported):\n\n"
+        md += "".join(f"- {kind} {'PASS' if ok else 'FAIL'}: {text}\n" for kind, text, ok in results)
+    (out_dir / f"{name}.md").write_text(md)
+    (out_dir / f"{name}-summary.md").write_text(summary(rows) + "\n")
+    pngs = plots(rows, out_dir, name)
+    print(md)
+    print(f"wrote {out_dir / (name + '.json')}, {out_dir / (name + '.md')}"
+          + "".join(f", {p}" for p in pngs))
+    bad = [r for r in rows if not r["valid"]]
+    failed = [t for kind, t, ok in results if kind == "gate" and not ok]
+    if bad:
+        print(f"experiments: {len(bad)} invalid runs", file=sys.stderr)
+    if failed:
+        print(f"experiments: {len(failed)} gate checks failed", file=sys.stderr)
+    if args.quick and (bad or failed):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Two network namespaces joined by the bridge, made and always removed.
+
+    client namespace           bridge process (root namespace)            server namespace
+    lan0 10.79.0.1  <- TAP ->  [uplink: core | modem FIFO] [downlink]  <- TAP ->  wan0 10.79.0.2
+
+The ackfilter is a bump in the wire, so both ends are on one Ethernet
+segment; neighbour entries are static (no ARP on the slow link). Offloads are
+off (every frame at most 1514 bytes, with its own checksums); SACK and
+timestamps are on, classic ECN off unless asked; TCP metrics are not cached
+between connections. Namespace names carry this process's id; names left
+behind by a process that no longer runs are removed at the next start.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from .bridge import Bridge
+
+__all__ = ["Testbed", "TestbedError", "require_root", "CLIENT_IP", "SERVER_IP", "cleanup_stale"]
+
+CLIENT_IP = "10.79.0.1"
+SERVER_IP = "10.79.0.2"
+CLIENT_MAC = "02:00:00:79:00:01"
+SERVER_MAC = "02:00:00:79:00:02"
+_PREFIX = "afnet"
+_NAME = re.compile(rf"^{_PREFIX}(\d+)-(\d+)([cs])$")
+
+
+class TestbedError(RuntimeError):
+    """The namespaces or the bridge could not be set up."""
+
+
+def require_root():
+    """Raise :class:`TestbedError` unless this can make namespaces and TAPs."""
+    if os.geteuid() != 0:
+        raise TestbedError("real-TCP experiments need root (network namespaces, TAP devices): "
+                           "run them with sudo")
+    for tool in ("ip",):
+        if shutil.which(tool) is None:
+            raise TestbedError(f"{tool} not found (Debian package iproute2)")
+    if not Path("/dev/net/tun").exists():
+        raise TestbedError("/dev/net/tun is missing (TUN/TAP support)")
+
+
+def _run(*cmd, check=True):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise TestbedError(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
+    return p
+
+
+def _namespaces():
+    p = _run("ip", "netns", "list", check=False)
+    return [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+
+
+def _kill_ns(ns):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _run("ip", "netns", "pids", ns, check=False).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), sig)
+            except (ProcessLookupError, ValueError):
+                pass
+        if not pids:
+            break
+        time.sleep(0.3)
+    _run("ip", "netns", "del", ns, check=False)
+
+
+def cleanup_stale():
+    """Remove namespaces of ours whose creating process is gone."""
+    for ns in _namespaces():
+        m = _NAME.match(ns)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            _kill_ns(ns)
+
+
+class Testbed:
+    """Namespaces + bridge for one run. Use as a context manager::
+
+        with Testbed(link, csr) as tb:
+            tb.popen("server", [...])
+        stats = tb.stats          # the bridge's figures, after the exit
+    """
+
+    _serial = 0
+
+    def __init__(self, link, csr=None, *, binary=None, ecn=0, log=None):
+        Testbed._serial += 1
+        tag = f"{_PREFIX}{os.getpid()}-{Testbed._serial}"
+        self.ns = {"client": tag + "c", "server": tag + "s"}
+        self.link, self.csr, self.binary, self.ecn, self.log = link, csr, binary, ecn, log
+        self.bridge = None
+        self.stats = None
+        self.procs = []
+
+    def exec(self, side, *cmd, check=True):
+        return _run("ip", "netns", "exec", self.ns[side], *cmd, check=check)
+
+    def popen(self, side, cmd, **kw):
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns[side], *cmd], **kw)
+        self.procs.append(p)
+        return p
+
+    def __enter__(self):
+        require_root()
+        cleanup_stale()
+        try:
+            for ns in self.ns.values():
+                _run("ip", "netns", "add", ns)
+            self.bridge = Bridge((self.ns["client"], "lan0"), (self.ns["server"], "wan0"), self.link,
+                                 self.csr, binary=self.binary, log=self.log).start()
+            for side, dev, ip, mac, peer_ip, peer_mac in (
+                    ("client", "lan0", CLIENT_IP, CLIENT_MAC, SERVER_IP, SERVER_MAC),
+                    ("server", "wan0", SERVER_IP, SERVER_MAC, CLIENT_IP, CLIENT_MAC)):
+                self.exec(side, "ip", "link", "set", "lo", "up")
+                self.exec(side, "ip", "link", "set", dev, "address", mac, "mtu", "1500")
+                if shutil.which("ethtool"):
+                    for feature in ("tso", "gso", "gro", "lro", "tx", "sg"):
+                        self.exec(side, "ethtool", "-K", dev, feature, "off", check=False)
+                # IPv4 only, and no IPv6 chatter (router solicitations, MLD) on the link.
+                self.exec(side, "sysctl", "-qw", "net.ipv4.tcp_sack=1", "net.ipv4.tcp_timestamps=1",
+                          f"net.ipv4.tcp_ecn={self.ecn}", "net.ipv4.tcp_no_metrics_save=1",
+                          "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
+                          f"net.ipv6.conf.{dev}.disable_ipv6=1")
+                self.exec(side, "ip", "addr", "add", f"{ip}/24", "dev", dev)
+                self.exec(side, "ip", "link", "set", dev, "up")
+                self.exec(side, "ip", "neigh", "replace", peer_ip, "lladdr", peer_mac, "dev", dev,
+                          "nud", "permanent")
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self._teardown()
+        return False
+
+    def _teardown(self):
+        # Agents first (no more traffic), then the bridge (its figures; its
+        # TAPs go with it), then the namespaces.
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(3)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        try:
+            if self.bridge is not None and self.bridge.alive():
+                self.stats = self.bridge.stop()
+        finally:
+            if self.bridge is not None:
+                self.bridge.kill()
+            for ns in self.ns.values():
+                if ns in _namespaces():
+                    _kill_ns(ns)

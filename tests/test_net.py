@@ -1,0 +1,311 @@
+"""The real-TCP harness: bridge timing, rates, delay and loss against
+independent expectations (arithmetic from the link settings), and the
+experiment bookkeeping (goodput windows, Jain, plan, validity).
+
+Tests that make namespaces and TAP devices need root and /dev/net/tun; they
+are skipped otherwise, with the reason."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ackfilter import params
+from ackfilter.sim.net import experiments as E
+from ackfilter.sim.net.agent import BIN_S
+from ackfilter.sim.net.bridge import MAX_LAG_S, MAX_LATE_S, BridgeStats, Link
+
+HDL = str(Path(__file__).resolve().parents[1] / "hdl")
+
+root_only = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/net/tun").exists(),
+    reason="needs root and /dev/net/tun (network namespaces, TAP devices)")
+
+
+# --- bookkeeping (no root) -------------------------------------------------------------
+
+def test_jain_index():
+    assert E.jain([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert E.jain([1, 0]) == pytest.approx(0.5)            # one of two flows gets everything
+    assert E.jain([3, 1]) == pytest.approx(16 / (2 * 10))   # (3+1)^2 / (2 (9+1))
+    assert E.jain([0, 0]) is None
+
+
+def test_goodput_counts_only_the_window():
+    t0 = 1000.0
+    # bins of BIN_S from t0 - 1 s: 10 bins before the window, 20 in it, 5 after
+    rec = {"t0": t0 - 1.0, "bins": [7] * 10 + [1000] * 20 + [9] * 5}
+    window = (0.0, 20 * BIN_S)
+    assert E._goodput(rec, t0, window) == pytest.approx(8 * 1000 * 20 / (20 * BIN_S))
+    assert E._goodput({"t0": None, "bins": []}, t0, window) == 0.0
+
+
+def test_quick_plan_covers_what_the_issue_names():
+    todo = [(sc.name, sc.uplink_bps, v) for sc, v in E.plan(quick=True)]
+    d = E.default_variant()
+    for need in (("S1", 64000, "modem-fifo"), ("S1", 64000, d), ("S3", 64000, "modem-fifo"),
+                 ("S3", 64000, d), ("S5", 28800, "modem-fifo"), ("S5", 28800, d)):
+        assert need in todo
+    assert sum(sc.duration + E.LEAD_S + 3 for sc, _ in E.plan(quick=True)) < 15 * 60
+
+
+def test_default_variant_is_the_cores_reset_values():
+    v = E.VARIANTS[E.default_variant()]
+    assert params.ACK_FILTER_MODES[v.ack_mode] == params.param("ack_mode").default
+    assert v.data_share == params.param("data_share").default
+
+
+def test_variant_registers_make_the_shaper_the_modem_link():
+    csr = E.VARIANTS["aggressive"].csr(64000)
+    assert csr["shaper_cpb_q16"] == params.cpb_q16_for_rate(64000)
+    assert csr["shaper_burst_bytes"] == 0 and csr["shaper_overhead_bytes"] == 0
+    assert E.VARIANTS["modem-fifo"].csr(64000) == {}
+
+
+def test_full_plan_has_every_scenario_and_the_data_share_variants():
+    todo = E.plan()
+    assert {sc.name for sc, _ in todo} == set(E.SCENARIOS)
+    s3 = {v for sc, v in todo if sc.name == "S3"}
+    for share in (0, 64, 192):
+        assert f"conservative-share{share}" in s3 and f"aggressive-share{share}" in s3
+    assert {sc.flows for sc, _ in todo if sc.name == "S4"} == {1, 2, 4, 8, 12}
+
+
+def _stats(**over):
+    v = {"max_lag_ms": 1.0, "up_max_late_ms": 0.5, "down_max_late_ms": 0.5, "protocol_errors": 0,
+         "up_write_errors": 0, "down_write_errors": 0, "up_out_frames": 1000, "down_out_frames": 1000,
+         "up_late_frames": 0, "down_late_frames": 0}
+    v.update(over)
+    return BridgeStats(v)
+
+
+def test_validity_bounds():
+    assert _stats().valid
+    assert not _stats(max_lag_ms=MAX_LAG_S * 1e3 + 0.1).valid
+    assert "behind the wall clock" in _stats(max_lag_ms=MAX_LAG_S * 1e3 + 0.1).invalid_reason()
+    assert not _stats(down_max_late_ms=MAX_LATE_S * 1e3 + 0.1).valid
+    assert not _stats(up_late_frames=21).valid                # 1.05 % of 2000 frames
+    assert _stats(up_late_frames=20).valid                    # 1 %
+    assert not _stats(protocol_errors=1).valid
+
+
+def test_markdown_table_has_the_issue_columns():
+    row = {"scenario": "S1", "variant": "modem-fifo", "uplink_bps": 64000, "downlink_bps": 10_000_000,
+           "flows": 1, "forward_goodput_bps": 7_000_000, "reverse_goodput_bps": None, "jain": None,
+           "page_time_s": None, "valid": True, "invalid_reason": "", "default": False,
+           "cake": E.cake_text("S1", 64000)}
+    md = E.markdown([row], "t")
+    assert "| S1 | 64kbit | modem-fifo | 7000 |" in md
+    assert "CAKE 6845" in md
+
+
+def test_link_arguments():
+    a = Link(up_rate_bps=64000, ge=(0.495, 0.005, 0.0, 1.0), loss=0.01).args()
+    assert a[a.index("--ge") + 1] == "495000.000:5000.000:0.0:1.0"
+    assert a[a.index("--up-delay-us") + 1] == "25000"
+    assert a[a.index("--loss") + 1] == "0.01"
+
+
+# --- the bridge with real namespaces (root) ---------------------------------------------
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HDL] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+_FLOOD = r"""
+import socket, sys, time
+dst, rate_pps, seconds, size = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+payload = bytearray(size)
+t0 = time.monotonic()
+n = 0
+while time.monotonic() - t0 < seconds:
+    due = t0 + n / rate_pps
+    d = due - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+    payload[:4] = n.to_bytes(4, "big")
+    try:
+        s.sendto(payload, (dst, 9000))
+    except OSError:
+        pass
+    n += 1
+print(n)
+"""
+
+_SINK = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 9000))
+s.settimeout(float(sys.argv[2]))
+seen = []
+try:
+    while True:
+        data = s.recv(65536)
+        seen.append(int.from_bytes(data[:4], "big"))
+except socket.timeout:
+    pass
+print(" ".join(map(str, seen)))
+"""
+
+
+def _sound(st):
+    """What must hold even on a loaded machine (these tests share it with the
+    rest of the suite; an experiment run also needs `st.valid`, which bounds
+    how late frames were written): the simulation kept within the lag bound,
+    the output stream was well formed, every write to a TAP succeeded."""
+    assert st.max_lag_s <= MAX_LAG_S, st.invalid_reason()
+    assert st["protocol_errors"] == 0
+    assert st["up_write_errors"] == 0 and st["down_write_errors"] == 0, st.invalid_reason()
+
+
+@pytest.fixture(scope="module")
+def bridge_binary():
+    from ackfilter.sim.net.bridge import build_bridge
+    return build_bridge()
+
+
+def _testbed(link, csr, binary):
+    from ackfilter.sim.net.testbed import Testbed
+    return Testbed(link, csr, binary=binary)
+
+
+@root_only
+@pytest.mark.parametrize("rate", [64000, 256000])
+def test_shaper_rate_in_wall_clock_bits_per_second(bridge_binary, rate):
+    """A saturating UDP flood through the core: the frames leave the bridge
+    at the configured rate, measured on the wall clock at the far TAP (no
+    serializer after the core: `up_rate_bps=0`), within 1 %."""
+    from ackfilter.sim.net.testbed import CLIENT_IP, SERVER_IP
+    link = Link(up_rate_bps=0, up_delay_s=0.001, down_delay_s=0.001)
+    csr = E.VARIANTS["conservative"].csr(rate)
+    size = 1000                                   # 1042-byte frames
+    pps = 2 * rate / (8 * (size + 42))            # twice what the shaper lets through
+    with _testbed(link, csr, bridge_binary) as tb:
+        sink = tb.popen("server", [sys.executable, "-c", _SINK, SERVER_IP, "2"], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        tb.popen("client", [sys.executable, "-c", _FLOOD, SERVER_IP, str(pps), "6", str(size)],
+                 stdout=subprocess.DEVNULL).wait(20)
+        # the core's data buffer still holds about 32 KiB: let it drain
+        time.sleep(32768 * 8 / rate + 0.5)
+        out, _ = sink.communicate(timeout=30)
+    st = tb.stats
+    _sound(st)
+    assert st["up_out_frames"] == len(out.split())       # only the flood crossed, none lost after the core
+    measured = st.link_rate_bps("up")
+    assert st["up_out_frames"] > 20
+    assert measured == pytest.approx(rate, rel=0.01), f"{measured:.0f} bit/s for {rate}"
+
+
+@root_only
+def test_downlink_rate_and_fifo(bridge_binary):
+    """The downlink serializer at 10 Mb/s (wall clock at the client TAP), and
+    its FIFO drops what does not fit."""
+    from ackfilter.sim.net.testbed import CLIENT_IP
+    link = Link(up_rate_bps=64000, down_queue=1000, up_delay_s=0.001, down_delay_s=0.001)
+    with _testbed(link, E.VARIANTS["conservative"].csr(64000), bridge_binary) as tb:
+        sink = tb.popen("client", [sys.executable, "-c", _SINK, CLIENT_IP, "2"], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        # 1.5x the downlink: the FIFO of 1000 frames fills and drops the rest
+        tb.popen("server", [sys.executable, "-c", _FLOOD, CLIENT_IP, str(1.5 * 10e6 / (8 * 1042)), "4", "1000"],
+                 stdout=subprocess.DEVNULL).wait(20)
+        out, _ = sink.communicate(timeout=30)
+    st = tb.stats
+    _sound(st)
+    assert st["down_out_frames"] == len(out.split())
+    assert st.link_rate_bps("down") == pytest.approx(10e6, rel=0.01)
+    assert st["down_drops"] > 0
+
+
+@root_only
+def test_round_trip_time_is_the_two_delays_plus_serialization(bridge_binary):
+    """TCP connect time = SYN through the core and the 64 kb/s modem link
+    (74 bytes: 9.25 ms) + 25 ms, SYN-ACK through the 10 Mb/s downlink
+    (74 bytes: 0.06 ms) + 25 ms: 59.3 ms; the minimum of 8 within 2 ms."""
+    from ackfilter.sim.net.testbed import SERVER_IP
+    code = r"""
+import socket, sys, time
+srv = sys.argv[1]
+out = []
+for _ in range(8):
+    s = socket.socket()
+    t = time.monotonic()
+    s.connect((srv, 5001))
+    out.append(time.monotonic() - t)
+    s.close()
+    time.sleep(0.1)
+print(" ".join(f"{x:.6f}" for x in out))
+"""
+    link = Link(up_rate_bps=64000)
+    with _testbed(link, E.VARIANTS["conservative"].csr(64000), bridge_binary) as tb:
+        srv = tb.popen("server", [sys.executable, "-c",
+                                  "import socket,time\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
+                                  "s.bind(('%s',5001))\ns.listen(16)\ntime.sleep(30)" % SERVER_IP])
+        time.sleep(0.3)
+        cl = tb.popen("client", [sys.executable, "-c", code, SERVER_IP], stdout=subprocess.PIPE, text=True)
+        out, _ = cl.communicate(timeout=30)
+    times = [float(x) for x in out.split()]
+    expected = 0.025 + 74 * 8 / 64000 + 0.025 + 74 * 8 / 10e6
+    assert min(times) == pytest.approx(expected, abs=0.002), times
+
+
+def _loss_run(binary, **loss):
+    from ackfilter.sim.net.testbed import CLIENT_IP
+    link = Link(up_rate_bps=64000, down_queue=1000, up_delay_s=0.001, down_delay_s=0.001, **loss)
+    n_sent = 2000
+    with _testbed(link, E.VARIANTS["conservative"].csr(64000), binary) as tb:
+        sink = tb.popen("client", [sys.executable, "-c", _SINK, CLIENT_IP, "1.5"], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        tb.popen("server", [sys.executable, "-c", _FLOOD, CLIENT_IP, "500", str(n_sent / 500), "200"],
+                 stdout=subprocess.DEVNULL).wait(20)
+        out, _ = sink.communicate(timeout=30)
+    seen = {int(x) for x in out.split()}
+    n = max(seen) + 1
+    lost = [i not in seen for i in range(n)]
+    runs, cur = [], 0
+    for x in lost:
+        if x:
+            cur += 1
+        elif cur:
+            runs.append(cur)
+            cur = 0
+    return sum(lost) / n, (statistics.mean(runs) if runs else 0.0), tb.stats
+
+
+@root_only
+def test_independent_and_gilbert_elliott_loss(bridge_binary):
+    """Downlink loss: independent 10 % loses 10 % (binomial sigma 0.7 % for
+    2000 packets; bound 2.5 %) in runs of about 1/(1-0.1) = 1.1; Gilbert-
+    Elliott with 45 ms good / 5 ms bad mean sojourns, all lost while bad,
+    loses the bad share 10 % (bound 5 %: a few dozen bad periods) in runs of
+    about 5 ms x 500 packets/s = 2.5."""
+    p, run, st = _loss_run(bridge_binary, loss=0.1)
+    _sound(st)
+    assert p == pytest.approx(0.10, abs=0.025)
+    assert run < 1.4
+    assert st["down_lost"] == pytest.approx(p * 2000, rel=0.1)
+    p, run, st = _loss_run(bridge_binary, ge=(0.045, 0.005, 0.0, 1.0))
+    assert p == pytest.approx(0.10, abs=0.05)
+    assert run > 1.8
+    assert st["ge_bad_periods"] > 20
+
+
+def test_cli_lists_the_plan_and_refuses_unknown_names(capsys):
+    from ackfilter.cli import main
+    assert main(["experiments", "--quick", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "S3" in out and "modem-fifo" in out and "9 runs" in out
+    with pytest.raises(SystemExit) as e:
+        main(["experiments", "--only", "S9"])
+    assert e.value.code == 2
+    assert "unknown scenario 'S9'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["experiments", "--variants", "fast"])
+    assert "unknown variant 'fast'" in capsys.readouterr().err
