@@ -104,6 +104,35 @@ def test_markdown_table_has_the_issue_columns():
     assert "CAKE 6845" in md
 
 
+def test_an_invalid_run_is_run_again_and_the_valid_one_kept():
+    sc = E.scenarios("S1", quick=True)[1]
+    results = iter([{"valid": False, "invalid_reason": "a frame was written 12.7 ms late",
+                     "forward_goodput_bps": 1},
+                    {"valid": True, "invalid_reason": "", "forward_goodput_bps": 7_000_000}])
+    said = []
+    row = E.run_counted(sc, "conservative", attempts=3, run=lambda *a, **k: next(results), log=said.append)
+    assert row["valid"] and row["attempts"] == 2 and row["forward_goodput_bps"] == 7_000_000
+    assert len(said) == 1 and "12.7 ms late" in said[0] and "running it again" in said[0]
+    assert "yes (attempt 2)" in E.markdown([dict(row, **{"scenario": "S1", "variant": "conservative",
+                                                          "uplink_bps": 64000, "downlink_bps": 10_000_000,
+                                                          "flows": 1, "reverse_goodput_bps": None,
+                                                          "jain": None, "page_time_s": None,
+                                                          "default": True, "cake": ""})], "t")
+
+
+def test_a_run_that_never_counts_stays_invalid_after_its_attempts():
+    sc = E.scenarios("S1", quick=True)[1]
+    calls = []
+
+    def failing(*a, **k):
+        calls.append(1)
+        raise E.TestbedError("no TAP")
+
+    row = E.run_counted(sc, "conservative", attempts=2, run=failing)
+    assert len(calls) == 2 and not row["valid"] and row["attempts"] == 2
+    assert "no TAP" in row["invalid_reason"]
+
+
 def test_link_arguments():
     a = Link(up_rate_bps=64000, ge=(0.495, 0.005, 0.0, 1.0), loss=0.01).args()
     assert a[a.index("--ge") + 1] == "495000.000:5000.000:0.0:1.0"
