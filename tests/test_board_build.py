@@ -80,7 +80,7 @@ def test_main_exits_1_on_missed_timing_and_names_the_bitstream(monkeypatch, tmp_
     monkeypatch.setattr(B, "build", fake_build)
     assert B.main(["--board", "colorlight-5a-75b", "--out", str(tmp_path), "--seed", "3"]) == code
     out, err = capsys.readouterr()
-    assert seen["out_root"] == tmp_path and seen["seed"] == 3 and seen["router"] == "router2"
+    assert seen["out_root"] == tmp_path and seen["seeds"] == (3,) and seen["router"] == "router2"
     assert f"bitstream: {tmp_path / 'top.bit'} (660 s)" in out
     assert ("MISSED" in out) is (not timing_ok)
     assert ("timing not met" in err) is (not timing_ok)
@@ -109,3 +109,75 @@ def test_a_build_does_not_require_openfpgaloader():
     tools = Colorlight5A75BR70Platform().required_tools
     assert "openFPGALoader" not in tools
     assert {"yosys", "nextpnr-ecp5", "ecppack"} <= set(tools)
+
+
+_SCRIPT = """#!/bin/sh
+"$YOSYS" -q -l top.rpt top.ys
+"$NEXTPNR_ECP5" --quiet --timing-allow-fail --seed 1 --router router2 --log top.tim --25k --package CABGA256 --speed 6 --json top.json --lpf top.lpf --textcfg top.config
+"$ECPPACK" --compress --input top.config --bit top.bit --svf top.svf
+"""
+
+
+def _tim(tx_mhz):
+    verdict = "PASS" if tx_mhz >= 125 else "FAIL"
+    return (LOG.split("Info: Max frequency")[0]
+            + "Info: Max frequency for clock '$glbnet$modem_rx_clk': 146.35 MHz (PASS at 125.00 MHz)\n"
+            + "Info: Max frequency for clock '$glbnet$lan_rx_clk': 148.85 MHz (PASS at 125.00 MHz)\n"
+            + f"Info: Max frequency for clock '$glbnet$lan_tx_clk': {tx_mhz:.2f} MHz ({verdict} at 125.00 MHz)\n"
+            + "Info: Max frequency for clock '$glbnet$clk': 70.90 MHz (PASS at 62.50 MHz)\n")
+
+
+def test_the_next_seed_is_placed_from_the_same_netlist_until_every_clock_meets(monkeypatch, tmp_path):
+    """Seed 1 misses TX, seed 2 meets it, seed 3 is never run; the bitstream
+    is packed from seed 2's placement and timing.json records both tries."""
+    from ackfilter.board import top as T
+    ran = []
+
+    class FakePlatform:
+        def build(self, top, *, build_dir, nextpnr_opts, **kw):
+            work = tmp_path / "amaranth"
+            work.mkdir(parents=True, exist_ok=True)
+            assert "--seed 1" in nextpnr_opts
+            (work / "build_top.sh").write_text(_SCRIPT)
+            (work / "top.tim").write_text(_tim(121.0))
+            (work / "top.config").write_text("seed 1")
+            (work / "top.bit").write_text("bitstream of seed 1")
+
+    def fake_run(argv, *, cwd, **kw):
+        ran.append(argv)
+        if argv[0] == "nextpnr":
+            seed = argv[argv.index("--seed") + 1]
+            assert argv[argv.index("--json") + 1] == "top.json"          # Yosys's netlist, not rerun
+            (cwd / argv[argv.index("--log") + 1]).write_text(_tim(131.0 if seed == "2" else 100.0))
+            (cwd / argv[argv.index("--textcfg") + 1]).write_text(f"seed {seed}")
+        else:
+            assert argv[0] == "ecppack"
+            config = (cwd / argv[argv.index("--input") + 1]).read_text()
+            (cwd / argv[argv.index("--bit") + 1]).write_text(f"bitstream of {config}")
+        return B.subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", FakePlatform)
+    monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
+    monkeypatch.setattr(B.subprocess, "run", fake_run)
+    monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")
+    monkeypatch.setenv("ECPPACK", "ecppack")
+    heard = []
+    summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2, 3), log=heard.append)
+    assert [a[0] for a in ran] == ["nextpnr", "ecppack"]
+    assert summary["timing_ok"] and summary["seed"] == 2
+    assert [(t["seed"], t["timing_ok"], t["worst_domain"]) for t in summary["tries"]] == \
+        [(1, False, "tx"), (2, True, "tx")]
+    assert (tmp_path / "top.bit").read_text() == "bitstream of seed 2"
+    assert "seed 1: tx missed by 3.2%" in heard[0] and "seed 2: every clock met" in heard[1]
+
+
+def test_main_tries_the_default_seeds_unless_one_is_given(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_build(board, *, out_root, **kw):
+        seen.update(kw)
+        return _summary(out_root, True)
+
+    monkeypatch.setattr(B, "build", fake_build)
+    assert B.main(["--board", "colorlight-5a-75b", "--out", str(tmp_path)]) == 0
+    assert seen["seeds"] == B.PNR_SEEDS and len(B.PNR_SEEDS) > 1
