@@ -9,9 +9,10 @@ import math
 import random
 
 import pytest
+from encaps import ENCAPS, L2_BYTES, MACS, dissect, l2_header
 from scapy.layers.inet import IP, TCP, UDP, IPOption_Router_Alert
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrHopByHop
-from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
+from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.layers.ppp import PPP, PPPoE, PPPoED
 
 from ackfilter.model.pktparse import ones_complement_sum
@@ -20,8 +21,6 @@ from ackfilter.model.segmenter import (MAX_CHUNK_BYTES, MIN_FRAME_BYTES, SEGMENT
                                        payload_block_sums, segment, why_whole)
 
 B = SEGMENT_BLOCK_BYTES
-MACS = dict(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-ENCAPS = ("eth", "dot1q", "qinq", "qinq-9100", "pppoe", "pppoe-dot1q")
 TS = [("NOP", None), ("NOP", None), ("Timestamp", (123456, 654321))]
 SACK = [("NOP", None), ("NOP", None), ("SAck", (5000, 6000, 7000, 8000))]
 
@@ -37,20 +36,7 @@ def mk_segment(payload, *, encap="eth", v6=False, seq=1000, flags="PA", ip_id=7,
     padded to 60 bytes, then ``trailer`` appended."""
     if isinstance(payload, int):
         payload = pattern(payload)
-    if encap == "eth":
-        l2 = Ether(**MACS)
-    elif encap == "dot1q":
-        l2 = Ether(**MACS) / Dot1Q(vlan=100, prio=5)
-    elif encap == "qinq":
-        l2 = Ether(**MACS) / Dot1AD(vlan=200) / Dot1Q(vlan=300)
-    elif encap == "qinq-9100":
-        l2 = Ether(**MACS, type=0x9100) / Dot1Q(vlan=7) / Dot1Q(vlan=8)
-    elif encap == "pppoe":
-        l2 = Ether(**MACS) / PPPoE(sessionid=0x1234) / PPP(proto=0x0057 if v6 else 0x0021)
-    elif encap == "pppoe-dot1q":
-        l2 = Ether(**MACS) / Dot1Q(vlan=7) / PPPoE(sessionid=9) / PPP(proto=0x0057 if v6 else 0x0021)
-    else:
-        raise ValueError(encap)
+    l2 = l2_header(encap, v6=v6)
     if v6:
         ip = IPv6(src="2001:db8::1", dst="2001:db8:ffff::2", tc=(tos & 0xFC) | ecn, fl=0xABCDE,
                   hlim=ttl, **(ip_extra or {}))
@@ -62,13 +48,6 @@ def mk_segment(payload, *, encap="eth", v6=False, seq=1000, flags="PA", ip_id=7,
               options=list(tcp_opts), **(tcp_extra or {}))
     frame = bytes(l2 / ip / tcp / payload) if payload else bytes(l2 / ip / tcp)
     return frame.ljust(MIN_FRAME_BYTES, b"\0") + trailer
-
-
-def dissect(frame):
-    """Scapy's view of ``frame`` (a 0x9100 outer tag is not bound in Scapy: dissected by hand)."""
-    if frame[12:14] == b"\x91\x00":
-        return Ether(frame[:14]) / Dot1Q(frame[14:])
-    return Ether(frame)
 
 
 def scapy_rebuilt(frame):
@@ -475,7 +454,7 @@ def random_case(rng):
     v6 = rng.random() < 0.4
     ip_opts = not v6 and rng.random() < 0.2
     opts = rng.choice([(), TS, TS + SACK, SACK, [("NOP", None)] * rng.randint(1, 8)])
-    l2 = 14 + {"eth": 0, "dot1q": 4, "qinq": 8, "qinq-9100": 8, "pppoe": 8, "pppoe-dot1q": 12}[encap]
+    l2 = L2_BYTES[encap]
     tcp_opts_len = 4 * math.ceil(sum({"NOP": 1, "Timestamp": 10, "SAck": 18}[k] for k, _ in opts) / 4)
     room = 2048 - l2 - (40 if v6 else 24 if ip_opts else 20) - 20 - tcp_opts_len
     n = rng.choice([rng.randint(0, 200), rng.randint(0, 1500), rng.randint(1400, room)])
