@@ -338,3 +338,22 @@ def test_cli_lists_the_plan_and_refuses_unknown_names(capsys):
     with pytest.raises(SystemExit):
         main(["experiments", "--variants", "fast"])
     assert "unknown variant 'fast'" in capsys.readouterr().err
+
+
+def test_report_remakes_the_tables_from_a_json_and_marks_todays_default(tmp_path, capsys):
+    rows = []
+    for v, fwd in (("modem-fifo", 2_400_000), ("conservative", 2_800_000), ("aggressive", 3_200_000),
+                   ("off", 1_200_000)):
+        rows.append({"scenario": "S1", "variant": v, "uplink_bps": 28800, "downlink_bps": 10_000_000,
+                     "flows": 1, "forward_goodput_bps": fwd, "reverse_goodput_bps": None, "jain": None,
+                     "page_time_s": None, "valid": True, "invalid_reason": "",
+                     "default": v == "conservative", "cake": E.cake_text("S1", 28800)})
+    (tmp_path / "old.json").write_text(json.dumps(rows))
+    assert E.main(["--report", "--out", str(tmp_path), "--name", "old"]) == 0
+    again = json.loads((tmp_path / "old.json").read_text())
+    assert [r["variant"] for r in again if r["default"]] == [E.default_variant()]
+    md = (tmp_path / "old.md").read_text()
+    assert f"**{E.default_variant()}**" in md and "gate PASS: S1 28.8kbit" in md
+    assert (tmp_path / "old-s1-throughput.png").stat().st_size > 1000
+    assert E.main(["--report", "--out", str(tmp_path), "--name", "missing"]) == 2
+    assert "cannot read" in capsys.readouterr().err

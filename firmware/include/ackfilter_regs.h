@@ -14,7 +14,7 @@
 /* Word addresses. A counter is 64 bits: the low word at its address, the high
    word at address + 1; reading the low word latches the high word. */
 #define ACKFILTER_CSR_LAST 0x5du
-#define ACKFILTER_CSR_ACK_MODE 0x00u  /* ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive */
+#define ACKFILTER_CSR_ACK_MODE 0x00u  /* ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive (keeps one) */
 #define ACKFILTER_CSR_ACK_QUEUE_LIMIT 0x01u  /* ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS) */
 #define ACKFILTER_CSR_DATA_SHARE 0x02u  /* share of the uplink bytes guaranteed to data when ACKs are waiting (128: byte round-robin between ACKs and data, as Lakshman et al.) */
 #define ACKFILTER_CSR_SHAPER_CPB_Q16 0x03u  /* system clock cycles per byte at the uplink rate, 16 fractional bits; 0 = unshaped */
@@ -49,7 +49,7 @@
 /* Parameter ranges and defaults (signed ones as C ints). */
 #define ACKFILTER_ACK_MODE_MIN 0u
 #define ACKFILTER_ACK_MODE_MAX 2u
-#define ACKFILTER_ACK_MODE_DEFAULT 1u
+#define ACKFILTER_ACK_MODE_DEFAULT 2u
 #define ACKFILTER_ACK_QUEUE_LIMIT_MIN 1u
 #define ACKFILTER_ACK_QUEUE_LIMIT_MAX 255u
 #define ACKFILTER_ACK_QUEUE_LIMIT_DEFAULT 64u
@@ -101,7 +101,7 @@
 
 /* X(name, addr, width, is_signed, default, min, max, unit) */
 #define ACKFILTER_PARAMS(X) \
-    X(ack_mode, 0x00u, 2, 0, 1u, 0u, 2u, "enum") \
+    X(ack_mode, 0x00u, 2, 0, 2u, 0u, 2u, "enum") \
     X(ack_queue_limit, 0x01u, 8, 0, 64u, 1u, 255u, "ACKs") \
     X(data_share, 0x02u, 9, 0, 128u, 0u, 256u, "1/256") \
     X(shaper_cpb_q16, 0x03u, 32, 0, 0u, 0u, 0xffffffffu, "cycles/byte Q16") \

