@@ -353,7 +353,7 @@ def test_report_remakes_the_tables_from_a_json_and_marks_todays_default(tmp_path
     again = json.loads((tmp_path / "old.json").read_text())
     assert [r["variant"] for r in again if r["default"]] == [E.default_variant()]
     md = (tmp_path / "old.md").read_text()
-    assert f"**{E.default_variant()}**" in md and "gate PASS: S1 28.8kbit" in md
+    assert f"**{E.default_variant()}**" in md and "report PASS: S1 28.8kbit" in md
     assert (tmp_path / "old-s1-throughput.png").stat().st_size > 1000
     assert E.main(["--report", "--out", str(tmp_path), "--name", "missing"]) == 2
     assert "cannot read" in capsys.readouterr().err

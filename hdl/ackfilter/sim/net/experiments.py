@@ -391,11 +391,13 @@ def _find(rows, scenario, variant, uplink):
 def checks(rows):
     """``[(kind, description, passed), ...]`` for the checks whose rows exist.
 
-    ``gate``: what the product claims and a run must show (``--quick`` fails
-    when one does not hold): the filter not below the modem's FIFO in S1 at
-    28.8k and 64k, and above the core's own FIFO (the filter off) by 2x. (At
-    28.8k single runs of one variant have differed by 25 %, so a margin over
-    the FIFO would test the noise: the table shows the ratios.)
+    ``gate``: what the product claims and one run must show (``--quick``
+    fails when one does not hold): in S1 at 64k the filter not below the
+    modem's FIFO and above the core's own FIFO (the filter off) by 2x.
+    ``report``: the same comparison at 28.8k, printed but not gated: there
+    single runs of the FIFO (2217-2851 kb/s) and the default (2973-3307)
+    come within 5 % of each other, so one run cannot carry a verdict
+    (``docs/experiments.md``, "Spread", has five of each).
     ``target``: the issue's goal for S3 (download and upload each at 80 % of
     their fair share at the same time), reported until it is reached."""
     out = []
@@ -405,11 +407,11 @@ def checks(rows):
         r = _find(rows, sc, v, up)
         return r["forward_goodput_bps"] if r and r["valid"] and r["forward_goodput_bps"] is not None else None
 
-    for up, factor in ((28800, 1.0), (64000, 1.0)):
+    for up, kind in ((28800, "report"), (64000, "gate")):
         a, b = fwd("S1", d, up), fwd("S1", "modem-fifo", up)
         if a is not None and b is not None:
-            out.append(("gate", f"S1 {format_rate(up)}: {d} {a / 1e3:.0f} kb/s >= {factor:g} x the modem "
-                                f"FIFO's {b / 1e3:.0f} kb/s", a >= factor * b))
+            out.append((kind, f"S1 {format_rate(up)}: {d} {a / 1e3:.0f} kb/s >= the modem "
+                              f"FIFO's {b / 1e3:.0f} kb/s", a >= b))
     a, b = fwd("S1", d, 64000), fwd("S1", "off", 64000)
     if a is not None and b is not None:
         out.append(("gate", f"S1 64kbit: {d} {a / 1e3:.0f} kb/s >= 2 x the filter off "
@@ -858,7 +860,8 @@ def _report(rows, out_dir, name, *, quick):
     md = markdown(rows, f"ackfilter experiments ({name})")
     results = checks(rows)
     if results:
-        md += "\nChecks (gate: the product's claim; target: the goal not yet reached is reported):\n\n"
+        md += ("\nChecks (gate: the product's claim, one run must show it; report: a comparison one run "
+               "cannot decide; target: the goal not yet reached is reported):\n\n")
         md += "".join(f"- {kind} {'PASS' if ok else 'FAIL'}: {text}\n" for kind, text, ok in results)
     (out_dir / f"{name}.md").write_text(md)
     (out_dir / f"{name}-summary.md").write_text(summary(rows) + "\n")
