@@ -326,7 +326,7 @@ def make_parser():
     p.add_argument("--ack-slots", type=_positive_int, default=None, metavar="N",
                    help="ACK queue length at which drop-from-front starts "
                         "(run-time ack_queue_limit; default: the core's, 64)")
-    default_mode = {v: k for k, v in params.ACK_FILTER_MODES.items()}[params.param("ack_mode").default]
+    default_mode = params.default_name("ack_mode")
     p.add_argument("--ack-filter", choices=list(params.ACK_FILTER_MODES), default=default_mode,
                    help=f"ACK filter mode (default: {default_mode}, the core's)")
     p.add_argument("--data-share", type=_positive_int, default=None, metavar="N",

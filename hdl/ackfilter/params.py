@@ -19,7 +19,7 @@ __all__ = [
     "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
-    "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "counter", "cpb_q16_for_rate",
+    "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "default_name", "counter", "cpb_q16_for_rate",
     "rate_limits_bps",
 ]
 
@@ -202,6 +202,13 @@ def param(name):
         if p.name == name:
             return p
     raise KeyError(f"no parameter named {name!r}; known: {', '.join(p.name for p in PARAMS)}")
+
+
+def default_name(name):
+    """The name of the default value of the enum parameter ``name``
+    (``default_name("ack_mode")`` is the filter mode the core resets to)."""
+    values = {v: k for k, v in ENUMS[name].items()}
+    return values[param(name).default]
 
 
 def counter(name):

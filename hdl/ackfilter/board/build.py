@@ -101,6 +101,11 @@ def _worst_margin(rows):
     return min((r[4] for r in rows), default=-100.0)
 
 
+def _met(rows):
+    """Every clock of a try's :func:`check_timing` rows meets its target."""
+    return bool(rows) and all(r[5] for r in rows)
+
+
 def _nextpnr_command(work, seed, *, tim, config):
     """The nextpnr command of Amaranth's build script (one definition of the
     device, package and options) for another ``seed`` and output files."""
@@ -167,7 +172,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
               "seconds": round(time.monotonic() - t0, 1)}]
     log(_try_line(tries[-1]))
     for seed in seeds[1:]:
-        if all(r[5] for r in tries[-1]["rows"]) and tries[-1]["rows"]:
+        if _met(tries[-1]["rows"]):
             break
         t = time.monotonic()
         tim, config = f"top-seed{seed}.tim", f"top-seed{seed}.config"
@@ -180,7 +185,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
         tries.append({"seed": seed, "tim": tim, "config": config, "parsed": parsed, "rows": rows,
                       "seconds": round(time.monotonic() - t, 1)})
         log(_try_line(tries[-1]))
-    met = [x for x in tries if x["rows"] and all(r[5] for r in x["rows"])]
+    met = [x for x in tries if _met(x["rows"])]
     chosen = met[0] if met else max(tries, key=lambda x: _worst_margin(x["rows"]))
     if chosen is not tries[0]:
         proc = subprocess.run([os.environ["ECPPACK"], "--compress", "--input", chosen["config"],
@@ -196,14 +201,14 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
         "board": board, "swap_ports": swap_ports, "bitstream": _shown(out / "top.bit"),
         "build_seconds": round(seconds, 1),
         "seed": chosen["seed"], "timing_log": _shown(work / chosen["tim"]),
-        "tries": [{"seed": x["seed"], "seconds": x["seconds"], "timing_ok": bool(x["rows"]) and
-                   all(r[5] for r in x["rows"]), "worst_margin_pct": round(_worst_margin(x["rows"]), 1),
+        "tries": [{"seed": x["seed"], "seconds": x["seconds"], "timing_ok": _met(x["rows"]),
+                   "worst_margin_pct": round(_worst_margin(x["rows"]), 1),
                    "worst_domain": min(x["rows"], key=lambda r: r[4])[0] if x["rows"] else None}
                   for x in tries],
         "clocks": [dict(domain=d, net=n, fmax_mhz=f, target_mhz=t, margin_pct=round(mg, 1), ok=ok)
                    for d, n, f, t, mg, ok in rows],
         "utilization": chosen["parsed"]["utilization"],
-        "timing_ok": bool(rows) and all(r[5] for r in rows),
+        "timing_ok": _met(rows),
     }
     (out / "timing.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -211,7 +216,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
 
 def _try_line(x):
     worst = min(x["rows"], key=lambda r: r[4]) if x["rows"] else None
-    ok = bool(x["rows"]) and all(r[5] for r in x["rows"])
+    ok = _met(x["rows"])
     what = (f"every clock met, worst {worst[0]} {worst[4]:+.1f}%" if ok else
             "no clock in the log" if worst is None else f"{worst[0]} missed by {-worst[4]:.1f}%")
     return f"place and route, seed {x['seed']}: {what} ({x['seconds']:.0f} s)"

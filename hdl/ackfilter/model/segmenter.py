@@ -25,8 +25,8 @@ Frames are given without preamble and FCS, exactly as the core sees them.
 
 from dataclasses import dataclass
 
-from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, PPP_IPV4, PPP_IPV6, TCP_CWR, TCP_FIN,
-                       TCP_PSH, TCP_RST, TCP_SYN, TCP_URG, VLAN_TPIDS, ones_complement_sum)
+from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, OPT_EOL, OPT_NOP, PPP_IPV4, PPP_IPV6, TCP_CWR,
+                       TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN, TCP_URG, VLAN_TPIDS, ones_complement_sum)
 
 __all__ = [
     "SEGMENT_BLOCK_BYTES", "MAX_CHUNK_BYTES", "MIN_FRAME_BYTES", "check_chunk_bytes",
@@ -46,7 +46,6 @@ assert MAX_CHUNK_BYTES % SEGMENT_BLOCK_BYTES == 0 and SEGMENT_BLOCK_BYTES % 2 ==
 MIN_FRAME_BYTES = 60
 
 TCP_PROTOCOL = 6                  # IANA protocol number; RFC 9293 section 3.1 pseudo-header
-TCP_OPT_EOL, TCP_OPT_NOP = 0, 1   # RFC 9293 section 3.1
 TCP_OPT_MD5 = 19                  # RFC 2385: signature over the segment and its payload
 TCP_OPT_AO = 29                   # RFC 5925: MAC over the segment and its payload
 
@@ -193,9 +192,9 @@ def _option_kinds(frame, start, end):
     kinds, i = set(), start
     while i < end:
         kind = frame[i]
-        if kind == TCP_OPT_EOL:
+        if kind == OPT_EOL:
             break
-        if kind == TCP_OPT_NOP:
+        if kind == OPT_NOP:
             i += 1
             continue
         if i + 1 >= end or frame[i + 1] < 2 or i + frame[i + 1] > end:

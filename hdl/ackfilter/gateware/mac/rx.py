@@ -324,7 +324,7 @@ class MACRx(wiring.Component):
         # one long path at 125 MHz. The status still follows its last word.
         # The written data has no reset (it counts only with ``w_en``, which
         # has): the domain's reset net then reaches control state only, not
-        # 38 data flip-flops across the chip (a reset path was once the
+        # 35 data flip-flops across the chip (a reset path was once the
         # modem RX domain's critical path, 80 % of it routing).
         w_data_q = Signal.like(data_fifo.w_data, reset_less=True)
         m.d.comb += data_fifo.w_data.eq(w_data_q)

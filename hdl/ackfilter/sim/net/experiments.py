@@ -81,7 +81,7 @@ VARIANTS = _variants()
 
 def default_variant():
     """The variant the core's reset values select (what the board ships with)."""
-    mode = {v: k for k, v in params.ACK_FILTER_MODES.items()}[params.param("ack_mode").default]
+    mode = params.default_name("ack_mode")
     share = params.param("data_share").default
     for v in VARIANTS.values():
         if v.uplink == "core" and v.ack_mode == mode and v.data_share == share:
