@@ -30,7 +30,7 @@ venv: ## install system packages (if root) and the pinned .venv
 	@bash scripts/bootstrap.sh
 
 test: venv ## run every test (tests/ and cocotb_tests/)
-	$(ENV) $(PY) -m pytest -q $(if $(filter-out 1,$(JOBS)),-n $(JOBS)) $(PYTEST_ARGS) $(TEST_DIRS)
+	$(ENV) $(PY) -m pytest -q $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadgroup) $(PYTEST_ARGS) $(TEST_DIRS)
 
 demo: venv ## replay the built-in scenario through the RTL and report
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter demo

@@ -185,6 +185,29 @@ print(" ".join(map(str, seen)))
 """
 
 
+#: How many times a real-time run is made before its test fails: a run in
+#: which the machine (not the core) let the simulation fall more than
+#: `MAX_LAG_S` behind the wall clock measured nothing and is made again, as
+#: `ackfilter experiments` does (`run_counted`).
+RT_ATTEMPTS = 3
+
+#: The real-time tests run one at a time on one pytest worker (`--dist
+#: loadgroup`): two real-time bridges on a 2-core machine would delay each other.
+realtime = pytest.mark.xdist_group("realtime")
+
+
+def _measured(run):
+    """``run()`` returns ``(stats, ...)``; made again (up to `RT_ATTEMPTS`)
+    while the machine kept the simulation from following the wall clock."""
+    for attempt in range(1, RT_ATTEMPTS + 1):
+        result = run()
+        st = result[0]
+        if st.max_lag_s <= MAX_LAG_S:
+            return result
+        print(f"attempt {attempt}: {st.invalid_reason()}", file=sys.stderr)
+    return result
+
+
 def _sound(st):
     """What must hold even on a loaded machine (these tests share it with the
     rest of the suite; an experiment run also needs `st.valid`, which bounds
@@ -207,6 +230,7 @@ def _testbed(link, csr, binary):
 
 
 @root_only
+@realtime
 @pytest.mark.parametrize("rate", [64000, 256000])
 def test_shaper_rate_in_wall_clock_bits_per_second(bridge_binary, rate):
     """A saturating UDP flood through the core: the frames leave the bridge
@@ -217,15 +241,19 @@ def test_shaper_rate_in_wall_clock_bits_per_second(bridge_binary, rate):
     csr = E.VARIANTS["conservative"].csr(rate)
     size = 1000                                   # 1042-byte frames
     pps = 2 * rate / (8 * (size + 42))            # twice what the shaper lets through
-    with _testbed(link, csr, bridge_binary) as tb:
-        sink = tb.popen("server", [sys.executable, "-c", _SINK, SERVER_IP, "2"], stdout=subprocess.PIPE, text=True)
-        time.sleep(0.3)
-        tb.popen("client", [sys.executable, "-c", _FLOOD, SERVER_IP, str(pps), "6", str(size)],
-                 stdout=subprocess.DEVNULL).wait(20)
-        # the core's data buffer still holds about 32 KiB: let it drain
-        time.sleep(32768 * 8 / rate + 0.5)
-        out, _ = sink.communicate(timeout=30)
-    st = tb.stats
+
+    def run():
+        with _testbed(link, csr, bridge_binary) as tb:
+            sink = tb.popen("server", [sys.executable, "-c", _SINK, SERVER_IP, "2"], stdout=subprocess.PIPE, text=True)
+            time.sleep(0.3)
+            tb.popen("client", [sys.executable, "-c", _FLOOD, SERVER_IP, str(pps), "6", str(size)],
+                     stdout=subprocess.DEVNULL).wait(20)
+            # the core's data buffer still holds about 32 KiB: let it drain
+            time.sleep(32768 * 8 / rate + 0.5)
+            out, _ = sink.communicate(timeout=30)
+        return tb.stats, out
+
+    st, out = _measured(run)
     _sound(st)
     assert st["up_out_frames"] == len(out.split())       # only the flood crossed, none lost after the core
     measured = st.link_rate_bps("up")
@@ -234,19 +262,24 @@ def test_shaper_rate_in_wall_clock_bits_per_second(bridge_binary, rate):
 
 
 @root_only
+@realtime
 def test_downlink_rate_and_fifo(bridge_binary):
     """The downlink serializer at 10 Mb/s (wall clock at the client TAP), and
     its FIFO drops what does not fit."""
     from ackfilter.sim.net.testbed import CLIENT_IP
     link = Link(up_rate_bps=64000, down_queue=1000, up_delay_s=0.001, down_delay_s=0.001)
-    with _testbed(link, E.VARIANTS["conservative"].csr(64000), bridge_binary) as tb:
-        sink = tb.popen("client", [sys.executable, "-c", _SINK, CLIENT_IP, "2"], stdout=subprocess.PIPE, text=True)
-        time.sleep(0.3)
-        # 1.5x the downlink: the FIFO of 1000 frames fills and drops the rest
-        tb.popen("server", [sys.executable, "-c", _FLOOD, CLIENT_IP, str(1.5 * 10e6 / (8 * 1042)), "4", "1000"],
-                 stdout=subprocess.DEVNULL).wait(20)
-        out, _ = sink.communicate(timeout=30)
-    st = tb.stats
+
+    def run():
+        with _testbed(link, E.VARIANTS["conservative"].csr(64000), bridge_binary) as tb:
+            sink = tb.popen("client", [sys.executable, "-c", _SINK, CLIENT_IP, "2"], stdout=subprocess.PIPE, text=True)
+            time.sleep(0.3)
+            # 1.5x the downlink: the FIFO of 1000 frames fills and drops the rest
+            tb.popen("server", [sys.executable, "-c", _FLOOD, CLIENT_IP, str(1.5 * 10e6 / (8 * 1042)), "4", "1000"],
+                     stdout=subprocess.DEVNULL).wait(20)
+            out, _ = sink.communicate(timeout=30)
+        return tb.stats, out
+
+    st, out = _measured(run)
     _sound(st)
     assert st["down_out_frames"] == len(out.split())
     assert st.link_rate_bps("down") == pytest.approx(10e6, rel=0.01)
@@ -254,6 +287,7 @@ def test_downlink_rate_and_fifo(bridge_binary):
 
 
 @root_only
+@realtime
 def test_round_trip_time_is_the_two_delays_plus_serialization(bridge_binary):
     """TCP connect time = SYN through the core and the 64 kb/s modem link
     (74 bytes: 9.25 ms) + 25 ms, SYN-ACK through the 10 Mb/s downlink
@@ -295,6 +329,10 @@ def _loss_run(binary, **loss):
         tb.popen("server", [sys.executable, "-c", _FLOOD, CLIENT_IP, "500", str(n_sent / 500), "200"],
                  stdout=subprocess.DEVNULL).wait(20)
         out, _ = sink.communicate(timeout=30)
+    return tb.stats, out
+
+
+def _loss_figures(out):
     seen = {int(x) for x in out.split()}
     n = max(seen) + 1
     lost = [i not in seen for i in range(n)]
@@ -305,22 +343,26 @@ def _loss_run(binary, **loss):
         elif cur:
             runs.append(cur)
             cur = 0
-    return sum(lost) / n, (statistics.mean(runs) if runs else 0.0), tb.stats
+    return sum(lost) / n, (statistics.mean(runs) if runs else 0.0)
 
 
 @root_only
+@realtime
 def test_independent_and_gilbert_elliott_loss(bridge_binary):
     """Downlink loss: independent 10 % loses 10 % (binomial sigma 0.7 % for
     2000 packets; bound 2.5 %) in runs of about 1/(1-0.1) = 1.1; Gilbert-
     Elliott with 45 ms good / 5 ms bad mean sojourns, all lost while bad,
     loses the bad share 10 % (bound 5 %: a few dozen bad periods) in runs of
     about 5 ms x 500 packets/s = 2.5."""
-    p, run, st = _loss_run(bridge_binary, loss=0.1)
+    st, out = _measured(lambda: _loss_run(bridge_binary, loss=0.1))
     _sound(st)
+    p, run = _loss_figures(out)
     assert p == pytest.approx(0.10, abs=0.025)
     assert run < 1.4
     assert st["down_lost"] == pytest.approx(p * 2000, rel=0.1)
-    p, run, st = _loss_run(bridge_binary, ge=(0.045, 0.005, 0.0, 1.0))
+    st, out = _measured(lambda: _loss_run(bridge_binary, ge=(0.045, 0.005, 0.0, 1.0)))
+    _sound(st)
+    p, run = _loss_figures(out)
     assert p == pytest.approx(0.10, abs=0.05)
     assert run > 1.8
     assert st["ge_bad_periods"] > 20

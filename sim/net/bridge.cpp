@@ -556,6 +556,9 @@ int main(int argc, char** argv) {
             if (!waiting) continue;         // more work: poll the TAPs and go on
         }
         // Sleep until a TAP has a frame, a frame is due, the core wakes, or 5 ms.
+        // (Frames the core emitted in this batch are due too: without them the
+        // bridge slept past a frame's release time, up to the 5 ms cap.)
+        if (!up.line.empty()) wake_ns = std::min(wake_ns, up.line.front().t_ns);
         int64_t t_now = wall();
         int64_t sleep_ns = std::min<int64_t>(wake_ns == INT64_MAX ? INT64_MAX : wake_ns - t_now,
                                              5000000);
