@@ -31,13 +31,13 @@ from ackfilter import params as P
 from ackfilter.model import FilterModel
 from ackfilter.sim.traces import random_trace
 from ackfilter_tb import TB, scoreboard
+from ackfilter.params import ARRIVAL_EVENTS
 
 #: Depth of the ingress -> queue manager FIFO (``core.ENTRY_FIFO_DEPTH``).
 ENTRY_FIFO_DEPTH = 4
 N_FRAMES = 10_000
 N_FLOWS = 200
-ARRIVALS = {"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
-            "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"}
+ARRIVALS = ARRIVAL_EVENTS
 
 
 class ArrivalCounter:

@@ -37,6 +37,7 @@ from ackfilter.model import FilterModel, classify
 from ackfilter.model.flowkey import flow_tag
 from ackfilter.sim.traces import Flow, MSS, tcp_frame
 from ackfilter_tb import TB, scoreboard
+from ackfilter.params import ARRIVAL_EVENTS
 
 CONSERVATIVE, AGGRESSIVE = P.ACK_FILTER_MODES["conservative"], P.ACK_FILTER_MODES["aggressive"]
 MODES = {"conservative": CONSERVATIVE, "aggressive": AGGRESSIVE}
@@ -44,8 +45,7 @@ LETTER = {"ARRIVE_ACK_NEW": "N", "ARRIVE_ACK_SUPERSEDE": "S", "ARRIVE_ACK_UNTRAC
           "ARRIVE_DATA": "D", "DROP_ACK_FRONT": "F", "DROP_ACK_COVERED": "C", "DROP_RUNT": "r",
           "DROP_OVERSIZE": "o",
           "DROP_DATA_FULL": "d"}
-ARRIVAL_KINDS = {"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
-                 "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"}
+ARRIVAL_KINDS = ARRIVAL_EVENTS
 #: Idle cycles after each frame. The queue manager needs up to ~41 cycles
 #: for an ACK (record read, drop from front, second lookup and record read,
 #: record write) and its input FIFO holds 4 frames; 60-byte frames sent back

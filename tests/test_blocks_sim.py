@@ -20,6 +20,7 @@ from ackfilter.sim import traces
 from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
 from ackfilter.gateware.flow_cam import FlowCAM
 from ackfilter.model.pktparse import classify, ip_packet_length
+from ackfilter.model.red import ecn_codepoint, ip_header as red_ip_header
 from ackfilter.model.shaper import GcraShaper, LinkAccounting
 from ackfilter.params import MAX_FRAME_BYTES
 from ackfilter.gateware.parser import FrameClass, FrameParser
@@ -76,6 +77,14 @@ def check_against_model(frames, results):
         assert r.nbytes == min(len(frame), 0xFFFF), where
         if len(frame) <= 0xFFFF:
             assert r.l3_bytes == ip_packet_length(frame), where
+        # RED's view of every frame (model.red.ip_header, ecn_codepoint)
+        hdr = red_ip_header(frame)
+        assert bool(r.ip.found) == (hdr is not None), where
+        if hdr is not None:
+            off, version = hdr
+            assert (r.ip.word, bool(r.ip.ipv6)) == (off // 4, version == 6), where
+            assert off % 4 == 2, where
+            assert r.meta.ecn == ecn_codepoint(frame), where
         if want.eligible:
             meta = r.meta
             assert meta.ack == want.ack, where

@@ -398,3 +398,33 @@ def test_help_lists_every_preset_with_its_numbers_citing_tc_cake(capsys):
             assert f"  {kw.name:<16} {keyword_summary(kw)}\n" in out
     for option in ("--overhead", "--mpu", "--atm", "--ptm", "--link-preset"):
         assert option in out
+
+
+@pytest.mark.parametrize("value, why", [
+    ("4500:13500", "MIN_BYTES:MAX_BYTES:MAX_P or 'off'"),
+    ("a:13500:0.1", "whole numbers of bytes"),
+    ("4500:13500:x", "MAX_P must be a probability"),
+    ("4500:13500:70000", "up to 65536"),
+    ("4500:13500:1.5", "up to 65536"),
+    ("13500:4500:0.1", "MIN_BYTES must be below MAX_BYTES"),
+    ("0:2000000:0.1", "red_max_bytes must be 1..1048575"),
+])
+def test_bad_red_settings_are_refused_with_the_reason(eth_pcap, tmp_path, capsys, value, why):
+    code, err = run(["replay", "--in", str(eth_pcap), "--out", str(tmp_path / "o.pcap"),
+                     f"--red={value}"], capsys)
+    assert code == 2 and "--red" in err and why in err, err
+
+
+def test_red_setting_becomes_the_registers_with_the_idle_decay_of_the_uplink(eth_pcap, tmp_path, capsys,
+                                                                             fake_replay):
+    code, err = run_replay(["replay", "--in", str(eth_pcap), "--out", str(tmp_path / "o.pcap"),
+                            "--uplink-rate", "1mbit", "--red", "4500:13500:0.1"], fake_replay, capsys)
+    assert code == 0, err
+    # 0.1 * 65536 = 6553.6 -> 6554; a 500-byte packet at 1 Mb/s is 250000 cycles: 2^18
+    assert fake_replay.calls[0]["csr"] == {"red_enable": 1, "red_min_bytes": 4500,
+                                           "red_max_bytes": 13500, "red_max_p": 6554,
+                                           "red_idle_shift": 18}
+    assert "RED 4500..13500 bytes, max_p 6554/65536" in err
+    code, err = run_replay(["replay", "--in", str(eth_pcap), "--out", str(tmp_path / "o.pcap"),
+                            "--red", "off"], fake_replay, capsys)
+    assert code == 0 and fake_replay.calls[1]["csr"] == {} and "RED off" in err

@@ -48,12 +48,12 @@ from ackfilter.model import FilterModel
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.params import EVENTS
 from ackfilter.sim import traces
+from ackfilter.params import ARRIVAL_EVENTS
 
 RING_BITS = 12          # ring addresses: one per frame, unique
 BUF_BITS = 8            # 256 ACK buffers: never short of one
 DESC_DEPTH = 32
-ARRIVALS = {"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
-            "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"}
+ARRIVALS = ARRIVAL_EVENTS
 ROOM = {"DROP_ACK_FRONT", "DROP_ACK_COVERED"}
 DEPARTS = {"DEPART_ACK", "DEPART_DATA"}
 STATS = {"stat_superseded": "acks_superseded", "stat_collision": "cam_collisions",

@@ -486,7 +486,7 @@ def test_idle_decay_does_not_depend_on_how_many_arrivals_see_the_empty_queue():
 
 
 def test_no_idle_decay_at_the_cycle_the_queue_emptied_or_while_it_is_not_empty():
-    red = mk_red(idle_shift=0)
+    red = mk_red(idle_shift=1)
     red.avg_q16 = 5000 << 16
     red.emptied(10)
     red.arrive(ECT0, 0, 10)
@@ -498,7 +498,7 @@ def test_no_idle_decay_at_the_cycle_the_queue_emptied_or_while_it_is_not_empty()
 def test_a_long_idle_period_takes_the_average_to_exactly_zero():
     assert idle_decay((1 << 36) - 1, 10**9, 15) == 0
     assert idle_decay((1 << 36) - 1, 10**9, 1) == 0
-    red = mk_red(wq_shift=15, idle_shift=0)
+    red = mk_red(wq_shift=15, idle_shift=1)
     red.avg_q16 = MAX_BYTES << 16
     red.emptied(0)
     red.arrive(ECT0, 0, 10**12)
@@ -601,8 +601,8 @@ def test_prng_upper_half_is_uniform_enough():
     (dict(max_p=65537), r"max_p must be 0 \.\. 65536 \(in 1/65536\), not 65537$"),
     (dict(wq_shift=0), r"wq_shift must be 1 \.\. 15, not 0$"),
     (dict(wq_shift=16), r"wq_shift must be 1 \.\. 15, not 16$"),
-    (dict(idle_shift=-1), r"idle_shift must be 0 \.\. 31, not -1$"),
-    (dict(idle_shift=32), r"idle_shift must be 0 \.\. 31, not 32$"),
+    (dict(idle_shift=0), r"idle_shift must be 1 \.\. 31, not 0$"),
+    (dict(idle_shift=32), r"idle_shift must be 1 \.\. 31, not 32$"),
     (dict(gentle=2), r"gentle must be 0, 1, False or True, not 2$"),
     (dict(enable=-1), r"enable must be 0, 1, False or True, not -1$"),
     (dict(seed=0), r"seed must be 1 \.\. 4294967295 \(0 is a fixed point of xorshift32\), not 0$"),
@@ -638,7 +638,7 @@ def test_bad_arrivals_raise_naming_the_value_and_the_range():
 
 
 def test_the_ends_of_every_range_are_accepted():
-    Red(min_bytes=0, max_bytes=1, max_p=0, wq_shift=1, gentle=0, idle_shift=0, enable=0, seed=1)
+    Red(min_bytes=0, max_bytes=1, max_p=0, wq_shift=1, gentle=0, idle_shift=1, enable=0, seed=1)
     Red(min_bytes=MAX_BYTES - 1, max_bytes=MAX_BYTES, max_p=P_ONE, wq_shift=15, gentle=True,
         idle_shift=31, seed=2 ** 32 - 1)
 
@@ -666,13 +666,13 @@ def _table_rows(text, first_cell):
 def test_the_register_table_in_the_spec_is_the_models():
     rows = _table_rows(_red_section(SPEC.read_text()), "red_")
     table = {r[0].strip("`"): r for r in rows if r[1].isdigit()}
-    assert list(table) == [p[0] for p in RED_PARAMS]
-    for name, width, default, lo, hi, _unit, _doc in RED_PARAMS:
-        assert table[name][1:4] == [str(width), f"{lo}..{hi}", str(default)], name
+    assert list(table) == [p.name for p in RED_PARAMS]
+    for p in RED_PARAMS:
+        assert table[p.name][1:4] == [str(p.width), f"{p.minimum}..{p.maximum}", str(p.default)], p.name
 
 
 def test_the_counter_table_in_the_spec_is_the_models():
     text = _red_section(SPEC.read_text())
     names = [r[0].strip("`") for r in _table_rows(text, "(red_|drop_red)") if len(r) == 2]
-    assert names == [c[0] for c in RED_COUNTERS]
+    assert names == [c.name for c in RED_COUNTERS]
     assert text.splitlines()[0] == "## 10. RED (random early detection with ECN marking)"

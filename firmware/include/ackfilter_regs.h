@@ -13,7 +13,7 @@
 
 /* Word addresses. A counter is 64 bits: the low word at its address, the high
    word at address + 1; reading the low word latches the high word. */
-#define ACKFILTER_CSR_LAST 0x5du
+#define ACKFILTER_CSR_LAST 0x63u
 #define ACKFILTER_CSR_ACK_MODE 0x00u  /* ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive (keeps one) */
 #define ACKFILTER_CSR_ACK_QUEUE_LIMIT 0x01u  /* ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS) */
 #define ACKFILTER_CSR_DATA_SHARE 0x02u  /* share of the uplink bytes guaranteed to data when ACKs are waiting (128: byte round-robin between ACKs and data, as Lakshman et al.) */
@@ -23,6 +23,13 @@
 #define ACKFILTER_CSR_SHAPER_MPU_BYTES 0x06u  /* minimum charge of a frame after the overhead, before atm/ptm (tc-cake mpu) */
 #define ACKFILTER_CSR_SHAPER_CHARGE_BASE 0x07u  /* what the charge starts from: 0 the Ethernet frame as stored (without FCS), 1 its IP packet (what tc-cake's overhead keywords add to) */
 #define ACKFILTER_CSR_SHAPER_LINK_LAYER 0x08u  /* 0 none, 1 atm (48-byte cells of 53 bytes), 2 ptm (+1 byte per 64 or part thereof) */
+#define ACKFILTER_CSR_RED_ENABLE 0x09u  /* RED on the data queue: 0 off (never marks or drops; the average is still kept), 1 on */
+#define ACKFILTER_CSR_RED_MIN_BYTES 0x0au  /* min_th: no notification while the average is below it */
+#define ACKFILTER_CSR_RED_MAX_BYTES 0x0bu  /* max_th: the early region ends here (must be > red_min_bytes, else RED acts as off) */
+#define ACKFILTER_CSR_RED_MAX_P 0x0cu  /* max_p: the notification probability p_b reaches at max_th (6554: 0.1) */
+#define ACKFILTER_CSR_RED_WQ_SHIFT 0x0du  /* w_q = 2^-red_wq_shift, the weight of a new sample in the average */
+#define ACKFILTER_CSR_RED_GENTLE 0x0eu  /* 0: every frame notified from max_th; 1: p_b rises from max_p to 1 up to 2*max_th */
+#define ACKFILTER_CSR_RED_IDLE_SHIFT 0x0fu  /* while the data queue is empty the average decays one step per 2^red_idle_shift cycles */
 #define ACKFILTER_CSR_INFO_ID 0x20u
 #define ACKFILTER_CSR_INFO_ACK_SLOTS 0x21u
 #define ACKFILTER_CSR_INFO_FLOW_ENTRIES 0x22u
@@ -45,6 +52,9 @@
 #define ACKFILTER_CSR_DROP_ACK_FRONT 0x58u  /* ACKs dropped from the front of a full ACK queue (only when no queued ACK is covered by a newer one) */
 #define ACKFILTER_CSR_DROP_ACK_COVERED 0x5au  /* queued ACKs dropped from a full ACK queue because a newer queued ACK of their flow carries their information */
 #define ACKFILTER_CSR_DROP_OVERRUN 0x5cu  /* frames dropped because the parser's output FIFO was full */
+#define ACKFILTER_CSR_RED_MARKED 0x5eu  /* data frames RED notified by CE: ECT marked CE, or CE already */
+#define ACKFILTER_CSR_RED_CE_ALREADY 0x60u  /* of red_marked, frames that arrived CE (forwarded unchanged) */
+#define ACKFILTER_CSR_DROP_RED 0x62u  /* data frames RED notified by a drop: Not-ECT or not IP */
 
 /* Parameter ranges and defaults (signed ones as C ints). */
 #define ACKFILTER_ACK_MODE_MIN 0u
@@ -74,6 +84,27 @@
 #define ACKFILTER_SHAPER_LINK_LAYER_MIN 0u
 #define ACKFILTER_SHAPER_LINK_LAYER_MAX 2u
 #define ACKFILTER_SHAPER_LINK_LAYER_DEFAULT 0u
+#define ACKFILTER_RED_ENABLE_MIN 0u
+#define ACKFILTER_RED_ENABLE_MAX 1u
+#define ACKFILTER_RED_ENABLE_DEFAULT 0u
+#define ACKFILTER_RED_MIN_BYTES_MIN 0u
+#define ACKFILTER_RED_MIN_BYTES_MAX 1048574u
+#define ACKFILTER_RED_MIN_BYTES_DEFAULT 4500u
+#define ACKFILTER_RED_MAX_BYTES_MIN 1u
+#define ACKFILTER_RED_MAX_BYTES_MAX 1048575u
+#define ACKFILTER_RED_MAX_BYTES_DEFAULT 13500u
+#define ACKFILTER_RED_MAX_P_MIN 0u
+#define ACKFILTER_RED_MAX_P_MAX 65536u
+#define ACKFILTER_RED_MAX_P_DEFAULT 6554u
+#define ACKFILTER_RED_WQ_SHIFT_MIN 1u
+#define ACKFILTER_RED_WQ_SHIFT_MAX 15u
+#define ACKFILTER_RED_WQ_SHIFT_DEFAULT 9u
+#define ACKFILTER_RED_GENTLE_MIN 0u
+#define ACKFILTER_RED_GENTLE_MAX 1u
+#define ACKFILTER_RED_GENTLE_DEFAULT 1u
+#define ACKFILTER_RED_IDLE_SHIFT_MIN 1u
+#define ACKFILTER_RED_IDLE_SHIFT_MAX 31u
+#define ACKFILTER_RED_IDLE_SHIFT_DEFAULT 16u
 
 /* Named parameter values. */
 #define ACKFILTER_ACK_MODE_OFF 0u
@@ -97,6 +128,8 @@
 #define ACKFILTER_EVENT_DEPART_ACK 8u
 #define ACKFILTER_EVENT_DEPART_DATA 9u
 #define ACKFILTER_EVENT_DROP_ACK_COVERED 10u
+#define ACKFILTER_EVENT_DROP_RED 11u
+#define ACKFILTER_EVENT_ARRIVE_DATA_MARKED 12u
 #define ACKFILTER_EVENT_OVERRUN 15u
 
 /* X(name, addr, width, is_signed, default, min, max, unit) */
@@ -110,6 +143,13 @@
     X(shaper_mpu_bytes, 0x06u, 9, 0, 0u, 0u, 256u, "bytes") \
     X(shaper_charge_base, 0x07u, 1, 0, 0u, 0u, 1u, "enum") \
     X(shaper_link_layer, 0x08u, 2, 0, 0u, 0u, 2u, "enum") \
+    X(red_enable, 0x09u, 1, 0, 0u, 0u, 1u, "bool") \
+    X(red_min_bytes, 0x0au, 20, 0, 4500u, 0u, 1048574u, "bytes") \
+    X(red_max_bytes, 0x0bu, 20, 0, 13500u, 1u, 1048575u, "bytes") \
+    X(red_max_p, 0x0cu, 17, 0, 6554u, 0u, 65536u, "1/65536") \
+    X(red_wq_shift, 0x0du, 4, 0, 9u, 1u, 15u, "log2") \
+    X(red_gentle, 0x0eu, 1, 0, 1u, 0u, 1u, "bool") \
+    X(red_idle_shift, 0x0fu, 5, 0, 16u, 1u, 31u, "log2 cycles") \
 
 /* X(name, addr_lo, is_drop) */
 #define ACKFILTER_COUNTERS(X) \
@@ -128,5 +168,8 @@
     X(drop_ack_front, 0x58u, 1) \
     X(drop_ack_covered, 0x5au, 1) \
     X(drop_overrun, 0x5cu, 1) \
+    X(red_marked, 0x5eu, 0) \
+    X(red_ce_already, 0x60u, 0) \
+    X(drop_red, 0x62u, 1) \
 
 #endif /* ACKFILTER_REGS_H */

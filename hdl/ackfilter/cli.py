@@ -159,6 +159,47 @@ def _link_accounting(args, parser):
         parser.error(f"--overhead/--mpu/--atm/--ptm/--noatm/--link-preset: {e}")
 
 
+def _red_setting(text):
+    """``--red``: ``off`` (None) or ``MIN_BYTES:MAX_BYTES:MAX_P`` as RED registers."""
+    if text == "off":
+        return None
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"{text!r}: give MIN_BYTES:MAX_BYTES:MAX_P or 'off'")
+    try:
+        lo, hi = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: MIN_BYTES and MAX_BYTES must be whole numbers "
+                                         f"of bytes") from None
+    try:
+        p = float(parts[2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: MAX_P must be a probability 0..1 "
+                                         f"or an integer N/65536") from None
+    max_p = round(p * 65536) if p <= 1 else p
+    if max_p != int(max_p) or not 0 <= max_p <= params.param("red_max_p").maximum:
+        raise argparse.ArgumentTypeError(f"{text!r}: MAX_P must be 0..1 or an integer N/65536 "
+                                         f"up to 65536")
+    rows = {"red_min_bytes": lo, "red_max_bytes": hi}
+    for name, value in rows.items():
+        q = params.param(name)
+        if not q.minimum <= value <= q.maximum:
+            raise argparse.ArgumentTypeError(f"{text!r}: {name} must be {q.minimum}..{q.maximum}, "
+                                             f"not {value}")
+    if lo >= hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: MIN_BYTES must be below MAX_BYTES")
+    return {"red_enable": 1, **rows, "red_max_p": int(max_p)}
+
+
+def red_registers(setting, uplink_rate_bps):
+    """The RED registers of a ``--red`` setting on an uplink of ``uplink_rate_bps``
+    (0: unshaped, the idle decay of a 1 Gb/s port)."""
+    from .model.red import idle_shift_for_rate
+    if setting is None:
+        return {}
+    return {**setting, "red_idle_shift": idle_shift_for_rate(uplink_rate_bps or 1e9)}
+
+
 def cmd_replay(args, parser):
     from .sim import replay as rp
 
@@ -192,13 +233,15 @@ def cmd_replay(args, parser):
         rate = format_rate(args.uplink_rate) if args.uplink_rate else "unshaped"
         link = _describe_accounting(accounting, args.link_words)
         print(f"replay: {len(frames)} frames from {args.inp}, uplink {rate} charged {link}, "
-              f"ACK filter {args.ack_filter}"
+              f"ACK filter {args.ack_filter}, RED "
+              f"{'off' if args.red is None else '{red_min_bytes}..{red_max_bytes} bytes, max_p {red_max_p}/65536'.format(**args.red)}"
               f"{' (building the simulator first: about 2 minutes, once)' if building else ''}",
               file=sys.stderr, flush=True)
     try:
         result = rp.replay(in_frames, uplink_rate_bps=args.uplink_rate, ack_slots=args.ack_slots,
                            ack_mode=args.ack_filter, data_share=args.data_share,
-                           accounting=accounting, progress=_Progress(len(frames), args.quiet))
+                           accounting=accounting, csr=red_registers(args.red, args.uplink_rate),
+                           progress=_Progress(len(frames), args.quiet))
     except rp.ReplayError as e:
         print(f"ackfilter replay: error: {e}", file=sys.stderr)
         return 1
@@ -332,6 +375,12 @@ def make_parser():
     p.add_argument("--data-share", type=_positive_int, default=None, metavar="N",
                    help="uplink share guaranteed to data while ACKs wait, in 1/256 "
                         "(0..256, default 128 = 50%%)")
+    p.add_argument("--red", type=_red_setting, default=None, metavar="MIN_BYTES:MAX_BYTES:MAX_P",
+                   help="RED on the data queue (docs/spec.md section 10): thresholds on the average "
+                        "queue in bytes and the probability at MAX_BYTES (0..1, or N/65536 as an "
+                        "integer > 1); ECT frames are marked CE, others dropped; gentle, w_q 2^-9, "
+                        "the idle decay from --uplink-rate. 'off' (the default): the core's reset, "
+                        "RED off")
     p.add_argument("--stats", metavar="FILE.json", help="write statistics (docs/stats.md)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress or summary output (warnings and notes still go to stderr)")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from .units import format_rate
 
 __all__ = [
-    "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "OVERRUN_EVENT",
+    "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "ARRIVAL_EVENTS",
+    "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
     "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "default_name", "counter", "cpb_q16_for_rate",
@@ -37,8 +38,19 @@ DATA_BUFFER_BYTES = 32768
 EVENTS = (
     "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
     "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
-    "DEPART_ACK", "DEPART_DATA", "DROP_ACK_COVERED",
+    "DEPART_ACK", "DEPART_DATA", "DROP_ACK_COVERED", "DROP_RED", "ARRIVE_DATA_MARKED",
 )
+#: The events that account for one input frame each (the others are
+#: departures and the drops that make room for the arrival reported next).
+ARRIVAL_EVENTS = frozenset({
+    "ARRIVE_DATA", "ARRIVE_DATA_MARKED", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED",
+    "ARRIVE_ACK_SUPERSEDE", "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_RED",
+})
+#: Cycles from a data frame's RED decision to its arrival event (the decision's
+#: ``now`` is the event's cycle less this; docs/spec.md section 10): the
+#: latency of ``gateware.red.RedUnit``, whose event the queue manager reports
+#: in the cycle the verdict comes.
+RED_DECISION_LEAD = 9
 #: The ingress's overrun strobe is a port of its own; traces record it as this
 #: kind and name (after every queue manager event).
 OVERRUN_KIND = 15
@@ -145,6 +157,25 @@ def _params():
          "1 its IP packet (what tc-cake's overhead keywords add to)"),
         ("shaper_link_layer",         2,    0,     0,   2,          "enum",
          "0 none, 1 atm (48-byte cells of 53 bytes), 2 ptm (+1 byte per 64 or part thereof)"),
+        # RED on the data queue (docs/spec.md section 10; ackfilter.model.red).
+        # Off after reset; thresholds after Floyd and Jacobson (max_th = 3 min_th,
+        # w_q about 0.002) and Floyd 2000 (gentle, max_p 0.1).
+        ("red_enable",                1,    0,     0,   1,          "bool",
+         "RED on the data queue: 0 off (never marks or drops; the average is still kept), 1 on"),
+        ("red_min_bytes",            20, 4500,     0,   2**20 - 2,  "bytes",
+         "min_th: no notification while the average is below it"),
+        ("red_max_bytes",            20, 13500,    1,   2**20 - 1,  "bytes",
+         "max_th: the early region ends here (must be > red_min_bytes, else RED acts as off)"),
+        ("red_max_p",                17, 6554,     0,   2**16,      "1/65536",
+         "max_p: the notification probability p_b reaches at max_th (6554: 0.1)"),
+        ("red_wq_shift",              4,    9,     1,   15,         "log2",
+         "w_q = 2^-red_wq_shift, the weight of a new sample in the average"),
+        ("red_gentle",                1,    1,     0,   1,          "bool",
+         "0: every frame notified from max_th; 1: p_b rises from max_p to 1 up to 2*max_th"),
+        # At least 1: the hardware applies one decay step per cycle and must
+        # catch up with the steps that fell due during a decision.
+        ("red_idle_shift",            5,   16,     1,   31,         "log2 cycles",
+         "while the data queue is empty the average decays one step per 2^red_idle_shift cycles"),
     ]
     return tuple(Param(name, PARAM_BASE + i, w, d, lo, hi, unit, doc, *signed)
                  for i, (name, w, d, lo, hi, unit, doc, *signed) in enumerate(rows))
@@ -170,6 +201,9 @@ def _counters():
         ("drop_ack_covered", True,  "queued ACKs dropped from a full ACK queue because a newer queued "
                                     "ACK of their flow carries their information"),
         ("drop_overrun",     True,  "frames dropped because the parser's output FIFO was full"),
+        ("red_marked",       False, "data frames RED notified by CE: ECT marked CE, or CE already"),
+        ("red_ce_already",   False, "of red_marked, frames that arrived CE (forwarded unchanged)"),
+        ("drop_red",         True,  "data frames RED notified by a drop: Not-ECT or not IP"),
     ]
     return tuple(Counter(name, COUNTER_BASE + 2 * i, doc, is_drop)
                  for i, (name, is_drop, doc) in enumerate(rows))

@@ -20,6 +20,7 @@ from .ingress import Ingress, ingress_entry_layout
 from .lib.buffer_pool import BufferPool
 from .lib.stream import FrameStream, WORD_BYTES
 from .queue_manager import Event, QueueManager
+from .red import RED_PARAM_PORTS
 from .shaper import Shaper
 
 __all__ = ["UplinkCore", "UplinkCoreTop", "EventSignature"]
@@ -151,6 +152,8 @@ class UplinkCore(wiring.Component):
             manager.ack_mode.eq(csr.params.ack_mode),
             manager.ack_queue_limit.eq(csr.params.ack_queue_limit),
             manager.data_share.eq(csr.params.data_share),
+            manager.now.eq(self.now),
+            *[getattr(manager, f"red_{name}").eq(csr.params[f"red_{name}"]) for name in RED_PARAM_PORTS],
             manager.egress_busy.eq(egress.busy),
             manager.shaper_eligible.eq(shaper.eligible),
             pool.free_a_en.eq(manager.free_buf_en),
@@ -165,6 +168,10 @@ class UplinkCore(wiring.Component):
             egress.start_is_ack.eq(manager.egress_is_ack),
             egress.start_addr.eq(manager.egress_addr),
             egress.start_bytes.eq(manager.egress_bytes),
+            egress.start_mark.eq(manager.egress_mark),
+            egress.start_ip.eq(manager.egress_ip),
+            egress.discard.eq(manager.egress_discard),
+            egress.discard_words.eq(manager.egress_discard_words),
             ring_r.addr.eq(egress.ring_rd_addr), egress.ring_rd_data.eq(ring_r.data),
             ack_r.addr.eq(egress.ack_rd_addr), egress.ack_rd_data.eq(ack_r.data),
             self.o.valid.eq(egress.o.valid),
@@ -195,6 +202,8 @@ class UplinkCore(wiring.Component):
             csr.inc.cam_collisions.eq(manager.stat_collision),
             csr.inc.cam_full.eq(manager.stat_cam_full),
             csr.inc.drop_overrun.eq(ingress.ev_overrun),
+            csr.inc.red_marked.eq(manager.stat_red_marked),
+            csr.inc.red_ce_already.eq(manager.stat_red_ce_already),
             csr.info.ack_slots.eq(self.ack_slots),
             csr.info.flow_entries.eq(self.flow_entries),
             csr.info.data_buffer_bytes.eq(self.data_buffer_bytes),
@@ -213,7 +222,8 @@ class UplinkCore(wiring.Component):
         for name, kind in (("drop_runt", Event.DROP_RUNT), ("drop_oversize", Event.DROP_OVERSIZE),
                            ("drop_data_full", Event.DROP_DATA_FULL),
                            ("drop_ack_front", Event.DROP_ACK_FRONT),
-                           ("drop_ack_covered", Event.DROP_ACK_COVERED)):
+                           ("drop_ack_covered", Event.DROP_ACK_COVERED),
+                           ("drop_red", Event.DROP_RED)):
             m.d.comb += csr.inc[name].eq(manager.ev_valid & (manager.ev_kind == kind))
         wiring.connect(m, wiring.flipped(self.csr), csr.bus)
         return m

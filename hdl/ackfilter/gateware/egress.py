@@ -1,4 +1,5 @@
-"""Egress of the uplink core: stream one granted frame out of its buffer."""
+"""Egress of the uplink core: stream one granted frame out of its buffer,
+with RED's CE mark written on the way (spec section 10)."""
 
 from amaranth.hdl import *
 from amaranth.lib import wiring
@@ -6,6 +7,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .lib.stream import FrameStream, WORD_BYTES
+from .parser import ip_header_layout
 
 __all__ = ["Egress"]
 
@@ -21,6 +23,8 @@ class Egress(wiring.Component):
     Ports
     -----
     start, start_is_ack, start_addr, start_bytes : In   a frame to send
+    start_mark, start_ip : In           send it with its IP header's ECN field CE
+    discard, discard_words : In         release that many ring words unsent (not while busy)
     busy : Out(1)                       a frame is being sent
     ring_rd_addr, ring_rd_data : the data ring read port (synchronous)
     ack_rd_addr, ack_rd_data : the ACK buffer read port (synchronous)
@@ -40,6 +44,10 @@ class Egress(wiring.Component):
             "start_is_ack":        In(1),
             "start_addr":          In(max(ring_bits, buf_bits)),
             "start_bytes":         In(16),
+            "start_mark":          In(1),
+            "start_ip":            In(ip_header_layout),
+            "discard":             In(1),
+            "discard_words":       In(16),
             "busy":                Out(1),
             "ring_rd_addr":        Out(ring_bits),
             "ring_rd_data":        In(32),
@@ -73,10 +81,13 @@ class Egress(wiring.Component):
             self.ack_rd_addr.eq(Cat(rd_idx[:self.slot_bits], addr[:self.buf_bits])),
         ]
 
+        mark = Signal()
+        ip = Signal(ip_header_layout)
         with m.If(self.start):
             m.d.sync += [
                 self.busy.eq(1), is_ack.eq(self.start_is_ack), addr.eq(self.start_addr),
                 nbytes.eq(self.start_bytes), rd_idx.eq(0), out_idx.eq(0),
+                mark.eq(self.start_mark), ip.eq(self.start_ip),
             ]
 
         # Issue a read when the FIFO has room for it and the words in flight:
@@ -100,9 +111,34 @@ class Egress(wiring.Component):
         staged_data = Signal(32 + 4 + 2)
         m.d.sync += [staged.eq(pending),
                      staged_data.eq(Cat(word, keep, pend_idx == 0, pend_idx + 1 == nwords))]
+        # The CE mark (model.red.set_ce), on the staged word: the IP header
+        # starts at byte 2 of word `ip.word`, so its byte 1 (IPv4 TOS, IPv6
+        # traffic class bits 3-0 and flow label) is lane 3 of that word and
+        # the IPv4 header checksum lanes 0-1 of the word three further on.
+        # IPv4: header word 0 `m` becomes `m | 3`, the checksum HC becomes
+        # ~(~HC + ~m + m') in ones' complement (RFC 1624 eq. 3).
+        staged_idx = Signal(15)
+        m.d.sync += staged_idx.eq(pend_idx)
+        out_word = Signal(32)
+        m_old = Signal(16)
+        m.d.comb += out_word.eq(staged_data[0:32])
+        with m.If(mark & (staged_idx == ip.word)):
+            m.d.sync += m_old.eq(Cat(staged_data[24:32], staged_data[16:24]))
+            m.d.comb += out_word[24:32].eq(staged_data[24:32] | Mux(ip.ipv6, 0x30, 0x03))
+        with m.If(mark & ~ip.ipv6 & (staged_idx == ip.word + 3)):
+            hc = Cat(staged_data[8:16], staged_data[0:8])
+            total = Signal(18)
+            fold1 = Signal(17)
+            new_hc = Signal(16)
+            m.d.comb += [
+                total.eq((~hc & 0xFFFF) + (~m_old & 0xFFFF) + (m_old | 3)),
+                fold1.eq(total[0:16] + total[16:18]),
+                new_hc.eq(~(fold1[0:16] + fold1[16])),
+                out_word[0:16].eq(Cat(new_hc[8:16], new_hc[0:8])),
+            ]
         m.d.comb += [
             fifo.w_en.eq(staged),
-            fifo.w_data.eq(staged_data),
+            fifo.w_data.eq(Cat(out_word, staged_data[32:])),
         ]
 
         out = self.o.payload
@@ -127,4 +163,7 @@ class Egress(wiring.Component):
             ]
             with m.If(~is_ack):
                 m.d.sync += data_rd_ptr.eq(data_rd_ptr + nwords)
+        with m.If(self.discard):
+            m.d.sync += data_rd_ptr.eq(data_rd_ptr + self.discard_words)
+            m.d.comb += self.data_frame_released.eq(1)
         return m

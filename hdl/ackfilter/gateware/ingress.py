@@ -13,7 +13,7 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..params import ACK_SLOT_BYTES
-from .parser import FrameParser, FrameClass, ack_meta_layout
+from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout
 from .lib.stream import FrameStream, WORD_BYTES
 
 __all__ = ["Verdict", "ingress_entry_layout", "Ingress"]
@@ -34,6 +34,7 @@ def ingress_entry_layout(*, ring_bits, buf_bits):
         "l3_bytes": 12,            # IP packet length (shaper accounting), <= MAX_FRAME_BYTES
         "start":   ring_bits,      # data ring word address of a DATA frame
         "buf":     buf_bits,       # ACK buffer of an ACK
+        "ip":      ip_header_layout,   # where RED marks a DATA frame (ECN: meta.ecn)
         "meta":    ack_meta_layout,
     })
 
@@ -159,6 +160,7 @@ class Ingress(wiring.Component):
             entry.start.eq(wr_ptr[:rb]),
             entry.buf.eq(stage_buf),
             entry.meta.eq(res.meta),
+            entry.ip.eq(res.ip),
             self.entry_valid.eq(parser.done),
             self.stat_frame.eq(parser.done),
             self.stat_bytes.eq(Mux(parser.done, res.nbytes, 0)),

@@ -34,7 +34,8 @@ from ..model.flowkey import KEY_WORDS, TPID_CODES, tag_matrix
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .lib.stream import WORD_BYTES
 
-__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "parse_result_layout", "FrameParser"]
+__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "ip_header_layout", "parse_result_layout",
+           "FrameParser"]
 
 
 class FrameClass(enum.Enum, shape=2):
@@ -63,11 +64,23 @@ ack_meta_layout = data.StructLayout({
     "ecn":        2,
 })
 
+#: Where a frame's IP header is, for RED's CE mark (spec section 10):
+#: ``found`` as ``model.red.ip_header`` finds one, ``word`` the 32-bit word
+#: holding its first two bytes (the header starts at byte 2 of it: every
+#: encapsulation adds a multiple of 4 bytes to Ethernet's 14), ``ipv6``.
+#: The ECN field itself is ``meta.ecn``.
+ip_header_layout = data.StructLayout({
+    "found": 1,
+    "word":  3,
+    "ipv6":  1,
+})
+
 parse_result_layout = data.StructLayout({
     "cls":      FrameClass,
     "pure_ack": 1,       # a pure ACK by the rules, whatever the ACK filter mode
     "nbytes":   16,      # frame length, saturating
     "l3_bytes": 16,      # IP packet length for the shaper (spec section 6)
+    "ip":       ip_header_layout,
     "meta":     ack_meta_layout,
 })
 
@@ -195,6 +208,7 @@ class FrameParser(wiring.Component):
         ecn     = Signal(2)
         ip_len  = Signal(16)                # IPv4 total length or IPv6 payload length
         ip_seen = Signal()                  # ip_len holds a length from an IP header
+        ip_ok   = Signal()                  # the IP header's version (and IPv4 IHL) hold
         src     = Array(Signal(32, name=f"src{i}") for i in range(4))
         dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
         ports   = Signal(32)
@@ -285,6 +299,7 @@ class FrameParser(wiring.Component):
                             ecn.eq(rb[1][0:2]),
                             ip_len.eq(_be16(rb[2], rb[3])),
                             ip_seen.eq(rb[0][4:8] == 4),
+                            ip_ok.eq((rb[0][4:8] == 4) & (rb[0][0:4] >= 5)),
                         ]
                         with m.If((rb[0][4:8] != 4) | (rb[0][0:4] < 5)):
                             m.d.sync += state.eq(_S.OTHER)
@@ -307,7 +322,7 @@ class FrameParser(wiring.Component):
                     with m.If(~r_full):
                         m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 0):
-                        m.d.sync += ecn.eq(rb[1][4:6])
+                        m.d.sync += [ecn.eq(rb[1][4:6]), ip_ok.eq(rb[0][4:8] == 6)]
                         with m.If(rb[0][4:8] != 6):
                             m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 1):
@@ -521,6 +536,10 @@ class FrameParser(wiring.Component):
                 res.pure_ack.eq(pure_ack),
                 res.nbytes.eq(nbytes),
                 res.l3_bytes.eq(l3_bytes),
+                # (model.red.ip_header: the fixed header is in the frame)
+                res.ip.found.eq(ip_ok & (nbytes >= l3_off + Mux(ipv6, 40, 20))),
+                res.ip.word.eq(l3_off[2:]),
+                res.ip.ipv6.eq(ipv6),
                 res.meta.tag.eq(tag),
                 res.meta.ack.eq(ack),
                 res.meta.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
@@ -552,7 +571,7 @@ class FrameParser(wiring.Component):
             m.d.sync += [
                 state.eq(_S.ETH), ridx.eq(0), hw.eq(0), ntags.eq(0), pppoe.eq(0),
                 pppoe_sid.eq(0), pppoe_len.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
-                ip_seen.eq(0), ip_sum.eq(0), tcp_sum.eq(0), tpid_next.eq(0),
+                ip_seen.eq(0), ip_ok.eq(0), ip_sum.eq(0), tcp_sum.eq(0), tpid_next.eq(0),
                 *[s.eq(0) for s in (vid[0], vid[1], tpid[0], tpid[1], src[1], src[2], src[3],
                                     dst[1], dst[2], dst[3])],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),

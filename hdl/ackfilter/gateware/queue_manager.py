@@ -28,8 +28,10 @@ from amaranth.lib.wiring import In, Out
 
 from .lib.buffer_pool import FreeStack
 from .flow_cam import FlowCAM
+from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
 from .ingress import Verdict, ingress_entry_layout
+from .parser import ip_header_layout
 from ..model.flowkey import KEY_WORDS
 from ..model.pktparse import SANE_SPAN
 from ..params import ACK_SLOT_BYTES, EVENTS
@@ -90,12 +92,16 @@ class QueueManager(wiring.Component):
     --------------
     entry_* : the ingress FIFO's read side (``entry_ready`` pops the head a
               cycle after it is taken; nothing else reads the FIFO meanwhile)
-    ack_mode, ack_queue_limit, data_share : parameters
+    now : the core's time (RED's idle decay)
+    ack_mode, ack_queue_limit, data_share, red_* : parameters
     egress_busy, shaper_eligible : may a frame start
     egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant
+    egress_mark, egress_ip : the granted data frame is to leave with CE (RED), its IP header here
+    egress_discard, egress_discard_words : a data frame RED dropped gives its ring space back
     free_buf_en, free_buf_id : an ACK buffer whose frame is gone
     ev_valid, ev_kind : event trace
-    stat_superseded, stat_collision, stat_cam_full : counter strobes
+    stat_superseded, stat_collision, stat_cam_full, stat_red_marked, stat_red_ce_already :
+              counter strobes
     ack_queue_depth, data_queue_frames, flows_active : levels
     idle, backlog : for simulators and status (idle: no arrival waiting or being
         handled and no descriptor in flight; with ``backlog`` low nothing
@@ -116,9 +122,11 @@ class QueueManager(wiring.Component):
             "entry_valid":       In(1),
             "entry":             In(entry),
             "entry_ready":       Out(1),
+            "now":               In(48),
             "ack_mode":          In(2),
             "ack_queue_limit":   In(8),
             "data_share":        In(9),
+            **{f"red_{name}": In(width) for name, width in RED_PARAM_PORTS.items()},
             "egress_busy":       In(1),
             "shaper_eligible":   In(1),
             "egress_start":      Out(1),
@@ -126,6 +134,10 @@ class QueueManager(wiring.Component):
             "egress_addr":       Out(max(ring_bits, buf_bits)),
             "egress_bytes":      Out(16),
             "egress_l3_bytes":   Out(16),
+            "egress_mark":       Out(1),
+            "egress_ip":         Out(ip_header_layout),
+            "egress_discard":    Out(1),
+            "egress_discard_words": Out(16),
             "free_buf_en":       Out(1),
             "free_buf_id":       Out(buf_bits),
             "ev_valid":          Out(1),
@@ -133,6 +145,8 @@ class QueueManager(wiring.Component):
             "stat_superseded":   Out(1),
             "stat_collision":    Out(1),
             "stat_cam_full":     Out(1),
+            "stat_red_marked":   Out(1),
+            "stat_red_ce_already": Out(1),
             "ack_queue_depth":   Out(range(ack_slots + 1)),
             "data_queue_frames": Out(range(desc_depth + 1)),
             "flows_active":      Out(range(flow_entries + 1)),
@@ -146,7 +160,11 @@ class QueueManager(wiring.Component):
         node_ids, flow_ids = range(n_slots), range(n_flows)
 
         m.submodules.cam = cam = FlowCAM(entries=n_flows)
-        desc_layout = data.StructLayout({"start": self.ring_bits, "nbytes": 16, "l3_bytes": 12})
+        # A data frame in the ring: sent (with CE when `mark`), or, when RED
+        # dropped it (`discard`), only released, in its turn, since the ring
+        # gives space back in order.
+        desc_layout = data.StructLayout({"start": self.ring_bits, "nbytes": 16, "l3_bytes": 12,
+                                         "mark": 1, "ip": ip_header_layout, "discard": 1})
         m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
         desc_r = data.View(desc_layout, desc.r_data)
 
@@ -198,6 +216,16 @@ class QueueManager(wiring.Component):
         cov_w      = cov_nodes.write_port()
         cov_head   = cov_nodes.read_port(domain="comb")    # of the head ACK's flow
         cov_cand   = cov_nodes.read_port(domain="comb")    # of the candidate to drop
+
+        # RED (spec section 10) decides for every data-class frame; the data
+        # queue's occupancy in bytes is its queue length. A discard at the
+        # head of the descriptors is no data to send.
+        m.submodules.red = red = RedUnit()
+        m.d.comb += [getattr(red, name).eq(getattr(self, f"red_{name}")) for name in RED_PARAM_PORTS]
+        m.d.comb += red.now.eq(self.now)
+        data_bytes = Signal(20)
+        have_data = Signal()
+        m.d.comb += have_data.eq(desc.r_rdy & ~desc_r.discard)
 
         head = Signal(node_ids)
         tail = Signal(node_ids)
@@ -399,7 +427,7 @@ class QueueManager(wiring.Component):
             self.data_queue_frames.eq(desc.level),
             self.flows_active.eq(cam.used),
             self.ack_queue_depth.eq(qlen),
-            self.backlog.eq((qlen != 0) | desc.r_rdy),
+            self.backlog.eq((qlen != 0) | have_data),
         ]
 
         # The credit change of a departure, ``charge_n * charge_k`` (or a
@@ -446,11 +474,18 @@ class QueueManager(wiring.Component):
                 # its way to the FIFO's read port (`level` counts it a cycle
                 # before `r_rdy` shows it): `backlog` does not show it yet, and
                 # a harness that skips cycles when idle would strand the frame.
-                m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | desc.r_rdy))
+                # A discard at the head is work too.
+                m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
                 # `cur` (640 bits) follows the FIFO's head while idle, so its
                 # enable waits for no decision; it holds once the frame is taken.
                 m.d.sync += cur.eq(self.entry)
-                with m.If(can_depart):
+                with m.If(desc.r_rdy & desc_r.discard & ~self.egress_busy):
+                    # (Not while a frame is sent: its words, before these,
+                    # are released first.)
+                    m.d.comb += [desc.r_en.eq(1), self.egress_discard.eq(1),
+                                 self.egress_discard_words.eq((desc_r.nbytes + 3) >> 2)]
+                    m.next = "Discarded"
+                with m.Elif(can_depart):
                     m.next = "Depart"
                 with m.Elif(self.entry_valid):
                     m.d.sync += pop_q.eq(1)
@@ -464,16 +499,49 @@ class QueueManager(wiring.Component):
                     with m.Case(Verdict.OVERSIZE):
                         event(Event.DROP_OVERSIZE)
                         m.next = "Idle"
-                    with m.Case(Verdict.DATA_FULL):
-                        event(Event.DROP_DATA_FULL)
-                        m.next = "Idle"
-                    with m.Case(Verdict.DATA):
-                        m.d.comb += [desc.w_en.eq(1),
-                                     desc.w_data.eq(Cat(cur.start, cur.nbytes, cur.l3_bytes))]
-                        event(Event.ARRIVE_DATA)
-                        m.next = "Idle"
+                    with m.Case(Verdict.DATA, Verdict.DATA_FULL):
+                        # RED decides first, also for a frame the ring had no
+                        # room for (its state changes all the same).
+                        with m.If(red.ready):
+                            m.d.comb += [
+                                red.start.eq(1),
+                                red.qlen.eq(data_bytes),
+                                red.ecn.eq(cur.meta.ecn),
+                                red.has_ip.eq(cur.ip.found),
+                                red.will_store.eq(cur.verdict == Verdict.DATA),
+                            ]
+                            m.next = "Red"
                     with m.Default():
                         m.next = "Lookup"
+
+            with m.State("Red"):
+                # The decision comes RED_LATENCY cycles after it was taken
+                # (params.RED_DECISION_LEAD counts them for the model).
+                desc_w = data.View(desc_layout, desc.w_data)
+                m.d.comb += [desc_w.start.eq(cur.start), desc_w.nbytes.eq(cur.nbytes),
+                             desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip)]
+                with m.If(red.done):
+                    m.next = "Idle"
+                    marked = red.action == RedAction.MARK
+                    m.d.comb += [self.stat_red_marked.eq(marked),
+                                 self.stat_red_ce_already.eq(marked & red.ce_already)]
+                    with m.If(red.action == RedAction.DROP):
+                        event(Event.DROP_RED)
+                        with m.If(cur.verdict == Verdict.DATA):      # in the ring: give it back
+                            m.d.comb += [desc.w_en.eq(1), desc_w.discard.eq(1)]
+                    with m.Elif(cur.verdict == Verdict.DATA_FULL):
+                        event(Event.DROP_DATA_FULL)
+                    with m.Else():
+                        m.d.comb += [desc.w_en.eq(1), desc_w.mark.eq(marked & ~red.ce_already)]
+                        m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
+                        with m.If(marked):
+                            event(Event.ARRIVE_DATA_MARKED)
+                        with m.Else():
+                            event(Event.ARRIVE_DATA)
+
+            with m.State("Discarded"):
+                # The descriptor FIFO shows its next head from the next cycle.
+                m.next = "Idle"
 
             with m.State("Lookup"):
                 m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
@@ -700,7 +768,6 @@ class QueueManager(wiring.Component):
 
             with m.State("Depart"):
                 have_ack = qlen != 0
-                have_data = desc.r_rdy
                 pick_data = have_data & (~have_ack | credit_pos)
                 nbytes = Mux(pick_data, desc_r.nbytes, head_q.nbytes)
                 m.d.sync += charge_n.eq(nbytes)
@@ -718,7 +785,11 @@ class QueueManager(wiring.Component):
                         desc.r_en.eq(1),
                         self.egress_is_ack.eq(0),
                         self.egress_addr.eq(desc_r.start),
+                        self.egress_mark.eq(desc_r.mark),
+                        self.egress_ip.eq(desc_r.ip),
+                        red.emptied.eq(data_bytes == desc_r.nbytes),
                     ]
+                    m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
                     event(Event.DEPART_DATA)
                 with m.Else():
                     leave_head()

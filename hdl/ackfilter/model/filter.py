@@ -8,6 +8,13 @@ them. It has no notion of time, buffer bytes or the shaper (see
 the data buffer full (``data_full=True``) and calls :meth:`depart` when the
 hardware reports a departure.
 
+RED (spec section 10, :mod:`.red`) is part of the model when a
+:class:`~.red.Red` is given: every data-class arrival then gets its RED
+decision, which needs the cycle it was taken at (``now``), and every
+departure that empties the data queue starts RED's idle period (``now``
+again). Without one the model is the core with ``red_enable`` 0, which never
+marks or drops.
+
 The flow table is modelled as the hardware builds it: ``flow_entries``
 numbered entries, each holding a flow's 16-bit tag (:mod:`.flowkey`) and full
 key; a new flow takes the lowest free entry. So the model predicts every CAM
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, EVENTS, FLOW_ENTRIES, MAX_FRAME_BYTES,
                       param)
 from .pktparse import SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
+from .red import ECN_CE, Red, ecn_codepoint
 
 __all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
 
@@ -127,6 +135,8 @@ class FilterModel:
         ``ACK_SLOTS`` of the gateware.
     slot_bytes, max_frame : int
         ACK slot size and ``MAX_FRAME_BYTES``.
+    red : Red or None
+        RED on the data queue (the registers' values); ``None``: off.
 
     Attributes
     ----------
@@ -142,7 +152,9 @@ class FilterModel:
     def __init__(self, *, ack_mode=param("ack_mode").default,
                  ack_queue_limit=param("ack_queue_limit").default, flow_entries=FLOW_ENTRIES,
                  data_share=param("data_share").default, ack_slots=ACK_SLOTS,
-                 slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES):
+                 slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES, red=None):
+        if red is not None and not isinstance(red, Red):
+            raise TypeError(f"red must be a model.red.Red or None, not {red!r}")
         if ack_mode not in (0, 1, 2):
             raise ValueError(f"ack_mode must be 0, 1 or 2, not {ack_mode!r}")
         if not 0 <= data_share <= 256:
@@ -160,6 +172,8 @@ class FilterModel:
         self.max_frame = max_frame
         self.ack_queue = deque()     # of _QueuedAck, head first
         self.data_queue = deque()    # of bytes, head first
+        self.data_bytes = 0          # their total length (RED's queue occupancy)
+        self.red = red
         self.entries = [None] * flow_entries   # of _FlowEntry
         self.credit = 0
         self.counters = {name: 0 for name in MODEL_COUNTERS}
@@ -214,7 +228,7 @@ class FilterModel:
         self._count_in(frame, self.classify(frame))
         self.counters["drop_overrun"] += 1
 
-    def arrive(self, frame, *, data_full=False):
+    def arrive(self, frame, *, data_full=False, now=None):
         """One frame arrives; returns the events it produces, in order.
 
         Parameters
@@ -224,6 +238,11 @@ class FilterModel:
         data_full : bool
             The hardware found no room for this frame in the data buffer. The
             frame must then be of class ``data`` (else ``AssertionError``).
+            RED decides first: a frame RED drops is ``DROP_RED`` whatever the
+            room.
+        now : int
+            With RED: the cycle of the RED decision (a data-class frame's
+            arrival event cycle less ``params.RED_DECISION_LEAD``).
         """
         frame = bytes(frame)
         p = self.classify(frame)
@@ -238,12 +257,26 @@ class FilterModel:
             self.counters["drop_oversize"] += 1
             ev = ["DROP_OVERSIZE"]
         elif p.cls == "data":
-            if data_full:
-                self.counters["drop_data_full"] += 1
-                ev = ["DROP_DATA_FULL"]
+            action = "pass"
+            if self.red is not None:
+                if now is None:
+                    raise TypeError("with RED, arrive() needs now= (the cycle of the RED decision)")
+                arrived_ce = ecn_codepoint(frame) == ECN_CE
+                action, frame = self.red.arrive(frame, self.data_bytes, now)
+            if action == "drop":
+                self.counters["drop_red"] += 1
+                ev = ["DROP_RED"]
             else:
-                self.data_queue.append(frame)
-                ev = ["ARRIVE_DATA"]
+                if action == "mark":
+                    self.counters["red_marked"] += 1
+                    self.counters["red_ce_already"] += arrived_ce
+                if data_full:
+                    self.counters["drop_data_full"] += 1
+                    ev = ["DROP_DATA_FULL"]
+                else:
+                    self.data_queue.append(frame)
+                    self.data_bytes += len(frame)
+                    ev = ["ARRIVE_DATA_MARKED" if action == "mark" else "ARRIVE_DATA"]
         else:
             ev = self._arrive_ack(frame, p)
         self.events.extend(ev)
@@ -331,11 +364,13 @@ class FilterModel:
 
     # -- departure -------------------------------------------------------
 
-    def depart(self):
+    def depart(self, *, now=None):
         """The scheduler picks one frame (spec section 4).
 
         Returns ``("DEPART_ACK" | "DEPART_DATA", frame)`` or ``None`` when
-        both queues are empty. The caller decides *when* (shaper, output).
+        both queues are empty. The caller decides *when* (shaper, output);
+        with RED, ``now`` is the departure's cycle (a data departure that
+        empties the data queue starts RED's idle period there).
         """
         has_ack, has_data = bool(self.ack_queue), bool(self.data_queue)
         if not has_ack and not has_data:
@@ -347,6 +382,11 @@ class FilterModel:
             self.credit = 0
         if take_data:
             frame = self.data_queue.popleft()
+            self.data_bytes -= len(frame)
+            if self.red is not None and not self.data_queue:
+                if now is None:
+                    raise TypeError("with RED, depart() needs now= (the cycle of the departure)")
+                self.red.emptied(now)
             if has_ack:
                 self.credit -= len(frame) * (256 - self.data_share)
             kind = "DEPART_DATA"

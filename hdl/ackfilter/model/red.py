@@ -20,13 +20,13 @@ Frames are given without preamble and FCS, exactly as the core sees them.
 
 import math
 
-from ..params import F_SYS_HZ
+from ..params import COUNTERS, F_SYS_HZ, PARAMS, param
 from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, PPP_IPV4, PPP_IPV6, VLAN_TPIDS,
                        ones_complement_sum)
 
 __all__ = [
     "AVG_FRAC_BITS", "P_FRAC_BITS", "P_ONE", "MAX_QLEN_BYTES", "COUNT_MAX", "MIN_WQ_SHIFT",
-    "MAX_WQ_SHIFT", "MAX_IDLE_SHIFT", "RED_PRNG_SEED", "ECN_NOT_ECT", "ECN_ECT1", "ECN_ECT0",
+    "MAX_WQ_SHIFT", "MIN_IDLE_SHIFT", "MAX_IDLE_SHIFT", "RED_PRNG_SEED", "ECN_NOT_ECT", "ECN_ECT1", "ECN_ECT0",
     "ECN_CE", "RED_PARAMS", "RED_COUNTERS", "IDLE_PACKET_BYTES",
     "xorshift32", "ewma_step", "idle_decay", "region", "pb_terms", "early_notify",
     "ip_header", "ecn_codepoint", "checksum_update", "set_ce", "idle_shift_for_rate", "Red",
@@ -43,16 +43,18 @@ P_FRAC_BITS = 16
 P_ONE = 1 << P_FRAC_BITS
 #: Largest queue occupancy and threshold in bytes (20-bit registers: room for
 #: any data ring the board's block RAM can hold; the default ring is 32768).
-MAX_QLEN_BYTES = (1 << 20) - 1
+MAX_QLEN_BYTES = param("red_max_bytes").maximum
 #: ``count`` (unmarked packets since the last notification) is a 16-bit
 #: counter that saturates here.
 COUNT_MAX = (1 << 16) - 1
 #: ``wq_shift`` range: w_q = 2^-wq_shift. Floyd and Jacobson recommend
 #: w_q >= 0.001 (section 6); 2^-9 = 0.00195 is near their 0.002.
-MIN_WQ_SHIFT, MAX_WQ_SHIFT = 1, 15
+MIN_WQ_SHIFT, MAX_WQ_SHIFT = param("red_wq_shift").minimum, param("red_wq_shift").maximum
 #: ``idle_shift`` range (a 5-bit register): one idle decay step every
-#: 2^idle_shift cycles of an empty queue.
-MAX_IDLE_SHIFT = 31
+#: 2^idle_shift cycles of an empty queue. At least 1: the hardware applies
+#: one step per cycle, and steps that fell due while a decision was being
+#: taken must be caught up faster than new ones fall due (spec section 10).
+MIN_IDLE_SHIFT, MAX_IDLE_SHIFT = param("red_idle_shift").minimum, param("red_idle_shift").maximum
 #: Reset value of the xorshift32 state: Marsaglia's example seed
 #: (Marsaglia 2003, "Xorshift RNGs", J. Stat. Softw. 8(14), section 3).
 RED_PRNG_SEED = 2463534242
@@ -64,36 +66,12 @@ ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
 #: bytes is ns-2's RED ``mean_pktsize_``).
 IDLE_PACKET_BYTES = 500
 
-#: The registers of spec section 10, as rows of ``params.PARAMS`` will hold
-#: them: name, width, default, minimum, maximum, unit, meaning. The register
-#: reset leaves RED off.
-RED_PARAMS = (
-    ("red_enable",      1,     0, 0,      1,              "bool",
-     "RED on the data queue: 0 off (never marks or drops; the average is still kept), 1 on"),
-    ("red_min_bytes",  20,  4500, 0,      MAX_QLEN_BYTES - 1, "bytes",
-     "min_th: no notification while the average is below it"),
-    ("red_max_bytes",  20, 13500, 1,      MAX_QLEN_BYTES, "bytes",
-     "max_th: the early region ends here (must be > red_min_bytes, else RED acts as off)"),
-    ("red_max_p",      17,  6554, 0,      P_ONE,          "1/65536",
-     "max_p: the notification probability p_b reaches at max_th (6554: 0.1)"),
-    ("red_wq_shift",    4,     9, MIN_WQ_SHIFT, MAX_WQ_SHIFT, "log2",
-     "w_q = 2^-red_wq_shift, the weight of a new sample in the average"),
-    ("red_gentle",      1,     1, 0,      1,              "bool",
-     "0: every frame notified from max_th; 1: p_b rises from max_p to 1 up to 2*max_th"),
-    ("red_idle_shift",  5,    16, 0,      MAX_IDLE_SHIFT, "log2 cycles",
-     "while the data queue is empty the average decays one step per 2^red_idle_shift cycles"),
-)
+#: The registers and counters of spec section 10 (rows of ``params.PARAMS``
+#: and ``params.COUNTERS``).
+RED_PARAMS = tuple(p for p in PARAMS if p.name.startswith("red_"))
+RED_COUNTERS = tuple(c for c in COUNTERS if c.name in ("red_marked", "red_ce_already", "drop_red"))
 
-#: The counters of spec section 10: name, is a drop, meaning. ``drop_red``
-#: is named like the core's other drop counters, which tools total by
-#: their ``drop_`` prefix.
-RED_COUNTERS = (
-    ("red_marked",     False, "data frames RED notified by CE: ECT marked CE, or CE already"),
-    ("red_ce_already", False, "of red_marked, frames that arrived CE (forwarded unchanged)"),
-    ("drop_red",       True,  "data frames RED notified by a drop: Not-ECT or not IP"),
-)
-
-_REG = {name: (lo, hi) for name, _w, _d, lo, hi, _u, _doc in RED_PARAMS}
+_REG = {p.name: (p.minimum, p.maximum) for p in RED_PARAMS}
 
 
 def _check_int(name, value, lo, hi, what=""):
@@ -333,7 +311,7 @@ def set_ce(frame):
 
 def idle_shift_for_rate(rate_bps, *, packet_bytes=IDLE_PACKET_BYTES, f_sys_hz=F_SYS_HZ):
     """``red_idle_shift`` for an uplink of ``rate_bps``: log2 of the cycles
-    ``packet_bytes`` take on it, rounded, clamped to 0 .. ``MAX_IDLE_SHIFT``.
+    ``packet_bytes`` take on it, rounded, clamped to ``MIN_IDLE_SHIFT`` .. ``MAX_IDLE_SHIFT``.
 
     Floyd and Jacobson (Figure 2, section 11) decay the average as if
     ``m = idle time / s`` packets had found the queue empty, ``s`` the
@@ -347,7 +325,7 @@ def idle_shift_for_rate(rate_bps, *, packet_bytes=IDLE_PACKET_BYTES, f_sys_hz=F_
         raise ValueError(f"rate must be a positive finite number of bit/s, not {rate_bps!r}")
     _check_int("packet_bytes", packet_bytes, 1, MAX_QLEN_BYTES)
     cycles = 8 * packet_bytes * f_sys_hz / rate_bps
-    return min(MAX_IDLE_SHIFT, max(0, round(math.log2(cycles))))
+    return min(MAX_IDLE_SHIFT, max(MIN_IDLE_SHIFT, round(math.log2(cycles))))
 
 
 # --- the block -----------------------------------------------------------------------------
@@ -367,7 +345,7 @@ class Red:
     gentle : bool
         ``red_gentle``.
     idle_shift : int
-        ``red_idle_shift``, 0 .. 31: one idle decay step per 2^idle_shift
+        ``red_idle_shift``, 1 .. 31: one idle decay step per 2^idle_shift
         cycles of an empty queue.
     enable : bool
         ``red_enable`` (the model's default is on; the register resets to 0).
@@ -398,7 +376,7 @@ class Red:
         self.max_p = _check_int("max_p", max_p, *_REG["red_max_p"], " (in 1/65536)")
         self.wq_shift = _check_int("wq_shift", wq_shift, MIN_WQ_SHIFT, MAX_WQ_SHIFT)
         self.gentle = _check_bool("gentle", gentle)
-        self.idle_shift = _check_int("idle_shift", idle_shift, 0, MAX_IDLE_SHIFT)
+        self.idle_shift = _check_int("idle_shift", idle_shift, MIN_IDLE_SHIFT, MAX_IDLE_SHIFT)
         self.enable = _check_bool("enable", enable)
         self.prng = _check_int("seed", seed, 1, 0xFFFF_FFFF, " (0 is a fixed point of xorshift32)")
         self.avg_q16 = 0
@@ -406,7 +384,7 @@ class Red:
         self.idle_since = 0          # cycle the data queue last became empty (reset: 0)
         self.idle_steps = 0          # idle decay steps applied since then
         self.now = 0                 # latest cycle seen
-        self.counters = {name: 0 for name, _d, _doc in RED_COUNTERS}
+        self.counters = {c.name: 0 for c in RED_COUNTERS}
 
     @property
     def avg_bytes(self):

@@ -11,13 +11,12 @@ collisions itself, so nothing the hardware did is excused. Used by the cocotb
 benches, the replay tests and the fuzz campaign alike.
 """
 
-from ..params import OVERRUN_EVENT
+from ..params import ARRIVAL_EVENTS, OVERRUN_EVENT, RED_DECISION_LEAD
 from .filter import FilterModel
 
 __all__ = ["ARRIVALS", "check_run"]
 
-ARRIVALS = frozenset({"ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED",
-                      "ARRIVE_ACK_SUPERSEDE", "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL"})
+ARRIVALS = ARRIVAL_EVENTS
 #: Drops that make room for the arrival reported next.
 ROOM = frozenset({"DROP_ACK_FRONT", "DROP_ACK_COVERED"})
 
@@ -45,7 +44,7 @@ def check_run(model, sent, events, received, *, counters=None):
             frame = next(frames, None)
             assert frame is not None, f"cycle {cycle}: {ev} but every input frame was accounted for"
             n_in += 1
-            got = model.arrive(frame, data_full=(ev == "DROP_DATA_FULL"))
+            got = model.arrive(frame, data_full=(ev == "DROP_DATA_FULL"), now=cycle - RED_DECISION_LEAD)
             want = pending + [ev]
             assert got == want, (
                 f"cycle {cycle}, event #{i}: input frame #{n_in - 1} ({frame[:64].hex()}...): "
@@ -53,7 +52,7 @@ def check_run(model, sent, events, received, *, counters=None):
             pending = []
             continue
         assert ev in ("DEPART_ACK", "DEPART_DATA"), f"unknown event {ev!r}"
-        got = model.depart()
+        got = model.depart(now=cycle)
         assert got is not None, f"cycle {cycle}: hardware sent {ev}, the model has nothing queued"
         assert got[0] == ev, f"cycle {cycle}, event #{i}: hardware {ev}, model {got[0]}"
         expected_out.append(got[1])

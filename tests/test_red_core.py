@@ -1,0 +1,164 @@
+"""RED in the whole core (spec section 10), through the Verilated RTL in the
+replay harness: every decision against the golden model with RED
+(``check_run``: the events, ``DROP_RED`` and ``ARRIVE_DATA_MARKED`` among
+them, every output byte, every counter), and every marked frame that leaves
+parsed by Scapy, independently of the model: CE set, the IPv4 header
+checksum right, nothing else changed.
+
+The traces mix what RED must tell apart: ECT(0), ECT(1), CE and Not-ECT
+frames, IPv4 and IPv6, VLAN tags and PPPoE, frames with no IP header for
+RED (ARP), pure ACKs (never RED's with the filter on), and pauses in which
+the data queue empties and the average decays (the harness skips the clock
+while the core is idle: the decay runs on the core's time).
+"""
+
+import random
+
+import pytest
+from scapy.layers.inet import IP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.layers.ppp import PPPoE  # noqa: F401 (binds PPPoE session frames to PPP, IP, IPv6)
+
+from ackfilter import params
+from ackfilter.cli import red_registers
+from ackfilter.model import FilterModel
+from ackfilter.model.red import ECN_CE, Red, ecn_codepoint, ip_header
+from ackfilter.model.scoreboard import check_run
+from ackfilter.sim import traces
+from ackfilter.sim.replay import replay
+
+UPLINK_BPS = 2_000_000
+
+FLOWS = [
+    traces.Flow(),
+    traces.Flow(src="2001:db8::10", dst="2001:db8::5", sport=50001),
+    traces.Flow(sport=50002, vlans=((0x8100, 7),)),
+    traces.Flow(sport=50003, pppoe_session=0x1234),
+    traces.Flow(src="2001:db8::11", dst="2001:db8::5", sport=50004, vlans=((0x88A8, 3), (0x8100, 4)),
+                pppoe_session=0x55),
+]
+
+
+def upload_trace(seed, *, n=1500, burst_s=0.25, pause_s=0.3):
+    """Data frames of the five flows with random ECN fields and sizes, in
+    bursts at about three times the uplink rate with pauses between (the
+    queue fills, then drains and sits empty), plus ARP frames and the
+    download's pure ACKs."""
+    rng = random.Random(seed)
+    out, t, seq = [], 0.0, {i: 1 for i in range(len(FLOWS))}
+    burst_end = burst_s
+    for i in range(n):
+        k = rng.randrange(len(FLOWS))
+        r = rng.random()
+        if r < 0.05:
+            frame = traces._arp_frame("02:00:00:00:00:%02x" % (i % 200 + 1), "192.168.1.10", "192.168.1.1")
+        elif r < 0.15:
+            frame = traces.tcp_frame(FLOWS[k], seq=9, ack=1000 + i * 1448, flags="A",
+                                     ecn=rng.choice((0, 2)), ip_id=i, builder="raw")
+        else:
+            size = rng.choice((200, 600, 1000, 1400))
+            frame = traces.tcp_frame(FLOWS[k], seq=seq[k], ack=1, flags="PA", payload=bytes(size),
+                                     ecn=rng.choice((0, 1, 2, 3, 2, 2)), ip_id=i, builder="raw")
+            seq[k] += size
+        out.append((t, frame))
+        t += len(frame) * 8 / (3 * UPLINK_BPS)
+        if t > burst_end:
+            t += pause_s
+            burst_end = t + burst_s
+    return out
+
+
+class CountingRed(Red):
+    """The model, counting the arrivals at an empty queue that found the
+    average decayed (the idle path was exercised)."""
+    decays = 0
+
+    def arrive(self, frame, qlen_bytes, now_cycles):
+        before = self.avg_q16
+        out = super().arrive(frame, qlen_bytes, now_cycles)
+        self.decays += qlen_bytes == 0 and self.avg_q16 < before
+        return out
+
+
+def _checked_run(frames, *, red_regs, mode="aggressive"):
+    res = replay(frames, uplink_rate_bps=UPLINK_BPS, ack_mode=mode, events=True, csr=red_regs)
+    red = CountingRed(min_bytes=red_regs["red_min_bytes"], max_bytes=red_regs["red_max_bytes"],
+              max_p=red_regs["red_max_p"], wq_shift=red_regs.get("red_wq_shift", 9),
+              gentle=bool(red_regs.get("red_gentle", 1)), idle_shift=red_regs["red_idle_shift"])
+    model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], red=red)
+    check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
+              counters=res.counters)
+    assert res.protocol_errors == 0
+    return res, model
+
+
+def _scapy_check_marked(frames_in, frames_out):
+    """Every output frame that is CE where its input was ECT: Scapy finds CE,
+    a right IPv4 checksum, and every other byte as it came in."""
+    by_body = {}
+    for _t, f in frames_in:
+        hdr = ip_header(f)
+        if hdr is not None:
+            off, v = hdr
+            key = bytearray(f)
+            key[off + 1] &= 0xFC if v == 4 else 0xCF
+            if v == 4:
+                key[off + 10:off + 12] = b"\0\0"
+            by_body.setdefault(bytes(key), f)
+    marked = 0
+    for f in frames_out:
+        hdr = ip_header(f)
+        if hdr is None or ecn_codepoint(f) != ECN_CE:
+            continue
+        off, v = hdr
+        key = bytearray(f)
+        key[off + 1] &= 0xFC if v == 4 else 0xCF
+        if v == 4:
+            key[off + 10:off + 12] = b"\0\0"
+        orig = by_body[bytes(key)]
+        if ecn_codepoint(orig) == ECN_CE:
+            assert f == orig
+            continue
+        marked += 1
+        pkt = Ether(f)
+        ip = pkt[IP] if v == 4 else pkt[IPv6]
+        if v == 4:
+            assert ip.tos & 3 == 3
+            want = ip.chksum
+            del ip.chksum
+            assert IP(bytes(ip)).chksum == want, f.hex()
+            assert ip.tos >> 2 == Ether(orig)[IP].tos >> 2
+        else:
+            assert ip.tc & 3 == 3 and ip.tc >> 2 == Ether(orig)[IPv6].tc >> 2
+        diff = [i for i in range(len(f)) if f[i] != orig[i]]
+        allowed = {off + 1} | ({off + 10, off + 11} if v == 4 else set())
+        assert set(diff) <= allowed, (diff, allowed)
+    return marked
+
+
+@pytest.mark.parametrize("seed,gentle", [(1, 1), (2, 0)])
+def test_red_marks_and_drops_as_the_model_decides_through_the_whole_core(seed, gentle):
+    frames = upload_trace(seed)
+    regs = red_registers({"red_enable": 1, "red_min_bytes": 3000, "red_max_bytes": 9000,
+                          "red_max_p": 13107}, UPLINK_BPS)
+    regs.update(red_wq_shift=3, red_gentle=gentle)
+    res, model = _checked_run(frames, red_regs=regs)
+    c = res.counters
+    # The trace did what it is for: marks of ECT frames, CE frames passed
+    # on, drops of Not-ECT and non-IP frames, the queue drained between bursts.
+    assert c["red_marked"] > 20 and c["red_ce_already"] > 3 and c["drop_red"] > 20, c
+    assert model.red.decays >= 3
+    assert _scapy_check_marked(frames, [f for _t, f in res.frames_out]) > 10
+
+
+def test_red_off_changes_nothing():
+    # The reset values: RED is off, no frame is marked or dropped by it,
+    # and the model without RED agrees decision by decision.
+    frames = upload_trace(3, n=600)
+    res = replay(frames, uplink_rate_bps=UPLINK_BPS, ack_mode="aggressive", events=True)
+    model = FilterModel(ack_mode=params.ACK_FILTER_MODES["aggressive"])
+    check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
+              counters=res.counters)
+    assert res.counters["red_marked"] == res.counters["drop_red"] == 0
+    assert res.params["red_enable"] == 0
