@@ -74,6 +74,17 @@ def test_full_plan_has_every_scenario_and_the_data_share_variants():
     for share in (0, 64, 192):
         assert f"conservative-share{share}" in s3 and f"aggressive-share{share}" in s3
     assert {sc.flows for sc, _ in todo if sc.name == "S4"} == {1, 2, 4, 8, 12}
+    for name in ("S1", "S3", "S5U"):
+        vs = {v for sc, v in todo if sc.name == name}
+        assert {"aggressive-red", "aggressive-red-ecn"} <= vs, name
+
+
+def test_red_variants_set_red_for_the_rate_and_the_hosts_ecn():
+    from ackfilter.model.red import registers_for_rate
+    csr = E.VARIANTS["aggressive-red-ecn"].csr(28800)
+    assert {k: csr[k] for k in csr if k.startswith("red_")} == registers_for_rate(28800)
+    assert E.VARIANTS["aggressive-red-ecn"].ecn == 1 and E.VARIANTS["aggressive-red"].ecn == 0
+    assert not any(k.startswith("red_") for k in E.VARIANTS["aggressive"].csr(28800))
 
 
 def _stats(**over):

@@ -26,7 +26,7 @@ from ackfilter.model.pktparse import ones_complement_sum
 from ackfilter.model.red import (COUNT_MAX, ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, P_ONE,
                                  RED_COUNTERS, RED_PARAMS, RED_PRNG_SEED, Red, checksum_update,
                                  early_notify, ecn_codepoint, ewma_step, idle_decay,
-                                 idle_shift_for_rate, ip_header, pb_terms, region, set_ce,
+                                 idle_shift_for_rate, ip_header, pb_terms, region, registers_for_rate, set_ce,
                                  xorshift32)
 
 SPEC = Path(__file__).resolve().parent.parent / "docs" / "spec.md"
@@ -676,3 +676,17 @@ def test_the_counter_table_in_the_spec_is_the_models():
     names = [r[0].strip("`") for r in _table_rows(text, "(red_|drop_red)") if len(r) == 2]
     assert names == [c.name for c in RED_COUNTERS]
     assert text.splitlines()[0] == "## 10. RED (random early detection with ECN marking)"
+
+
+def test_registers_for_rate_follow_adaptive_reds_rules():
+    # C packets of 1500 bytes per second; w_q about 1/C (one-second time constant)
+    r = registers_for_rate(1e6)                      # C = 83.3: log2 = 6.38
+    assert r == {"red_enable": 1, "red_min_bytes": 3000, "red_max_bytes": 9000, "red_max_p": 6554,
+                 "red_wq_shift": 6, "red_gentle": 1, "red_idle_shift": 18}
+    assert registers_for_rate(28800)["red_wq_shift"] == 1          # C = 2.4: the floor
+    assert registers_for_rate(1e9)["red_wq_shift"] == 15           # C = 83333: log2 = 16.3, capped
+    assert registers_for_rate(10e6)["red_wq_shift"] == 10          # C = 833: log2 = 9.7
+    Red(**{k[4:]: v for k, v in registers_for_rate(64000).items() if k != "red_enable"})
+    for bad in (0, -1, "1M", True):
+        with pytest.raises(ValueError, match="rate must be a positive number of bit/s"):
+            registers_for_rate(bad)

@@ -208,17 +208,24 @@ class RedUnit(wiring.Component):
         # a decision waits until at most the step of its own cycle is left.
         # With the average at 0 the steps change nothing, so the schedule
         # skips ahead (no catching up after a long idle jump).
+        # The strobe is registered first (it comes from the queue manager's
+        # departure, behind a block RAM read): the idle period it starts is
+        # set up in the cycle after t0, when no step can be due yet (the
+        # first falls at t0 + 2^s, s >= 1) and no decision is taken.
         idle = Signal(init=1)                   # the queue is empty (reset: since cycle 0)
         next_at = Signal(48)
+        emptied_q = Signal()
+        t0 = Signal(48)
+        m.d.sync += [emptied_q.eq(self.emptied), t0.eq(self.now)]
         due = Signal()
         apply_step = Signal()
         m.d.comb += [
-            due.eq(idle & ~self.emptied & (self.now >= next_at)),
+            due.eq(idle & ~emptied_q & (self.now >= next_at)),
             more.eq(idle & (avg != 0) & (self.now >= next_at + step)),    # a second one due
             apply_step.eq(~frozen & due),
         ]
-        with m.If(self.emptied):
-            m.d.sync += [idle.eq(1), next_at.eq(self.now + step)]
+        with m.If(emptied_q):
+            m.d.sync += [idle.eq(1), next_at.eq(t0 + step)]
         with m.Elif(apply_step):
             m.d.sync += next_at.eq(Mux(avg == 0, self.now, next_at) + step)
 

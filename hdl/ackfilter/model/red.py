@@ -29,7 +29,8 @@ __all__ = [
     "MAX_WQ_SHIFT", "MIN_IDLE_SHIFT", "MAX_IDLE_SHIFT", "RED_PRNG_SEED", "ECN_NOT_ECT", "ECN_ECT1", "ECN_ECT0",
     "ECN_CE", "RED_PARAMS", "RED_COUNTERS", "IDLE_PACKET_BYTES",
     "xorshift32", "ewma_step", "idle_decay", "region", "pb_terms", "early_notify",
-    "ip_header", "ecn_codepoint", "checksum_update", "set_ce", "idle_shift_for_rate", "Red",
+    "ip_header", "ecn_codepoint", "checksum_update", "set_ce", "idle_shift_for_rate",
+    "registers_for_rate", "Red",
 ]
 
 #: Fraction bits of the average: ``avg_q16`` is the average queue length in
@@ -329,6 +330,31 @@ def idle_shift_for_rate(rate_bps, *, packet_bytes=IDLE_PACKET_BYTES, f_sys_hz=F_
 
 
 # --- the block -----------------------------------------------------------------------------
+
+def registers_for_rate(rate_bps, *, packet_bytes=1500):
+    """RED's registers for an uplink of ``rate_bps``, after Adaptive RED's
+    automatic settings (Floyd, Gummadi and Shenker 2001, section 4), in
+    whole packets of ``packet_bytes``:
+
+    * ``w_q = 1 - exp(-1/C)`` for ``C`` packets per second, about ``1/C``:
+      the average's time constant is one second at any rate, so
+      ``red_wq_shift = round(log2 C)`` (1 .. 15);
+    * ``min_th`` two packets (Adaptive RED's floor is five, for links where
+      five packets are milliseconds; at modem rates one packet takes
+      hundreds), ``max_th = 3 min_th``, gentle, ``max_p`` 0.1 (Adaptive
+      RED's fixed start; the firmware is to adapt it);
+    * ``red_idle_shift`` from :func:`idle_shift_for_rate`.
+
+    Returns ``{register: value}`` with ``red_enable`` 1.
+    """
+    if isinstance(rate_bps, bool) or not isinstance(rate_bps, (int, float)) or not rate_bps > 0:
+        raise ValueError(f"rate must be a positive number of bit/s, not {rate_bps!r}")
+    c = rate_bps / (8 * packet_bytes)
+    wq = min(MAX_WQ_SHIFT, max(MIN_WQ_SHIFT, round(math.log2(c)) if c > 1 else MIN_WQ_SHIFT))
+    return {"red_enable": 1, "red_min_bytes": 2 * packet_bytes, "red_max_bytes": 6 * packet_bytes,
+            "red_max_p": round(0.1 * P_ONE), "red_wq_shift": wq, "red_gentle": 1,
+            "red_idle_shift": idle_shift_for_rate(rate_bps)}
+
 
 class Red:
     """RED on the data queue (spec section 10), one :meth:`arrive` per data frame.

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ... import params
+from ...model.red import registers_for_rate
 from ...units import format_rate
 from ..verilog import REPO_ROOT
 from .bridge import BridgeError, Link, build_bridge
@@ -46,6 +47,8 @@ class Variant:
     uplink: str = "core"            # "core" or "fifo" (the modem's own 10-packet FIFO, no core)
     ack_mode: str = None
     data_share: int = None
+    red: bool = False               # RED on, set for the uplink rate (model.red.registers_for_rate)
+    ecn: int = 0                    # the hosts' net.ipv4.tcp_ecn (1: request ECN)
 
     def csr(self, uplink_bps):
         """The core's registers for this variant on an uplink of ``uplink_bps``.
@@ -56,9 +59,10 @@ class Variant:
         it."""
         if self.uplink != "core":
             return {}
+        red = registers_for_rate(uplink_bps) if self.red else {}
         return {"ack_mode": self.ack_mode, "data_share": self.data_share,
                 "shaper_cpb_q16": params.cpb_q16_for_rate(uplink_bps),
-                "shaper_burst_bytes": 0, "shaper_overhead_bytes": 0, "shaper_charge_base": 0}
+                "shaper_burst_bytes": 0, "shaper_overhead_bytes": 0, "shaper_charge_base": 0, **red}
 
 
 def _variants():
@@ -69,6 +73,11 @@ def _variants():
                  ack_mode="conservative", data_share=128),
          Variant("aggressive", "aggressive supersession, data share 128",
                  ack_mode="aggressive", data_share=128)]
+    v += [Variant("aggressive-red", "aggressive, data share 128, RED on the data queue (drops: the "
+                  "hosts do not use ECN)", ack_mode="aggressive", data_share=128, red=True),
+          Variant("aggressive-red-ecn", "aggressive, data share 128, RED marking CE (the hosts "
+                  "request classic ECN, tcp_ecn=1)", ack_mode="aggressive", data_share=128, red=True,
+                  ecn=1)]
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -219,6 +228,9 @@ def scenarios(which, *, quick=False):
 SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R")
 _BASE = ("modem-fifo", "off", "conservative", "aggressive")
 _SHARES = tuple(n for n in VARIANTS if "-share" in n)
+_RED = tuple(n for n in VARIANTS if VARIANTS[n].red)
+#: Where RED is measured: a queue of upload data builds in these.
+_RED_SCENARIOS = ("S1", "S3", "S5U")
 
 
 def plan(*, quick=False, only=None, variants=None):
@@ -232,9 +244,9 @@ def plan(*, quick=False, only=None, variants=None):
         elif quick:
             vs = ("modem-fifo", default)
         elif name == "S3":
-            vs = _BASE + _SHARES
+            vs = _BASE + _SHARES + _RED
         else:
-            vs = _BASE
+            vs = _BASE + (_RED if name in _RED_SCENARIOS else ())
         for sc in scenarios(name, quick=quick):
             extra = ("off",) if quick and not variants and name == "S1" and sc.uplink_bps == 64000 else ()
             for v in vs + extra:
@@ -287,7 +299,7 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
     link.seed = seed
     env = _agent_env()
     try:
-        with Testbed(link, variant.csr(sc.uplink_bps), binary=binary, log=log) as tb:
+        with Testbed(link, variant.csr(sc.uplink_bps), binary=binary, ecn=variant.ecn, log=log) as tb:
             srv_out, cl_out, spec = work / "server.json", work / "client.json", work / "spec.json"
             srv = tb.popen("server", [sys.executable, "-m", "ackfilter.sim.net.agent", "server",
                                       "--addr", SERVER_IP, "--port", str(PORT), "--out", str(srv_out),
