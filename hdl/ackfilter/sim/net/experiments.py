@@ -381,7 +381,7 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
         if variant.uplink == "core":
             row["counters"] = {k: stats.counters[k] for k in (
                 "acks_in", "acks_superseded", "acks_ineligible", "frames_out", "drop_data_full",
-                "drop_ack_front", "drop_ack_covered")}
+                "drop_ack_front", "drop_ack_covered", "red_marked", "red_ce_already", "drop_red")}
     row["valid"] = not reasons
     row["invalid_reason"] = "; ".join(reasons)
     return row
