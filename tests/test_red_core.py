@@ -15,29 +15,16 @@ while the core is idle: the decay runs on the core's time).
 import random
 
 import pytest
-from scapy.layers.inet import IP
-from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
-from scapy.layers.ppp import PPPoE  # noqa: F401 (binds PPPoE session frames to PPP, IP, IPv6)
 
 from ackfilter import params
 from ackfilter.cli import red_registers
 from ackfilter.model import FilterModel
-from ackfilter.model.red import ECN_CE, Red, ecn_codepoint, ip_header
 from ackfilter.model.scoreboard import check_run
 from ackfilter.sim import traces
+from ackfilter.sim.redcheck import FLOWS, CountingRed, check_marks, queued_marks
 from ackfilter.sim.replay import replay
 
 UPLINK_BPS = 2_000_000
-
-FLOWS = [
-    traces.Flow(),
-    traces.Flow(src="2001:db8::10", dst="2001:db8::5", sport=50001),
-    traces.Flow(sport=50002, vlans=((0x8100, 7),)),
-    traces.Flow(sport=50003, pppoe_session=0x1234),
-    traces.Flow(src="2001:db8::11", dst="2001:db8::5", sport=50004, vlans=((0x88A8, 3), (0x8100, 4)),
-                pppoe_session=0x55),
-]
 
 
 def upload_trace(seed, *, n=1500, burst_s=0.25, pause_s=0.3):
@@ -69,18 +56,6 @@ def upload_trace(seed, *, n=1500, burst_s=0.25, pause_s=0.3):
     return out
 
 
-class CountingRed(Red):
-    """The model, counting the arrivals at an empty queue that found the
-    average decayed (the idle path was exercised)."""
-    decays = 0
-
-    def arrive(self, frame, qlen_bytes, now_cycles):
-        before = self.avg_q16
-        out = super().arrive(frame, qlen_bytes, now_cycles)
-        self.decays += qlen_bytes == 0 and self.avg_q16 < before
-        return out
-
-
 def _checked_run(frames, *, red_regs, mode="aggressive"):
     res = replay(frames, uplink_rate_bps=UPLINK_BPS, ack_mode=mode, events=True, csr=red_regs)
     red = CountingRed(min_bytes=red_regs["red_min_bytes"], max_bytes=red_regs["red_max_bytes"],
@@ -91,50 +66,6 @@ def _checked_run(frames, *, red_regs, mode="aggressive"):
               counters=res.counters)
     assert res.protocol_errors == 0
     return res, model
-
-
-def _scapy_check_marked(frames_in, frames_out):
-    """Every output frame that is CE where its input was ECT: Scapy finds CE,
-    a right IPv4 checksum, and every other byte as it came in."""
-    by_body = {}
-    for _t, f in frames_in:
-        hdr = ip_header(f)
-        if hdr is not None:
-            off, v = hdr
-            key = bytearray(f)
-            key[off + 1] &= 0xFC if v == 4 else 0xCF
-            if v == 4:
-                key[off + 10:off + 12] = b"\0\0"
-            by_body.setdefault(bytes(key), f)
-    marked = 0
-    for f in frames_out:
-        hdr = ip_header(f)
-        if hdr is None or ecn_codepoint(f) != ECN_CE:
-            continue
-        off, v = hdr
-        key = bytearray(f)
-        key[off + 1] &= 0xFC if v == 4 else 0xCF
-        if v == 4:
-            key[off + 10:off + 12] = b"\0\0"
-        orig = by_body[bytes(key)]
-        if ecn_codepoint(orig) == ECN_CE:
-            assert f == orig
-            continue
-        marked += 1
-        pkt = Ether(f)
-        ip = pkt[IP] if v == 4 else pkt[IPv6]
-        if v == 4:
-            assert ip.tos & 3 == 3
-            want = ip.chksum
-            del ip.chksum
-            assert IP(bytes(ip)).chksum == want, f.hex()
-            assert ip.tos >> 2 == Ether(orig)[IP].tos >> 2
-        else:
-            assert ip.tc & 3 == 3 and ip.tc >> 2 == Ether(orig)[IPv6].tc >> 2
-        diff = [i for i in range(len(f)) if f[i] != orig[i]]
-        allowed = {off + 1} | ({off + 10, off + 11} if v == 4 else set())
-        assert set(diff) <= allowed, (diff, allowed)
-    return marked
 
 
 @pytest.mark.parametrize("seed,gentle", [(1, 1), (2, 0)])
@@ -149,7 +80,9 @@ def test_red_marks_and_drops_as_the_model_decides_through_the_whole_core(seed, g
     # on, drops of Not-ECT and non-IP frames, the queue drained between bursts.
     assert c["red_marked"] > 20 and c["red_ce_already"] > 3 and c["drop_red"] > 20, c
     assert model.red.decays >= 3
-    assert _scapy_check_marked(frames, [f for _t, f in res.frames_out]) > 10
+    sent = [f for _t, f in frames]
+    marked = check_marks(sent, [f for _t, f in res.frames_out])
+    assert marked == queued_marks(sent, res.events) > 10, (marked, c)
 
 
 def test_red_off_changes_nothing():

@@ -17,7 +17,7 @@ from .flowkey import TPID_CODES, flow_key_words, flow_tag
 __all__ = [
     "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "VLAN_TPIDS", "Parsed", "classify",
     "before", "after", "serial_lt", "sack_block_sane", "parse_pure_ack", "ip_packet_length",
-    "ones_complement_sum", "SANE_SPAN",
+    "ones_complement_sum", "SANE_SPAN", "tcp_options", "MalformedOption",
 ]
 
 #: TPIDs accepted for each of up to two VLAN tags (spec section 2 rule 1).
@@ -155,38 +155,57 @@ def _supersedable(p):
     return True
 
 
-def _walk_options(frame, p, i, end):
-    """Rule 6 of eligibility: fills the option summary; raises ``_Ineligible``."""
+class MalformedOption(ValueError):
+    """A TCP option the walk cannot step over (spec section 2 rule 6)."""
+
+
+def tcp_options(frame, i, end):
+    """``(offset, kind, length)`` of each TCP option in ``frame[i:end]``,
+    up to EOL (not included); a NOP has length 1. Raises
+    :class:`MalformedOption` for an option whose length byte is missing,
+    below 2 or runs past ``end``."""
     while i < end:
         kind = frame[i]
         if kind == OPT_EOL:
-            break
+            return
         if kind == OPT_NOP:
+            yield i, kind, 1
             i += 1
             continue
         if i + 1 >= end:
-            raise _Ineligible(f"option {kind} has no length byte")
+            raise MalformedOption(f"option {kind} has no length byte")
         length = frame[i + 1]
         if length < 2:
-            raise _Ineligible(f"option {kind} length {length} < 2")
+            raise MalformedOption(f"option {kind} length {length} < 2")
         if i + length > end:
-            raise _Ineligible(f"option {kind} runs past the TCP header")
-        if kind == OPT_TS:
-            if length != 10:
-                raise _Ineligible(f"timestamps option length {length}")
-            if p.has_ts:
-                raise _Ineligible("second timestamps option")
-            p.has_ts = True
-            p.tsval, p.tsecr = _u32(frame, i + 2), _u32(frame, i + 6)
-        elif kind == OPT_SACK:
-            if length not in SACK_LENGTHS:
-                raise _Ineligible(f"SACK option length {length}")
-            if p.sack:
-                raise _Ineligible("second SACK option")
-            p.sack = [(_u32(frame, j), _u32(frame, j + 4)) for j in range(i + 2, i + length, 8)]
-        else:
-            p.other_opts = True
+            raise MalformedOption(f"option {kind} runs past the TCP header")
+        yield i, kind, length
         i += length
+
+
+def _walk_options(frame, p, i, end):
+    """Rule 6 of eligibility: fills the option summary; raises ``_Ineligible``."""
+    try:
+        for i, kind, length in tcp_options(frame, i, end):
+            if kind == OPT_NOP:
+                continue
+            if kind == OPT_TS:
+                if length != 10:
+                    raise _Ineligible(f"timestamps option length {length}")
+                if p.has_ts:
+                    raise _Ineligible("second timestamps option")
+                p.has_ts = True
+                p.tsval, p.tsecr = _u32(frame, i + 2), _u32(frame, i + 6)
+            elif kind == OPT_SACK:
+                if length not in SACK_LENGTHS:
+                    raise _Ineligible(f"SACK option length {length}")
+                if p.sack:
+                    raise _Ineligible("second SACK option")
+                p.sack = [(_u32(frame, j), _u32(frame, j + 4)) for j in range(i + 2, i + length, 8)]
+            else:
+                p.other_opts = True
+    except MalformedOption as e:
+        raise _Ineligible(str(e)) from None
 
 
 def parse_pure_ack(frame):

@@ -25,8 +25,9 @@ Frames are given without preamble and FCS, exactly as the core sees them.
 
 from dataclasses import dataclass
 
-from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, OPT_EOL, OPT_NOP, PPP_IPV4, PPP_IPV6, TCP_CWR,
-                       TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN, TCP_URG, VLAN_TPIDS, ones_complement_sum)
+from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, OPT_NOP, PPP_IPV4, PPP_IPV6, TCP_CWR,
+                       TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN, TCP_URG, VLAN_TPIDS, MalformedOption,
+                       ones_complement_sum, tcp_options)
 
 __all__ = [
     "SEGMENT_BLOCK_BYTES", "MAX_CHUNK_BYTES", "MIN_FRAME_BYTES", "check_chunk_bytes",
@@ -186,22 +187,12 @@ def _need(frame, end, what):
 
 
 def _option_kinds(frame, start, end):
-    """Kinds of the TCP options in ``frame[start:end]``; EOL ends the walk,
-    NOP is one byte, every other kind has a length byte >= 2 that does not run
-    past the header (else the frame is malformed: whole)."""
-    kinds, i = set(), start
-    while i < end:
-        kind = frame[i]
-        if kind == OPT_EOL:
-            break
-        if kind == OPT_NOP:
-            i += 1
-            continue
-        if i + 1 >= end or frame[i + 1] < 2 or i + frame[i + 1] > end:
-            raise _Whole(f"malformed TCP option {kind}")
-        kinds.add(kind)
-        i += frame[i + 1]
-    return kinds
+    """Kinds of the TCP options in ``frame[start:end]`` (NOP and EOL aside);
+    a malformed option makes the frame malformed: whole."""
+    try:
+        return {kind for _i, kind, _n in tcp_options(frame, start, end) if kind != OPT_NOP}
+    except MalformedOption as e:
+        raise _Whole(f"malformed TCP {e}") from None
 
 
 def _layout(frame):
