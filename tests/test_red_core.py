@@ -59,8 +59,8 @@ def upload_trace(seed, *, n=1500, burst_s=0.25, pause_s=0.3):
 def _checked_run(frames, *, red_regs, mode="aggressive"):
     res = replay(frames, uplink_rate_bps=UPLINK_BPS, ack_mode=mode, events=True, csr=red_regs)
     red = CountingRed(min_bytes=red_regs["red_min_bytes"], max_bytes=red_regs["red_max_bytes"],
-              max_p=red_regs["red_max_p"], wq_shift=red_regs.get("red_wq_shift", 9),
-              gentle=bool(red_regs.get("red_gentle", 1)), idle_shift=red_regs["red_idle_shift"])
+                      max_p=red_regs["red_max_p"], wq_shift=red_regs.get("red_wq_shift", 9),
+                      gentle=bool(red_regs.get("red_gentle", 1)), idle_shift=red_regs["red_idle_shift"])
     model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], red=red)
     check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
               counters=res.counters)
@@ -83,6 +83,33 @@ def test_red_marks_and_drops_as_the_model_decides_through_the_whole_core(seed, g
     sent = [f for _t, f in frames]
     marked = check_marks(sent, [f for _t, f in res.frames_out])
     assert marked == queued_marks(sent, res.events) > 10, (marked, c)
+
+
+def test_frames_red_drops_give_their_ring_space_back():
+    # Not-ECT data only, at three times the uplink rate, then a pause and ten
+    # frames slower than the uplink. RED drops many times the ring's size
+    # of frames that were already written into it. Each gives its space
+    # back only in its turn (as a discard), so meanwhile the ring can fill
+    # (drop_data_full) with a short queue; but once the queue has drained,
+    # the ring is empty again: the last ten frames are all queued. A lost
+    # discard would hold the ring full for good.
+    flow = FLOWS[0]
+    frames, t = [], 0.0
+    for i in range(810):
+        frame = traces.tcp_frame(flow, seq=1 + 1400 * i, ack=1, flags="PA", payload=bytes(1400),
+                                 ip_id=i, builder="raw")
+        if i == 800:
+            t += 1.0
+        frames.append((t, frame))
+        t += len(frame) * 8 / (3 * UPLINK_BPS if i < 800 else UPLINK_BPS / 2)
+    regs = red_registers({"red_enable": 1, "red_min_bytes": 3000, "red_max_bytes": 9000,
+                          "red_max_p": 13107}, UPLINK_BPS)
+    res, _model = _checked_run(frames, red_regs={**regs, "red_wq_shift": 2})
+    c = res.counters
+    assert c["drop_red"] * len(frames[0][1]) > 10 * params.DATA_BUFFER_BYTES, c
+    arrivals = [e for _c, e in res.events if e in params.ARRIVAL_EVENTS]
+    assert arrivals[-10:] == ["ARRIVE_DATA"] * 10, arrivals[-10:]
+    assert c["frames_out"] + c["drop_red"] + c["drop_data_full"] == len(frames), c
 
 
 def test_red_off_changes_nothing():
