@@ -100,11 +100,10 @@ class RedUnit(wiring.Component):
     emptied : In(1)
         Strobe: the data queue's occupancy fell to 0 in this cycle; an idle
         period starts (model ``Red.emptied``). After reset the queue is
-        empty. A strobe may come in the cycle of a ``start`` (with ``qlen``
-        0; the model's ``emptied`` comes first then). A frame that the
-        verdict stores ends the idle period, even one started by a strobe
-        after its ``start`` and before its ``done``; a strobe in the cycle
-        of ``done`` or later starts a new one.
+        empty. A strobe may come in the cycle of a ``start`` that finds
+        the queue non-empty until then (with ``qlen`` 0; the model's
+        ``emptied`` comes first), or in the cycle of ``done`` or later; not
+        in between (the queue manager does one operation at a time).
     ready : Out(1)
         ``start`` may be given in this cycle (high in the cycle of ``done``
         unless decay steps are to be caught up).
@@ -191,7 +190,7 @@ class RedUnit(wiring.Component):
             ]
         rand16 = self.prng[32 - P_FRAC_BITS:]
 
-        # 2^wq_shift - 1 and 2^idle_shift - 1, registered (the registers are
+        # 2^wq_shift - 1 and 2^idle_shift, registered (the registers are
         # steady; the reset values are those of the registers' defaults).
         wq_mask = Signal(1 << RED_PARAM_PORTS["wq_shift"], init=(1 << P.param("red_wq_shift").default) - 1)
         step = Signal(32, init=1 << P.param("red_idle_shift").default)     # 2^idle_shift
