@@ -21,6 +21,7 @@ from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
 from ackfilter.gateware.flow_cam import FlowCAM
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ecn_codepoint, ip_header as red_ip_header
+from ackfilter.model.segmenter import SegInfo, lane_block_sums, seg_info, why_whole
 from ackfilter.model.shaper import GcraShaper, LinkAccounting
 from ackfilter.params import MAX_FRAME_BYTES
 from ackfilter.gateware.parser import FrameClass, FrameParser
@@ -55,9 +56,15 @@ def run_parser(frames, *, gaps=None):
             await ctx.tick()
 
     async def collect(ctx):
-        async for _clk, _rst, done, result in ctx.tick().sample(dut.done, dut.result):
+        sums = {}
+        async for _clk, _rst, done, result, we, block, value, pay_word in ctx.tick().sample(
+                dut.done, dut.result, dut.sum_we, dut.sum_block, dut.sum_value, dut.pay_word):
+            if we:
+                assert block not in sums, f"block {block} summed twice"
+                sums[block] = (value, pay_word)
             if done:
-                results.append(result)
+                results.append((result, sums))
+                sums = {}
 
     simulate(dut, feed, processes=[collect], name="parser")
     return results
@@ -65,7 +72,7 @@ def run_parser(frames, *, gaps=None):
 
 def check_against_model(frames, results):
     assert len(results) == len(frames)
-    for frame, r in zip(frames, results):
+    for frame, (r, sums) in zip(frames, results):
         want = classify(frame, ack_mode=1)
         where = f"frame {frame[:80].hex()} ({len(frame)} bytes, model: {want.reason or want.cls})"
         assert CLS[r.cls] == want.cls, where
@@ -95,6 +102,24 @@ def check_against_model(frames, results):
             assert [(meta.sack[k].start, meta.sack[k].end) for k in range(len(want.sack))] == want.sack, where
             assert bool(meta.other_opts) == want.other_opts, where
             assert (bool(meta.ece), bool(meta.cwr), meta.ecn) == (want.ece, want.cwr, want.ecn), where
+        check_seg(frame, r.seg, sums, where)
+
+
+def check_seg(frame, seg, sums, where):
+    """The segmenter's view of ``frame`` (``model.segmenter.seg_info`` and
+    ``lane_block_sums``): whether it may be cut, and if so every field and
+    every block sum (the one strobe per block that the ingress writes)."""
+    want = seg_info(frame)
+    assert bool(seg.ok) == want.ok, f"{where}: seg ok {bool(seg.ok)}, model {why_whole(frame, 16)!r}"
+    if not want.ok:
+        return
+    got = SegInfo(ok=True, pppoe=bool(seg.pppoe), tcp_word=seg.tcp_word, pay_word=seg.pay_word,
+                  pay_bytes=seg.pay_bytes, seq=seg.seq, offflags=seg.offflags, sum=seg.sum,
+                  hdr_tail=seg.hdr_tail)
+    assert got == want, where
+    blocks = lane_block_sums(frame)
+    assert {b: v for b, (v, _pw) in sums.items()} == dict(enumerate(blocks)), where
+    assert all(pw == want.pay_word for _v, pw in sums.values()), where
 
 
 def test_parser_agrees_with_the_model_on_every_edge_case():
@@ -421,3 +446,19 @@ def test_stream_register_passes_every_word_in_order_under_backpressure():
 
     simulate(dut, producer, consumer, name="stream_register")
     assert got == words
+
+
+def test_parser_gathers_the_segmenters_sums_and_fields_like_the_model():
+    # The segmenter model's frames: every "never cut" case (the parser must
+    # refuse each one), and random segments in every encapsulation with IP
+    # and TCP options, odd payloads, trailers and flags, all of which it must
+    # accept with every field and block sum the model computes.
+    import test_segmenter_model as seg
+    frames = [build() for build, _reason in seg.NEVER_CUT.values()]
+    rng = random.Random(12)
+    cases = [seg.random_case(rng)[0] for _ in range(60)]
+    frames += [f for f in cases if len(f) <= MAX_FRAME_BYTES]
+    results = run_parser(frames)
+    check_against_model(frames, results)
+    ok = [f for f in frames if seg_info(f).ok and seg_info(f).pay_bytes > 0]
+    assert len(ok) >= 30, "most random cases must be segments the segmenter may cut"

@@ -20,7 +20,7 @@ __all__ = [
     "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
-    "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "default_name", "counter", "cpb_q16_for_rate",
+    "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "frames_accounted", "default_name", "counter", "cpb_q16_for_rate",
     "rate_limits_bps",
 ]
 
@@ -176,6 +176,11 @@ def _params():
         # catch up with the steps that fell due during a decision.
         ("red_idle_shift",            5,   16,     1,   31,         "log2 cycles",
          "while the data queue is empty the average decays one step per 2^red_idle_shift cycles"),
+        # The segmenter (docs/spec.md section 9; ackfilter.model.segmenter):
+        # 1456 = 91 blocks of 16, the largest below a 1500-byte MTU's 1460.
+        ("chunk_bytes",              11,    0,     0,   1456,       "bytes",
+         "segmenter: most TCP payload bytes in a chunk of upload data, a multiple of 16 "
+         "(the low four bits are ignored); 0 = off, every frame leaves whole"),
     ]
     return tuple(Param(name, PARAM_BASE + i, w, d, lo, hi, unit, doc, *signed)
                  for i, (name, w, d, lo, hi, unit, doc, *signed) in enumerate(rows))
@@ -204,6 +209,9 @@ def _counters():
         ("red_marked",       False, "data frames RED notified by CE: ECT marked CE, or CE already"),
         ("red_ce_already",   False, "of red_marked, frames that arrived CE (forwarded unchanged)"),
         ("drop_red",         True,  "data frames RED notified by a drop: Not-ECT or not IP"),
+        ("seg_frames",       False, "data frames the segmenter cut into chunks (each sent as seg_chunks "
+                                    "frames, counted in frames_out)"),
+        ("seg_chunks",       False, "chunks sent for the frames in seg_frames"),
     ]
     return tuple(Counter(name, COUNTER_BASE + 2 * i, doc, is_drop)
                  for i, (name, is_drop, doc) in enumerate(rows))
@@ -229,6 +237,16 @@ ID_VALUE = 0x41434B46
 def csr_last():
     """The last word address in use (a harness that reads every register reads 0..this)."""
     return max([p.addr for p in PARAMS] + list(INFO.values()) + [c.addr + 1 for c in COUNTERS])
+
+
+def frames_accounted(c):
+    """What every input frame became, from counters ``c`` (by name): sent,
+    superseded or dropped. Equal to ``frames_in`` once the queues are empty
+    (a frame the segmenter cut is one input frame and ``seg_chunks`` output
+    frames: ``frames_out`` counts each chunk, so the chunks beyond the first
+    of each cut frame are taken off)."""
+    drops = sum(c[k.name] for k in COUNTERS if k.is_drop)
+    return c["frames_out"] - (c["seg_chunks"] - c["seg_frames"]) + c["acks_superseded"] + drops
 
 
 def param(name):

@@ -34,8 +34,8 @@ from ..model.flowkey import KEY_WORDS, TPID_CODES, tag_matrix
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .lib.stream import WORD_BYTES
 
-__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "ip_header_layout", "parse_result_layout",
-           "FrameParser"]
+__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "ip_header_layout", "seg_info_layout",
+           "parse_result_layout", "FrameParser"]
 
 
 class FrameClass(enum.Enum, shape=2):
@@ -75,6 +75,30 @@ ip_header_layout = data.StructLayout({
     "ipv6":  1,
 })
 
+#: What the segmenter (spec section 9) needs of a data frame, gathered while
+#: it is written (``model.segmenter.seg_info`` is its executable form). Every
+#: header starts at byte 2 of a 32-bit word (see ``ip_header_layout``), and
+#: so does the TCP payload: ``tcp_word`` and ``pay_word`` are the words
+#: holding the TCP header's and the payload's first two bytes in lanes 2-3.
+#: ``sum`` is the ones' complement sum, in lane order (each 16-bit word's
+#: bytes swapped, RFC 1071 section 2 (B)), of the pseudo-header's addresses
+#: and of the TCP header with the sequence number, the data-offset/flags word
+#: and the checksum left out; ``offflags`` is that data-offset/flags word
+#: (TCP bytes 12-13, network order) and ``hdr_tail`` lanes 0-1 of word
+#: ``pay_word`` (the header's last two bytes, as stored). ``ok``: every rule
+#: of spec section 9's "never cut" holds but the payload's length.
+seg_info_layout = data.StructLayout({
+    "ok":        1,
+    "pppoe":     1,
+    "tcp_word":  6,
+    "pay_word":  7,
+    "pay_bytes": 11,
+    "seq":       32,
+    "offflags":  16,
+    "sum":       16,
+    "hdr_tail":  16,
+})
+
 parse_result_layout = data.StructLayout({
     "cls":      FrameClass,
     "pure_ack": 1,       # a pure ACK by the rules, whatever the ACK filter mode
@@ -82,6 +106,7 @@ parse_result_layout = data.StructLayout({
     "l3_bytes": 16,      # IP packet length for the shaper (spec section 6)
     "ip":       ip_header_layout,
     "meta":     ack_meta_layout,
+    "seg":      seg_info_layout,
 })
 
 
@@ -127,6 +152,16 @@ class FrameParser(wiring.Component):
     done : Out(1)
         One-cycle strobe: ``result`` holds the class of the frame just seen.
     result : Out(parse_result_layout)
+    sum_we, sum_block, sum_value : Out
+        The segmenter's block sums (spec section 9): a one-cycle strobe, the
+        payload block's number (block ``j`` holds payload bytes ``16j`` to
+        ``16j + 15``, the last one maybe fewer) and its ones' complement sum
+        in lane order (``model.segmenter.lane_block_sums``). Strobed while the
+        payload goes by, for every TCP segment whose header the parser read;
+        the last block's strobe comes at the latest with ``done``.
+    pay_word : Out(7)
+        The frame word holding the payload's first two bytes (lanes 2-3),
+        valid from the first ``sum_we`` of a frame until its ``done``.
     """
 
     valid:  In(1)
@@ -136,6 +171,10 @@ class FrameParser(wiring.Component):
     ready:  Out(1)
     done:   Out(1)
     result: Out(parse_result_layout)
+    sum_we:    Out(1)
+    sum_block: Out(7)
+    sum_value: Out(16)
+    pay_word:  Out(7)
 
     def elaborate(self, platform):
         m = Module()
@@ -216,6 +255,12 @@ class FrameParser(wiring.Component):
         doff    = Signal(4)
         flags   = Signal(8)
         tcp_res = Signal(4)                 # reserved bits and AE
+        l3_off   = Signal(16)
+        ip_end   = Signal(17)
+        ip_bytes = Signal(17)               # the IP packet's own length
+        seq      = Signal(32)
+        offflags = Signal(16)               # TCP bytes 12-13, network order
+        hdr_tail = Signal(16)               # the TCP header's last two bytes (lane order)
 
         def dispatch(etype, tags_seen):
             with m.Switch(etype):
@@ -241,7 +286,9 @@ class FrameParser(wiring.Component):
         opt_is_ts   = Signal()              # the option's kind: timestamps (8)
         opt_is_sack = Signal()              # SACK (5)
         opt_eol   = Signal()
-        opt_bad   = Signal()
+        opt_bad   = Signal()                # the options make a pure ACK ineligible
+        opt_wbad  = Signal()                # the options do not walk (a length below 2)
+        opt_sig   = Signal()                # a TCP-MD5 (19) or TCP-AO (29) option: never cut
         has_ts    = Signal()
         sack_n    = Signal(3)
         other_opt = Signal()
@@ -342,10 +389,13 @@ class FrameParser(wiring.Component):
                         m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 0):
                         m.d.sync += ports.eq(r_word)
+                    with m.Elif(hw == 1):
+                        m.d.sync += seq.eq(_be32(rb))
                     with m.Elif(hw == 2):
                         m.d.sync += ack.eq(_be32(rb))
                     with m.Elif(hw == 3):
                         m.d.sync += [
+                            offflags.eq(_be16(rb[0], rb[1])),
                             doff.eq(rb[0][4:8]),
                             tcp_res.eq(rb[0][0:4]),
                             flags.eq(rb[1]),
@@ -388,6 +438,72 @@ class FrameParser(wiring.Component):
             with m.If(is_addr | in_tcp):
                 m.d.sync += tcp_sum.eq(fold16(tcp_sum) + word_sum + pseudo)
 
+        # --- The segmenter's sums (spec section 9) -------------------------------
+        # `seg_sum`: the addresses and the TCP header but the sequence number
+        # (word 1), the data-offset/flags half of word 3 and the checksum half
+        # of word 4 (R word halves are in lane order: [0:16] is the first two
+        # bytes). The payload starts at an R word (it starts at lane 2 of a
+        # frame word); `pay_left` masks the bytes after the IP packet.
+        seg_sum  = Signal(18)
+        pay_sum  = Signal(18)               # the payload, plus its length's share of the pseudo-header
+        pay_left = Signal(16)               # payload bytes not yet summed
+        pay_total = Signal(17)
+        tcp_word = Signal(7)
+        with m.If(ipv6):
+            m.d.comb += [pay_total.eq(ip_len - 4 * doff), tcp_word.eq(l3_off[2:] + 10)]
+        with m.Else():
+            m.d.comb += [pay_total.eq(ip_len - 4 * ihl - 4 * doff), tcp_word.eq(l3_off[2:] + ihl)]
+        skip_lo = (state == _S.TCP) & ((hw == 1) | (hw == 3) | (hw == 4))
+        skip_hi = (state == _S.TCP) & (hw == 1)
+        seg_word = Mux(skip_lo, 0, r_word[0:16]) + Mux(skip_hi, 0, r_word[16:32])
+        with m.If(r_valid & r_full & (is_addr | in_tcp)):
+            m.d.sync += [seg_sum.eq(fold16(seg_sum) + seg_word), hdr_tail.eq(r_word[16:32])]
+
+        enters_done = r_valid & r_full & (((state == _S.TCP) & (hw == 4) & (doff == 5)) |
+                                          ((state == _S.OPTS) & (hw + 1 == doff)))
+        with m.If(enters_done):
+            # The payload's TCP length in the pseudo-header, in lane order.
+            m.d.sync += [
+                pay_left.eq(Mux(pay_total[16], 0, pay_total[0:16])),
+                pay_sum.eq(Cat(pay_total[8:16], pay_total[0:8])),
+                self.pay_word.eq(tcp_word + doff),
+            ]
+        # Block sums: four R words (16 bytes) a block.
+        blk_acc  = Signal(18)
+        blk_cnt  = Signal(2)
+        blk_idx  = Signal(7)
+        blk_we_q = Signal()
+        blk_q    = Signal(18)
+        blk_idx_q = Signal(7)
+        in_pay = r_valid & (state == _S.DONE) & (pay_left != 0)
+        n_left = pay_left
+        h0 = Mux(n_left >= 2, r_word[0:16], r_word[0:8])
+        h1 = Mux(n_left >= 4, r_word[16:32], Mux(n_left == 3, r_word[16:24], 0))
+        h1 = Mux(n_left >= 3, h1, 0)
+        pay_word_sum = Signal(17)
+        m.d.comb += pay_word_sum.eq(h0 + h1)
+        blk_next = fold16(blk_acc) + pay_word_sum
+        ends_blk = (blk_cnt == 3) | (pay_left <= 4)
+        m.d.sync += blk_we_q.eq(0)
+        with m.If(in_pay):
+            m.d.sync += [
+                pay_sum.eq(fold16(pay_sum) + pay_word_sum),
+                pay_left.eq(Mux(pay_left <= 4, 0, pay_left - 4)),
+                blk_cnt.eq(blk_cnt + 1),
+            ]
+            with m.If(ends_blk):
+                m.d.sync += [blk_acc.eq(0), blk_cnt.eq(0), blk_idx.eq(blk_idx + 1),
+                             blk_we_q.eq(1), blk_q.eq(blk_next), blk_idx_q.eq(blk_idx)]
+            with m.Else():
+                m.d.sync += blk_acc.eq(blk_next)
+        blk_fold1 = Signal(17)
+        m.d.comb += [
+            blk_fold1.eq(fold16(blk_q)),
+            self.sum_we.eq(blk_we_q),
+            self.sum_block.eq(blk_idx_q),
+            self.sum_value.eq(blk_fold1[0:16] + blk_fold1[16]),
+        ]
+
         # The option walker: two chained byte steps per cycle, two cycles per
         # options word (bytes 0-1 while the word is held, then bytes 2-3).
         # Stall only a word that is there: `ready` must not wait for `valid`.
@@ -412,20 +528,27 @@ class FrameParser(wiring.Component):
         # is `left_is(1)`, a compare of a register or of a byte against a
         # constant, chosen by the previous step's phase.
         def step(st, b, i):
-            frozen = st["eol"] | st["bad"]
+            # Only a walk that breaks stops it (a length below 2); a wrong
+            # timestamps or SACK length makes the ACK ineligible, but the
+            # segmenter still needs the rest of the walk (TCP-MD5, TCP-AO).
+            frozen = st["eol"] | st["wbad"]
             at_kind = ~frozen & (st["phase"] == _OPT_KIND)
             at_len = ~frozen & (st["phase"] == _OPT_LEN)
             in_body = ~frozen & (st["phase"] == _OPT_BODY)
             starts = at_kind & (b != 0) & (b != 1)          # EOL ends, NOP is a single byte
+            # RFC 2385 (TCP-MD5, kind 19), RFC 5925 (TCP-AO, kind 29): MACs over the payload.
+            signs = starts & ((b == 19) | (b == 29))
             long = at_len & (b >= 2)
             sack_ok = (b == 10) | (b == 18) | (b == 26) | (b == 34)    # 1..4 blocks
             new = {
                 "eol": st["eol"] | (at_kind & (b == 0)),     # EOL: the rest is padding
                 # RFC 7323 (timestamps: length 10, once), RFC 2018 (SACK: 1-4 blocks, once).
+                "wbad": st["wbad"] | (at_len & (b < 2)),
                 "bad": st["bad"] | (at_len & ((b < 2) |
                                               (st["is_ts"] & ((b != 10) | st["ts"])) |
                                               (st["is_sack"] & (~sack_ok | (st["sk"] != 0))))),
                 "ts": st["ts"] | (long & st["is_ts"]),
+                "sig": st["sig"] | signs,
                 "sk": Mux(long & st["is_sack"] & sack_ok, (b - 2)[3:6], st["sk"]),
                 "oth": st["oth"] | (long & ~st["is_ts"] & ~st["is_sack"]),
                 "is_ts": Mux(starts, b == 8, st["is_ts"]),
@@ -448,7 +571,7 @@ class FrameParser(wiring.Component):
             m.d.sync += cap_byte[i].eq(b)
             return new
 
-        lane = {"eol": opt_eol, "bad": opt_bad, "ts": has_ts, "sk": sack_n, "oth": other_opt,
+        lane = {"eol": opt_eol, "bad": opt_bad, "wbad": opt_wbad, "sig": opt_sig, "ts": has_ts, "sk": sack_n, "oth": other_opt,
                 "is_ts": opt_is_ts, "is_sack": opt_is_sack, "phase": opt_phase,
                 "left": opt_left, "left_is": lambda k: opt_left == k, "at": opt_at}
         for i in range(2):
@@ -467,14 +590,12 @@ class FrameParser(wiring.Component):
             m.d.sync += [
                 opt_phase.eq(lane["phase"]), opt_left.eq(lane["left"]), opt_at.eq(lane["at"]),
                 opt_is_ts.eq(lane["is_ts"]), opt_is_sack.eq(lane["is_sack"]),
-                opt_eol.eq(lane["eol"]), opt_bad.eq(lane["bad"]), has_ts.eq(lane["ts"]),
+                opt_eol.eq(lane["eol"]), opt_bad.eq(lane["bad"]), opt_wbad.eq(lane["wbad"]), opt_sig.eq(lane["sig"]),
+                has_ts.eq(lane["ts"]),
                 sack_n.eq(lane["sk"]), other_opt.eq(lane["oth"]),
             ]
 
         # --- Finalize ----------------------------------------------------------
-        l3_off   = Signal(16)
-        ip_end   = Signal(17)
-        ip_bytes = Signal(17)               # the IP packet's own length
         l3_bytes = Signal(16)
         l4_len   = Signal(17)               # IP payload length
         tcp_ok   = Signal()
@@ -507,6 +628,23 @@ class FrameParser(wiring.Component):
             csum_ok.eq((fold16(tcp_sum) == 0xFFFF) & (ipv6 | (fold16(ip_sum) == 0xFFFF))),
             eligible.eq(tcp_ok & opts_ok & len_ok & csum_ok & (ipv6 | (ihl == 5)) &
                         (~pppoe | (pppoe_len == ip_bytes + 2))),
+        ]
+
+        # The segmenter may cut it (spec section 9, "Never cut", but the
+        # payload's length): a TCP header read to its end, neither SYN, RST,
+        # URG nor CWR, options that walk and sign nothing, lengths that hold,
+        # the whole IP packet in the frame, both checksums right.
+        seg_ok = Signal()
+        seg_csum_ok = Signal()
+        csum_total = Signal(17)
+        m.d.comb += [
+            csum_total.eq(fold16(tcp_sum) + fold16(pay_sum)),
+            seg_csum_ok.eq((csum_total[0:16] + csum_total[16]) == 0xFFFF),
+            seg_ok.eq((state == _S.DONE) & ((flags & 0xA6) == 0) & ~opt_sig & ~opt_wbad &
+                      ((opt_phase == _OPT_KIND) | opt_eol) &
+                      (ipv6 | (fold16(ip_sum) == 0xFFFF)) & ~pay_total[16] &
+                      Mux(ipv6, ip_len >= 20, ip_len >= 4 * ihl + 20) &
+                      (nbytes >= ip_end) & (~pppoe | (pppoe_len == ip_bytes + 2)) & seg_csum_ok),
         ]
 
         key = [Signal(32, name=f"key{i}") for i in range(KEY_WORDS)]
@@ -551,6 +689,15 @@ class FrameParser(wiring.Component):
                 res.meta.ece.eq(flags[6]),
                 res.meta.cwr.eq(flags[7]),
                 res.meta.ecn.eq(ecn),
+                res.seg.ok.eq(seg_ok),
+                res.seg.pppoe.eq(pppoe),
+                res.seg.tcp_word.eq(tcp_word),
+                res.seg.pay_word.eq(self.pay_word),
+                res.seg.pay_bytes.eq(pay_total),
+                res.seg.seq.eq(seq),
+                res.seg.offflags.eq(offflags),
+                res.seg.sum.eq(Cat(fold16(seg_sum)[0:16]) + fold16(seg_sum)[16]),
+                res.seg.hdr_tail.eq(hdr_tail),
             ]
             for i in range(KEY_WORDS):
                 m.d.sync += res.meta.key[i].eq(key[i])
@@ -576,8 +723,10 @@ class FrameParser(wiring.Component):
                                     dst[1], dst[2], dst[3])],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
                 opt_phase.eq(_OPT_KIND), opt_left.eq(0), opt_at.eq(0), opt_is_ts.eq(0),
-                opt_is_sack.eq(0), opt_eol.eq(0), opt_bad.eq(0),
-                has_ts.eq(0), sack_n.eq(0), other_opt.eq(0), opt_half.eq(0),
+                opt_is_sack.eq(0), opt_eol.eq(0), opt_bad.eq(0), opt_wbad.eq(0),
+                has_ts.eq(0), sack_n.eq(0), other_opt.eq(0), opt_half.eq(0), opt_sig.eq(0),
+                seg_sum.eq(0), pay_sum.eq(0), pay_left.eq(0), blk_acc.eq(0), blk_cnt.eq(0),
+                blk_idx.eq(0), seq.eq(0), offflags.eq(0), hdr_tail.eq(0),
             ]
             # ts/sack bytes need no reset: has_ts and sack_n say which are valid.
             # Zero them anyway so equal ACKs always produce equal records.

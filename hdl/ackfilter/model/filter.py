@@ -15,6 +15,11 @@ departure that empties the data queue starts RED's idle period (``now``
 again). Without one the model is the core with ``red_enable`` 0, which never
 marks or drops.
 
+The segmenter (spec section 9, :mod:`.segmenter`) cuts a data frame at
+dequeue when ``chunk_bytes`` is not 0: each of its chunks is a departure of
+its own (``DEPART_DATA``), so ACKs may leave between them; the frame leaves
+the data queue with its last chunk.
+
 The flow table is modelled as the hardware builds it: ``flow_entries``
 numbered entries, each holding a flow's 16-bit tag (:mod:`.flowkey`) and full
 key; a new flow takes the lowest free entry. So the model predicts every CAM
@@ -26,9 +31,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, EVENTS, FLOW_ENTRIES, MAX_FRAME_BYTES,
-                      param)
+                      frames_accounted, param)
 from .pktparse import SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 from .red import ECN_CE, Red, ecn_codepoint
+from .segmenter import check_chunk_bytes, segment
 
 __all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
 
@@ -137,6 +143,8 @@ class FilterModel:
         ACK slot size and ``MAX_FRAME_BYTES``.
     red : Red or None
         RED on the data queue (the registers' values); ``None``: off.
+    chunk_bytes : int
+        The segmenter's chunk (``check_chunk_bytes``); 0 is off.
 
     Attributes
     ----------
@@ -152,7 +160,8 @@ class FilterModel:
     def __init__(self, *, ack_mode=param("ack_mode").default,
                  ack_queue_limit=param("ack_queue_limit").default, flow_entries=FLOW_ENTRIES,
                  data_share=param("data_share").default, ack_slots=ACK_SLOTS,
-                 slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES, red=None):
+                 slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES, red=None,
+                 chunk_bytes=param("chunk_bytes").default):
         if red is not None and not isinstance(red, Red):
             raise TypeError(f"red must be a model.red.Red or None, not {red!r}")
         if ack_mode not in (0, 1, 2):
@@ -164,6 +173,7 @@ class FilterModel:
                              f"{ack_queue_limit!r}, {ack_slots!r}")
         if flow_entries < 0:
             raise ValueError(f"flow_entries must be >= 0, not {flow_entries!r}")
+        self.chunk_bytes = check_chunk_bytes(chunk_bytes)
         self.ack_mode = ack_mode
         self.ack_limit = min(ack_queue_limit, ack_slots)
         self.flow_entries = flow_entries
@@ -174,6 +184,8 @@ class FilterModel:
         self.data_queue = deque()    # of bytes, head first
         self.data_bytes = 0          # their total length (RED's queue occupancy)
         self.red = red
+        self.head_chunks = None      # the data head's chunks still to leave, once its first has left
+        self.head_cut = False        # the segmenter cut the data head
         self.entries = [None] * flow_entries   # of _FlowEntry
         self.credit = 0
         self.counters = {name: 0 for name in MODEL_COUNTERS}
@@ -381,12 +393,22 @@ class FilterModel:
             take_data = has_data
             self.credit = 0
         if take_data:
-            frame = self.data_queue.popleft()
-            self.data_bytes -= len(frame)
-            if self.red is not None and not self.data_queue:
-                if now is None:
-                    raise TypeError("with RED, depart() needs now= (the cycle of the departure)")
-                self.red.emptied(now)
+            # The segmenter: chunk_bytes is read when the frame's first chunk
+            # leaves; the frame leaves the queue with its last.
+            if self.head_chunks is None:
+                self.head_chunks = segment(self.data_queue[0], self.chunk_bytes)
+                self.head_cut = len(self.head_chunks) > 1
+                self.counters["seg_frames"] += self.head_cut
+            frame = self.head_chunks.pop(0)
+            self.counters["seg_chunks"] += self.head_cut
+            if not self.head_chunks:
+                self.head_chunks = None
+                whole = self.data_queue.popleft()
+                self.data_bytes -= len(whole)
+                if self.red is not None and not self.data_queue:
+                    if now is None:
+                        raise TypeError("with RED, depart() needs now= (the cycle of the departure)")
+                    self.red.emptied(now)
             if has_ack:
                 self.credit -= len(frame) * (256 - self.data_share)
             kind = "DEPART_DATA"
@@ -417,7 +439,9 @@ class FilterModel:
         """Assert the model's internal consistency (for tests)."""
         c = self.counters
         queued = len(self.ack_queue) + len(self.data_queue)
-        assert c["frames_in"] == c["frames_out"] + c["acks_superseded"] + self.dropped() + queued
+        # A cut head frame some of whose chunks have left is still queued.
+        sent_of_head = 0 if self.head_chunks is None or not self.head_cut else 1
+        assert c["frames_in"] == frames_accounted(c) - sent_of_head + queued
         assert len(self.ack_queue) <= self.ack_limit
         counts = {}
         for q in self.ack_queue:

@@ -32,6 +32,7 @@ from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, OPT_NOP, PPP_IPV4,
 __all__ = [
     "SEGMENT_BLOCK_BYTES", "MAX_CHUNK_BYTES", "MIN_FRAME_BYTES", "check_chunk_bytes",
     "payload_block_sums", "WriteSums", "chunk_tcp_checksum", "chunk_flags", "why_whole", "segment",
+    "SegInfo", "seg_info", "swap16", "lane_block_sums",
 ]
 
 #: Payload bytes per partial sum the hardware keeps (four words of the 32-bit
@@ -412,3 +413,60 @@ def segment(frame, chunk_bytes):
         chunk = bytes(l2 + iph + tcph) + data
         chunks.append(chunk + bytes(max(0, MIN_FRAME_BYTES - len(chunk))))
     return chunks
+
+
+def swap16(value):
+    """``value``'s two bytes swapped: a 16-bit word as the 32-bit datapath's
+    lanes hold it (lane 0 first on the wire, so the network's high byte is
+    the low one here). Ones' complement sums commute with it (RFC 1071
+    section 2 (B)), so the hardware sums in lane order throughout."""
+    return ((value & 0xFF) << 8) | (value >> 8 & 0xFF)
+
+
+@dataclass(frozen=True)
+class SegInfo:
+    """What the hardware gathers of a data frame while writing it
+    (``gateware.parser.seg_info_layout``, the same fields and meanings).
+
+    ``ok`` is ``why_whole`` finding nothing but the payload's length; the
+    other fields are meaningful only when ``ok``. Sums are in lane order
+    (:func:`swap16` of the network-order sum).
+    """
+    ok: bool
+    pppoe: bool = False
+    tcp_word: int = 0
+    pay_word: int = 0
+    pay_bytes: int = 0
+    seq: int = 0
+    offflags: int = 0
+    sum: int = 0
+    hdr_tail: int = 0
+
+
+def seg_info(frame):
+    """:class:`SegInfo` of ``frame`` (bytes without FCS)."""
+    frame = bytes(frame)
+    try:
+        lay = _layout(frame)
+    except _Whole:
+        return SegInfo(ok=False)
+    assert lay.tcp % 4 == 2 and lay.payload % 4 == 2 and lay.ip % 4 == 2
+    s = lay.sums
+    return SegInfo(
+        ok=True, pppoe=lay.pppoe is not None, tcp_word=(lay.tcp - 2) // 4,
+        pay_word=(lay.payload - 2) // 4, pay_bytes=s.payload_bytes,
+        seq=int.from_bytes(frame[lay.tcp + 4:lay.tcp + 8], "big"),
+        offflags=_u16(frame, lay.tcp + 12),
+        sum=swap16(_fold(s.addr_sum + s.header_sum)),
+        hdr_tail=int.from_bytes(frame[lay.payload - 2:lay.payload], "little"))
+
+
+def lane_block_sums(frame):
+    """The payload's block sums as the hardware stores them (lane order):
+    :func:`swap16` of :func:`payload_block_sums`; ``()`` when the frame is
+    not a segment the segmenter may cut."""
+    try:
+        lay = _layout(bytes(frame))
+    except _Whole:
+        return ()
+    return tuple(swap16(x) for x in lay.sums.block_sums)
