@@ -175,7 +175,7 @@ def test_equal_keys_give_equal_tags_and_neighbouring_flows_spread():
     frames = [traces.tcp_frame(f, ack=1000, flags="A") for f in flows]
     frames += [traces.tcp_frame(flows[0], ack=5000, flags="A")]
     results = run_parser(frames)
-    tags = [r.meta.tag for r in results]
+    tags = [r.meta.tag for r, _sums in results]
     assert tags[-1] == tags[0]                  # same flow, other ack: same tag
     assert len(set(tags[:-1])) == len(flows)    # 40 neighbouring flows: 40 tags
 
