@@ -112,7 +112,7 @@ def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_fil
     """The ``--stats`` dictionary (docs/stats.md)."""
     c = result.counters
     drops = {k[len("drop_"):]: v for k, v in c.items() if k.startswith("drop_")}
-    accounted = c["frames_out"] + c["acks_superseded"] + sum(drops.values())
+    accounted = params.frames_accounted(c)
     run_params = dict(result.params)
     run_params.update({
         "ack_filter": ack_filter,
@@ -143,7 +143,7 @@ def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_fil
             "ok": c["frames_in"] == accounted and c["frames_in"] == input_frames
                   and c["frames_out"] == output_frames and result.protocol_errors == 0,
             "frames_in": c["frames_in"],
-            "frames_out_plus_superseded_plus_drops": accounted,
+            "frames_out_plus_superseded_plus_drops": accounted,     # less each cut frame's extra chunks
             "protocol_errors": result.protocol_errors,
         },
     }
@@ -191,6 +191,21 @@ def _red_setting(text):
     return {"red_enable": 1, **rows, "red_max_p": int(max_p)}
 
 
+def _chunk_setting(text):
+    """``--chunk``: ``off`` or 0, or a chunk size in bytes (a multiple of 16 up to 1456)."""
+    from .model.segmenter import check_chunk_bytes
+    if text == "off":
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of bytes or 'off'") from None
+    try:
+        return check_chunk_bytes(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def red_registers(setting, uplink_rate_bps):
     """The RED registers of a ``--red`` setting on an uplink of ``uplink_rate_bps``
     (0: unshaped, the idle decay of a 1 Gb/s port)."""
@@ -234,13 +249,15 @@ def cmd_replay(args, parser):
         link = _describe_accounting(accounting, args.link_words)
         print(f"replay: {len(frames)} frames from {args.inp}, uplink {rate} charged {link}, "
               f"ACK filter {args.ack_filter}, RED "
-              f"{'off' if args.red is None else '{red_min_bytes}..{red_max_bytes} bytes, max_p {red_max_p}/65536'.format(**args.red)}"
+              f"{'off' if args.red is None else '{red_min_bytes}..{red_max_bytes} bytes, max_p {red_max_p}/65536'.format(**args.red)}, "
+              f"segmenter {f'{args.chunk}-byte chunks' if args.chunk else 'off'}"
               f"{' (building the simulator first: about 2 minutes, once)' if building else ''}",
               file=sys.stderr, flush=True)
     try:
         result = rp.replay(in_frames, uplink_rate_bps=args.uplink_rate, ack_slots=args.ack_slots,
                            ack_mode=args.ack_filter, data_share=args.data_share,
-                           accounting=accounting, csr=red_registers(args.red, args.uplink_rate),
+                           accounting=accounting,
+                           csr={**red_registers(args.red, args.uplink_rate), "chunk_bytes": args.chunk},
                            progress=_Progress(len(frames), args.quiet))
     except rp.ReplayError as e:
         print(f"ackfilter replay: error: {e}", file=sys.stderr)
@@ -264,7 +281,8 @@ def cmd_replay(args, parser):
                         in_path=args.inp, out_path=args.out, link_words=args.link_words)
     chk = stats["check"]
     if chk["frames_in"] != chk["frames_out_plus_superseded_plus_drops"]:
-        print(f"warning: frames_in ({chk['frames_in']}) != frames_out + acks_superseded + drops "
+        print(f"warning: frames_in ({chk['frames_in']}) != frames_out - (seg_chunks - seg_frames) "
+              f"+ acks_superseded + drops "
               f"({chk['frames_out_plus_superseded_plus_drops']})", file=sys.stderr)
     if stats["frames_in"] != len(frames):
         print(f"warning: the core counted {stats['frames_in']} frames in, "
@@ -381,6 +399,10 @@ def make_parser():
                         "integer > 1); ECT frames are marked CE, others dropped; gentle, w_q 2^-9, "
                         "the idle decay from --uplink-rate. 'off' (the default): the core's reset, "
                         "RED off")
+    p.add_argument("--chunk", type=_chunk_setting, default=0, metavar="BYTES",
+                   help="the segmenter (docs/spec.md section 9): TCP segments with more payload leave "
+                        "as valid segments of at most BYTES payload each (a multiple of 16, 16..1456), "
+                        "so ACKs can leave between them. 'off' or 0 (the default): the core's reset")
     p.add_argument("--stats", metavar="FILE.json", help="write statistics (docs/stats.md)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress or summary output (warnings and notes still go to stderr)")

@@ -176,6 +176,14 @@ def _params():
         # catch up with the steps that fell due during a decision.
         ("red_idle_shift",            5,   16,     1,   31,         "log2 cycles",
          "while the data queue is empty the average decays one step per 2^red_idle_shift cycles"),
+        # ACK congestion control in the gateway (docs/spec.md section 11;
+        # ackfilter.model.acc). Off after reset.
+        ("acc_enable",                1,    0,     0,   1,          "bool",
+         "ACC: above acc_threshold_acks the filter supersedes as aggressive and marks ECT ACKs CE"),
+        ("acc_threshold_acks",        8,   16,     1,   255,        "ACKs",
+         "ACC escalates while the ACK queue's average length is above this"),
+        ("acc_wq_shift",              4,    4,     1,   15,         "log2",
+         "the weight of a new sample in the ACK queue's average is 2^-acc_wq_shift"),
         # The segmenter (docs/spec.md section 9; ackfilter.model.segmenter):
         # 1456 = 91 blocks of 16, the largest below a 1500-byte MTU's 1460.
         ("chunk_bytes",              11,    0,     0,   1456,       "bytes",
@@ -209,6 +217,9 @@ def _counters():
         ("red_marked",       False, "data frames RED notified by CE: ECT marked CE, or CE already"),
         ("red_ce_already",   False, "of red_marked, frames that arrived CE (forwarded unchanged)"),
         ("drop_red",         True,  "data frames RED notified by a drop: Not-ECT or not IP"),
+        ("acc_escalated",    False, "pure ACKs that arrived while ACC was escalated (the ACK queue's "
+                                    "average above acc_threshold_acks)"),
+        ("acc_marked",       False, "of acc_escalated, ECT ACKs ACC marked CE"),
         ("seg_frames",       False, "data frames the segmenter cut into chunks (each sent as seg_chunks "
                                     "frames, counted in frames_out)"),
         ("seg_chunks",       False, "chunks sent for the frames in seg_frames"),

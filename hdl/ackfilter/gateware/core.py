@@ -111,6 +111,9 @@ class UplinkCore(wiring.Component):
         m.submodules.ack_bufs = ack_bufs = Memory(shape=32, depth=buf_count * slot_words, init=[])
         ring_w, ring_r = data_ring.write_port(), data_ring.read_port()
         ack_w, ack_r = ack_bufs.write_port(), ack_bufs.read_port()
+        # The segmenter's payload block sums, one per four ring words (spec section 9).
+        m.submodules.block_sums = block_sums = Memory(shape=16, depth=ring_words // 4, init=[])
+        sum_w, sum_r = block_sums.write_port(), block_sums.read_port()
 
         # LAN side. The input word is registered first, so nothing in the core
         # hangs combinationally off the (asynchronous FIFO's) output; the port
@@ -134,6 +137,8 @@ class UplinkCore(wiring.Component):
             ring_w.data.eq(ingress.ring_wr_data),
             ack_w.en.eq(ingress.ack_wr_en), ack_w.addr.eq(ingress.ack_wr_addr),
             ack_w.data.eq(ingress.ack_wr_data),
+            sum_w.en.eq(ingress.sum_wr_en), sum_w.addr.eq(ingress.sum_wr_addr),
+            sum_w.data.eq(ingress.sum_wr_data),
             ingress.stage_alloc_valid.eq(pool.alloc_valid),
             ingress.stage_alloc_id.eq(pool.alloc_id),
             pool.take.eq(ingress.stage_take),
@@ -152,6 +157,10 @@ class UplinkCore(wiring.Component):
             manager.ack_mode.eq(csr.params.ack_mode),
             manager.ack_queue_limit.eq(csr.params.ack_queue_limit),
             manager.data_share.eq(csr.params.data_share),
+            manager.chunk_bytes.eq(csr.params.chunk_bytes),
+            manager.acc_enable.eq(csr.params.acc_enable),
+            manager.acc_threshold_acks.eq(csr.params.acc_threshold_acks),
+            manager.acc_wq_shift.eq(csr.params.acc_wq_shift),
             manager.now.eq(self.now),
             *[getattr(manager, f"red_{name}").eq(csr.params[f"red_{name}"]) for name in RED_PARAM_PORTS],
             manager.egress_busy.eq(egress.busy),
@@ -167,7 +176,14 @@ class UplinkCore(wiring.Component):
             egress.start.eq(manager.egress_start),
             egress.start_is_ack.eq(manager.egress_is_ack),
             egress.start_addr.eq(manager.egress_addr),
-            egress.start_bytes.eq(manager.egress_bytes),
+            egress.start_bytes.eq(manager.egress_store_bytes),
+            egress.start_seg.eq(manager.egress_seg),
+            egress.start_seg_info.eq(manager.egress_seg_info),
+            egress.start_chunk_idx.eq(manager.egress_chunk_idx),
+            egress.start_chunk_off.eq(manager.egress_chunk_off),
+            egress.start_chunk_len.eq(manager.egress_chunk_len),
+            egress.start_chunk_last.eq(manager.egress_chunk_last),
+            sum_r.addr.eq(egress.sum_rd_addr), egress.sum_rd_data.eq(sum_r.data),
             egress.start_mark.eq(manager.egress_mark),
             egress.start_ip.eq(manager.egress_ip),
             egress.discard.eq(manager.egress_discard),
@@ -204,6 +220,10 @@ class UplinkCore(wiring.Component):
             csr.inc.drop_overrun.eq(ingress.ev_overrun),
             csr.inc.red_marked.eq(manager.stat_red_marked),
             csr.inc.red_ce_already.eq(manager.stat_red_ce_already),
+            csr.inc.seg_frames.eq(manager.stat_seg_frame),
+            csr.inc.seg_chunks.eq(manager.stat_seg_chunk),
+            csr.inc.acc_escalated.eq(manager.stat_acc_escalated),
+            csr.inc.acc_marked.eq(manager.stat_acc_marked),
             csr.info.ack_slots.eq(self.ack_slots),
             csr.info.flow_entries.eq(self.flow_entries),
             csr.info.data_buffer_bytes.eq(self.data_buffer_bytes),

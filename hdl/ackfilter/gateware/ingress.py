@@ -13,7 +13,7 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..params import ACK_SLOT_BYTES
-from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout
+from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout, seg_info_layout
 from .lib.stream import FrameStream, WORD_BYTES
 
 __all__ = ["Verdict", "ingress_entry_layout", "Ingress"]
@@ -36,6 +36,7 @@ def ingress_entry_layout(*, ring_bits, buf_bits):
         "buf":     buf_bits,       # ACK buffer of an ACK
         "ip":      ip_header_layout,   # where RED marks a DATA frame (ECN: meta.ecn)
         "meta":    ack_meta_layout,
+        "seg":     seg_info_layout,    # what the segmenter needs of a DATA frame
     })
 
 
@@ -48,6 +49,9 @@ class Ingress(wiring.Component):
     ack_mode : In(2)                  0 = off: every frame is data
     ring_wr : Out                     write port of the data ring
     ack_wr : Out                      write port of the ACK buffers
+    sum_wr : Out                      write port of the segmenter's block sums: payload block j
+                                      of a frame whose payload starts in ring word w lives at
+                                      (w >> 2) + j (spec section 9; no two frames' blocks meet)
     data_rd_ptr : In(ring_bits + 1)   the egress has released the ring up to here
     data_frames_released : In(1)      a data frame left the ring
     stage_alloc_valid, stage_alloc_id, stage_take : the ACK buffer pool
@@ -74,6 +78,9 @@ class Ingress(wiring.Component):
             "ack_wr_en":            Out(1),
             "ack_wr_addr":          Out(bb + (self.slot_words - 1).bit_length()),
             "ack_wr_data":          Out(32),
+            "sum_wr_en":            Out(1),
+            "sum_wr_addr":          Out(rb - 2),
+            "sum_wr_data":          Out(16),
             "data_rd_ptr":          In(rb + 1),
             "data_frame_released":  In(1),
             "stage_alloc_valid":    In(1),
@@ -134,6 +141,20 @@ class Ingress(wiring.Component):
             with m.Else():
                 m.d.sync += [widx.eq(widx + 1), in_frame.eq(1)]
 
+        # The segmenter's block sums, as the parser strobes them. A block's
+        # address is its first word's, over four: a frame's first block is at
+        # least 13 words after its start (headers), so it never shares an
+        # address with a block of the frame before, and within the ring no
+        # two live blocks do. Not after an overflow: the words did not fit,
+        # and their addresses may hold a queued frame's blocks.
+        pay_base = Signal(rb)
+        m.d.comb += [
+            pay_base.eq(wr_ptr[:rb] + parser.pay_word),
+            self.sum_wr_en.eq(parser.sum_we & ~overflow),
+            self.sum_wr_addr.eq(pay_base[2:] + parser.sum_block),
+            self.sum_wr_data.eq(parser.sum_value),
+        ]
+
         # Commit, the cycle the parser presents its result (input is held off).
         res = parser.result
         entry = self.entry
@@ -161,6 +182,7 @@ class Ingress(wiring.Component):
             entry.buf.eq(stage_buf),
             entry.meta.eq(res.meta),
             entry.ip.eq(res.ip),
+            entry.seg.eq(res.seg),
             self.entry_valid.eq(parser.done),
             self.stat_frame.eq(parser.done),
             self.stat_bytes.eq(Mux(parser.done, res.nbytes, 0)),

@@ -31,7 +31,7 @@ from .flow_cam import FlowCAM
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
 from .ingress import Verdict, ingress_entry_layout
-from .parser import ip_header_layout
+from .parser import ip_header_layout, seg_info_layout
 from ..model.flowkey import KEY_WORDS
 from ..model.pktparse import SANE_SPAN
 from ..params import ACK_SLOT_BYTES, EVENTS
@@ -93,15 +93,22 @@ class QueueManager(wiring.Component):
     entry_* : the ingress FIFO's read side (``entry_ready`` pops the head a
               cycle after it is taken; nothing else reads the FIFO meanwhile)
     now : the core's time (RED's idle decay)
-    ack_mode, ack_queue_limit, data_share, red_* : parameters
+    ack_mode, ack_queue_limit, data_share, red_*, chunk_bytes, acc_* : parameters
     egress_busy, shaper_eligible : may a frame start
-    egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant
-    egress_mark, egress_ip : the granted data frame is to leave with CE (RED), its IP header here
+    egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant (the bytes
+              and IP length of the frame that leaves: a chunk's when it is one)
+    egress_store_bytes : the granted frame's length as stored (the whole frame's for a chunk)
+    egress_seg, egress_seg_info, egress_chunk_idx, egress_chunk_off, egress_chunk_len,
+    egress_chunk_last : the grant is chunk ``idx`` of a data frame the segmenter cuts (spec
+              section 9): its payload bytes ``off`` to ``off + len``; the frame leaves the data
+              queue with its ``last`` chunk
+    egress_mark, egress_ip : the granted frame is to leave with CE (RED, or ACC for an ACK), its
+              IP header here
     egress_discard, egress_discard_words : a data frame RED dropped gives its ring space back
     free_buf_en, free_buf_id : an ACK buffer whose frame is gone
     ev_valid, ev_kind : event trace
-    stat_superseded, stat_collision, stat_cam_full, stat_red_marked, stat_red_ce_already :
-              counter strobes
+    stat_superseded, stat_collision, stat_cam_full, stat_red_marked, stat_red_ce_already,
+    stat_seg_frame, stat_seg_chunk, stat_acc_escalated, stat_acc_marked : counter strobes
     ack_queue_depth, data_queue_frames, flows_active : levels
     idle, backlog : for simulators and status (idle: no arrival waiting or being
         handled and no descriptor in flight; with ``backlog`` low nothing
@@ -126,6 +133,10 @@ class QueueManager(wiring.Component):
             "ack_mode":          In(2),
             "ack_queue_limit":   In(8),
             "data_share":        In(9),
+            "chunk_bytes":       In(11),
+            "acc_enable":        In(1),
+            "acc_threshold_acks": In(8),
+            "acc_wq_shift":      In(4),
             **{f"red_{name}": In(width) for name, width in RED_PARAM_PORTS.items()},
             "egress_busy":       In(1),
             "shaper_eligible":   In(1),
@@ -134,6 +145,13 @@ class QueueManager(wiring.Component):
             "egress_addr":       Out(max(ring_bits, buf_bits)),
             "egress_bytes":      Out(16),
             "egress_l3_bytes":   Out(16),
+            "egress_store_bytes": Out(16),
+            "egress_seg":        Out(1),
+            "egress_seg_info":   Out(seg_info_layout),
+            "egress_chunk_idx":  Out(7),
+            "egress_chunk_off":  Out(11),
+            "egress_chunk_len":  Out(11),
+            "egress_chunk_last": Out(1),
             "egress_mark":       Out(1),
             "egress_ip":         Out(ip_header_layout),
             "egress_discard":    Out(1),
@@ -147,6 +165,10 @@ class QueueManager(wiring.Component):
             "stat_cam_full":     Out(1),
             "stat_red_marked":   Out(1),
             "stat_red_ce_already": Out(1),
+            "stat_seg_frame":    Out(1),
+            "stat_seg_chunk":    Out(1),
+            "stat_acc_escalated": Out(1),
+            "stat_acc_marked":   Out(1),
             "ack_queue_depth":   Out(range(ack_slots + 1)),
             "data_queue_frames": Out(range(desc_depth + 1)),
             "flows_active":      Out(range(flow_entries + 1)),
@@ -164,7 +186,8 @@ class QueueManager(wiring.Component):
         # dropped it (`discard`), only released, in its turn, since the ring
         # gives space back in order.
         desc_layout = data.StructLayout({"start": self.ring_bits, "nbytes": 16, "l3_bytes": 12,
-                                         "mark": 1, "ip": ip_header_layout, "discard": 1})
+                                         "mark": 1, "ip": ip_header_layout, "discard": 1,
+                                         "seg": seg_info_layout})
         m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
         desc_r = data.View(desc_layout, desc.r_data)
 
@@ -172,6 +195,7 @@ class QueueManager(wiring.Component):
         ack_bits = ACK_SLOT_BYTES.bit_length()
         node_layout = data.StructLayout({
             "buf": self.buf_bits, "nbytes": ack_bits, "l3_bytes": ack_bits, "flow": flow_ids, "tracked": 1,
+            "mark": 1, "ip": ip_header_layout,     # ACC marks it CE as it leaves
         })
         # The small memories stay in LUT RAM (`LUTRAM`): a register on one of
         # their read ports would otherwise let Yosys map them to block RAM,
@@ -289,6 +313,19 @@ class QueueManager(wiring.Component):
         # The frame being handled.
         cur = Signal(self.entry.shape())
         meta = cur.meta
+
+        # ACC (spec section 11): the ACK queue's average in 1/256 ACK, one
+        # sample per pure ACK arrival. Arrive registers the shifted step,
+        # the first Lookup applies it (a lookup again after a drop does not).
+        acc_avg     = Signal(16)
+        acc_step    = Signal(signed(18))
+        acc_pending = Signal()
+        acc_esc     = Signal()               # this arrival is escalated
+        acc_mark    = Signal()               # ... and an ECT ACK: it leaves CE
+        acc_diff    = Signal(signed(18))
+        m.d.comb += acc_diff.eq(Cat(C(0, 8), qlen) - acc_avg)
+        new_ecn = Mux(acc_mark, 0b11, meta.ecn)
+
         # The CAM's tag and indices follow registers whatever the state;
         # only its enables carry decisions (the tag fans out to every entry).
         m.d.comb += [cam.lookup_tag.eq(meta.tag), cam.set_tag.eq(meta.tag)]
@@ -348,6 +385,8 @@ class QueueManager(wiring.Component):
             node_w.data.l3_bytes.eq(cur.l3_bytes),
             node_w.data.flow.eq(idx),
             node_w.data.tracked.eq(Mux(hit_q, key_eq, cam.free)),
+            node_w.data.mark.eq(acc_mark),
+            node_w.data.ip.eq(cur.ip),
         ]
         # An append of a tracked ACK grows its flow a cycle later (the first
         # cycle of Write-Record, where nothing else touches the flow's
@@ -366,7 +405,7 @@ class QueueManager(wiring.Component):
             new_flags.sack_n.eq(meta.sack_n),
             new_flags.ece.eq(meta.ece),
             new_flags.cwr.eq(meta.cwr),
-            new_flags.ecn.eq(meta.ecn),
+            new_flags.ecn.eq(new_ecn),
         ]
 
         def record_word(j):
@@ -447,6 +486,34 @@ class QueueManager(wiring.Component):
             credit_pos.eq(credit > 0),
         ]
 
+        # The segmenter (spec section 9): the data head's next chunk. The
+        # chunk size is read when a frame's first chunk is granted and kept
+        # until its last; `rem` counts the payload bytes not yet granted.
+        seg_started = Signal()
+        seg_c       = Signal(11)
+        seg_idx     = Signal(7)
+        seg_off     = Signal(11)
+        seg_rem     = Signal(11)
+        head_seg = desc_r.seg
+        chunk_now = Signal(11)
+        cut = Signal()
+        rem = Signal(11)
+        chunk_last = Signal()
+        chunk_len = Signal(11)
+        chunk_frame = Signal(12)
+        m.d.comb += [
+            chunk_now.eq(Mux(seg_started, seg_c, Cat(C(0, 4), self.chunk_bytes[4:]))),
+            cut.eq(seg_started | (head_seg.ok & (chunk_now != 0) & (head_seg.pay_bytes > chunk_now))),
+            rem.eq(Mux(seg_started, seg_rem, head_seg.pay_bytes)),
+            chunk_last.eq(rem <= chunk_now),
+            chunk_len.eq(Mux(chunk_last, rem, chunk_now)),
+            # The chunk frame: the headers (payload offset 4 * pay_word + 2)
+            # and its payload, padded to 60 bytes (model.segmenter.MIN_FRAME_BYTES).
+            chunk_frame.eq(4 * head_seg.pay_word + 2 + chunk_len),
+        ]
+        seg_bytes = Mux(chunk_frame < 60, 60, chunk_frame)
+        seg_l3_bytes = 4 * (head_seg.pay_word - desc_r.ip.word) + chunk_len
+
         wk = Signal(range(RECORD_WORDS))            # record word being written
         wk_last = Signal(range(RECORD_WORDS))       # the last one to write
         done_event = Signal(Event)                  # reported when the write ends
@@ -512,6 +579,7 @@ class QueueManager(wiring.Component):
                             ]
                             m.next = "Red"
                     with m.Default():
+                        m.d.sync += [acc_step.eq(acc_diff >> self.acc_wq_shift), acc_pending.eq(1)]
                         m.next = "Lookup"
 
             with m.State("Red"):
@@ -519,7 +587,8 @@ class QueueManager(wiring.Component):
                 # (params.RED_DECISION_LEAD counts them for the model).
                 desc_w = data.View(desc_layout, desc.w_data)
                 m.d.comb += [desc_w.start.eq(cur.start), desc_w.nbytes.eq(cur.nbytes),
-                             desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip)]
+                             desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
+                             desc_w.seg.eq(cur.seg)]
                 with m.If(red.done):
                     m.next = "Idle"
                     marked = red.action == RedAction.MARK
@@ -545,6 +614,17 @@ class QueueManager(wiring.Component):
 
             with m.State("Lookup"):
                 m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
+                with m.If(acc_pending):
+                    avg_next = Signal(16)
+                    esc = Signal()
+                    m.d.comb += [
+                        avg_next.eq(acc_avg + acc_step),
+                        esc.eq(self.acc_enable & (avg_next > Cat(C(0, 8), self.acc_threshold_acks))),
+                        self.stat_acc_escalated.eq(esc),
+                        self.stat_acc_marked.eq(esc & meta.ecn.any() & ~meta.ecn.all()),
+                    ]
+                    m.d.sync += [acc_avg.eq(avg_next), acc_pending.eq(0), acc_esc.eq(esc),
+                                 acc_mark.eq(esc & meta.ecn.any() & ~meta.ecn.all())]
                 # The CAM has seen meta.tag since the previous state (Arrive
                 # or a drop); its answer is ready next cycle.
                 m.next = "Await-Lookup"
@@ -568,7 +648,7 @@ class QueueManager(wiring.Component):
                 m.d.sync += [
                     rk.eq(rk + 1),
                     count_q.eq(count_idx.data),
-                    enough_q.eq(Mux(self.ack_mode == 2, count_q >= 1, count_q >= 2)),
+                    enough_q.eq(Mux((self.ack_mode == 2) | acc_esc, count_q >= 1, count_q >= 2)),
                     newest_q.eq(newest_idx.data),
                     old_buf_q.eq(node_new.data.buf),
                 ]
@@ -592,7 +672,7 @@ class QueueManager(wiring.Component):
                                 ack_gt_q.eq((d_ack != 0) & ~d_ack[31]),
                                 ack_eq_q.eq(d_ack == 0),
                                 flags_ok_q.eq(meta.eligible & of.supersedable & (of.ece == meta.ece) &
-                                              (of.cwr == meta.cwr) & (of.ecn == meta.ecn)),
+                                              (of.cwr == meta.cwr) & (of.ecn == new_ecn)),
                             ]
                         with m.Case(REC_TS):
                             m.d.sync += [
@@ -769,7 +849,8 @@ class QueueManager(wiring.Component):
             with m.State("Depart"):
                 have_ack = qlen != 0
                 pick_data = have_data & (~have_ack | credit_pos)
-                nbytes = Mux(pick_data, desc_r.nbytes, head_q.nbytes)
+                data_bytes_out = Mux(cut, seg_bytes, desc_r.nbytes)
+                nbytes = Mux(pick_data, data_bytes_out, head_q.nbytes)
                 m.d.sync += charge_n.eq(nbytes)
                 with m.If(have_ack & have_data):
                     m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
@@ -778,24 +859,43 @@ class QueueManager(wiring.Component):
                 m.d.comb += [
                     self.egress_start.eq(1),
                     self.egress_bytes.eq(nbytes),
-                    self.egress_l3_bytes.eq(Mux(pick_data, desc_r.l3_bytes, head_q.l3_bytes)),
+                    self.egress_l3_bytes.eq(Mux(pick_data, Mux(cut, seg_l3_bytes, desc_r.l3_bytes),
+                                                head_q.l3_bytes)),
+                    self.egress_store_bytes.eq(Mux(pick_data, desc_r.nbytes, head_q.nbytes)),
                 ]
                 with m.If(pick_data):
+                    # A whole frame, or a cut frame's last chunk, leaves the queue.
+                    leaves = ~cut | chunk_last
                     m.d.comb += [
-                        desc.r_en.eq(1),
+                        desc.r_en.eq(leaves),
                         self.egress_is_ack.eq(0),
                         self.egress_addr.eq(desc_r.start),
                         self.egress_mark.eq(desc_r.mark),
                         self.egress_ip.eq(desc_r.ip),
-                        red.emptied.eq(data_bytes == desc_r.nbytes),
+                        self.egress_seg.eq(cut),
+                        self.egress_seg_info.eq(head_seg),
+                        self.egress_chunk_idx.eq(seg_idx),
+                        self.egress_chunk_off.eq(seg_off),
+                        self.egress_chunk_len.eq(chunk_len),
+                        self.egress_chunk_last.eq(chunk_last),
+                        self.stat_seg_frame.eq(cut & ~seg_started),
+                        self.stat_seg_chunk.eq(cut),
+                        red.emptied.eq(leaves & (data_bytes == desc_r.nbytes)),
                     ]
-                    m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
+                    with m.If(leaves):
+                        m.d.sync += [data_bytes.eq(data_bytes - desc_r.nbytes), seg_started.eq(0),
+                                     seg_idx.eq(0), seg_off.eq(0)]
+                    with m.Else():
+                        m.d.sync += [seg_started.eq(1), seg_c.eq(chunk_now), seg_idx.eq(seg_idx + 1),
+                                     seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
                     event(Event.DEPART_DATA)
                 with m.Else():
                     leave_head()
                     m.d.comb += [
                         self.egress_is_ack.eq(1),
                         self.egress_addr.eq(head_q.buf),
+                        self.egress_mark.eq(head_q.mark),
+                        self.egress_ip.eq(head_q.ip),
                     ]
                     event(Event.DEPART_ACK)
                 m.next = "Idle"

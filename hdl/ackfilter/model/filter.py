@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, EVENTS, FLOW_ENTRIES, MAX_FRAME_BYTES,
                       frames_accounted, param)
 from .pktparse import SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
-from .red import ECN_CE, Red, ecn_codepoint
+from .acc import Acc
+from .red import ECN_CE, ECN_NOT_ECT, Red, ecn_codepoint, set_ce
 from .segmenter import check_chunk_bytes, segment
 
 __all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
@@ -145,6 +146,9 @@ class FilterModel:
         RED on the data queue (the registers' values); ``None``: off.
     chunk_bytes : int
         The segmenter's chunk (``check_chunk_bytes``); 0 is off.
+    acc : Acc or None
+        ACK congestion control (spec section 11); ``None``: off
+        (``acc_enable`` 0).
 
     Attributes
     ----------
@@ -161,7 +165,9 @@ class FilterModel:
                  ack_queue_limit=param("ack_queue_limit").default, flow_entries=FLOW_ENTRIES,
                  data_share=param("data_share").default, ack_slots=ACK_SLOTS,
                  slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES, red=None,
-                 chunk_bytes=param("chunk_bytes").default):
+                 chunk_bytes=param("chunk_bytes").default, acc=None):
+        if acc is not None and not isinstance(acc, Acc):
+            raise TypeError(f"acc must be a model.acc.Acc or None, not {acc!r}")
         if red is not None and not isinstance(red, Red):
             raise TypeError(f"red must be a model.red.Red or None, not {red!r}")
         if ack_mode not in (0, 1, 2):
@@ -184,6 +190,7 @@ class FilterModel:
         self.data_queue = deque()    # of bytes, head first
         self.data_bytes = 0          # their total length (RED's queue occupancy)
         self.red = red
+        self.acc = acc
         self.head_chunks = None      # the data head's chunks still to leave, once its first has left
         self.head_cut = False        # the segmenter cut the data head
         self.entries = [None] * flow_entries   # of _FlowEntry
@@ -304,7 +311,17 @@ class FilterModel:
 
     def _arrive_ack(self, frame, p):
         events = []
-        threshold = 2 if self.ack_mode == 1 else 1
+        # ACC (spec section 11): the average takes its sample first; an
+        # escalated arrival supersedes as aggressive and an ECT ACK leaves CE
+        # (compared by the ECN field it leaves with).
+        escalated = self.acc is not None and self.acc.arrive(len(self.ack_queue))
+        if escalated:
+            self.counters["acc_escalated"] += 1
+            if p.ecn not in (ECN_NOT_ECT, ECN_CE):
+                frame = set_ce(frame)
+                p = self.classify(frame)
+                self.counters["acc_marked"] += 1
+        threshold = 2 if self.ack_mode == 1 and not escalated else 1
         while True:
             # Step 1: look the flow up.
             idx, hit = self._lookup(p)

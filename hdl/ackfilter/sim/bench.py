@@ -85,7 +85,7 @@ def main(args):
     res = replay(frames, ack_mode="conservative")
     c = res.counters
     drops = sum(c[x.name] for x in params.COUNTERS if x.is_drop)
-    accounted = c["frames_out"] + c["acks_superseded"] + drops
+    accounted = params.frames_accounted(c)
     _line("frames in / out / superseded", f"{c['frames_in']} / {c['frames_out']} / "
                                           f"{c['acks_superseded']}")
     _line("frames dropped (loss)", f"{drops} ({100 * drops / n:.3f} %)")

@@ -3,10 +3,12 @@
 The scenario (:func:`ackfilter.sim.traces.demo_scenario`) is four downloads whose
 receivers' ACK streams alone exceed a ~1 Mb/s uplink, plus an upload that
 fills it, plus a little other traffic. It is replayed through the Verilated
-core (:func:`ackfilter.sim.replay.replay`) once per ACK filter mode, and
-:func:`analyze` measures what a user cares about from the frames that left:
-how many ACKs went up, how late the downloads' senders learn each cumulative
-ack, how much upload data got through, what was dropped.
+core (:func:`ackfilter.sim.replay.replay`) once per ACK filter mode, then
+once per two-way setting (the data share off and on, the segmenter off and
+on: :data:`TWO_WAY`), and :func:`analyze` measures what a user cares about
+from the frames that left: how many ACKs went up, how late the downloads'
+senders learn each cumulative ack, how much upload data got through, what
+was dropped.
 """
 
 import bisect
@@ -16,6 +18,7 @@ import time
 
 from .. import params
 from ..model.pktparse import before, classify
+from ..model.segmenter import segment
 from .replay import replay
 from .traces import demo_scenario
 from ..units import format_rate, parse_rate
@@ -23,6 +26,16 @@ from ..units import format_rate, parse_rate
 __all__ = ["analyze", "run_modes", "format_table", "main"]
 
 MODES = ("off", "conservative", "aggressive")
+#: The two-way settings: the default filter with the data share off (strict
+#: acks-first, seeds' Table 3) and on, each with whole upload frames and with
+#: the segmenter cutting them into chunks (spec section 9).
+DEMO_CHUNK_BYTES = 256
+TWO_WAY = {
+    "share 0": dict(data_share=0),
+    "share 0, chunks": dict(data_share=0, chunk_bytes=DEMO_CHUNK_BYTES),
+    "share 128": dict(data_share=128),
+    "share 128, chunks": dict(data_share=128, chunk_bytes=DEMO_CHUNK_BYTES),
+}
 
 
 def _pct(values, q):
@@ -32,7 +45,7 @@ def _pct(values, q):
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def analyze(in_frames, result, *, duration_s):
+def analyze(in_frames, result, *, duration_s, chunk_bytes=0):
     """Figures of one replay.
 
     ``in_frames`` is the LAN-side list that was replayed, ``result`` its
@@ -41,12 +54,16 @@ def analyze(in_frames, result, *, duration_s):
     the time from the arrival of a pure ACK until *some* ACK of its flow
     acknowledging at least as much leaves: with supersession a newer ACK
     carries the information, so this is what the download's sender feels.
+    With ``chunk_bytes``, a chunk's delay is its frame's (its arrival).
     """
     arrival = {}
     acks_in = {}                                # flow key -> [(t_in, ack)]
     n_acks_in = 0
     for t, frame in in_frames:
         arrival[frame] = t
+        if chunk_bytes:
+            for piece in segment(frame, chunk_bytes):
+                arrival.setdefault(piece, t)
         p = classify(frame, ack_mode=1)
         if p.pure_ack:
             n_acks_in += 1
@@ -110,12 +127,22 @@ def analyze(in_frames, result, *, duration_s):
 
 def run_modes(frames, *, uplink_bps, duration_s, modes=MODES, log=None):
     """Replay ``frames`` once per mode; return ``{mode: analyze(...)}``."""
+    return run_settings(frames, {m: dict(ack_mode=m) for m in modes},
+                        uplink_bps=uplink_bps, duration_s=duration_s, log=log)
+
+
+def run_settings(frames, settings, *, uplink_bps, duration_s, log=None):
+    """Replay ``frames`` once per setting (``{label: registers}``, ``ack_mode``
+    by name; the rest as the core's registers); return ``{label: analyze(...)}``."""
     out = {}
-    for mode in modes:
+    for label, regs in settings.items():
+        regs = dict(regs)
+        mode = regs.pop("ack_mode", params.default_name("ack_mode"))
         if log:
-            log(f"replaying {len(frames)} frames through the RTL, ACK filter {mode} ...")
-        res = replay(frames, uplink_rate_bps=uplink_bps, ack_mode=mode)
-        out[mode] = analyze(frames, res, duration_s=duration_s)
+            log(f"replaying {len(frames)} frames through the RTL, {label} ...")
+        res = replay(frames, uplink_rate_bps=uplink_bps, ack_mode=mode, csr=regs)
+        out[label] = analyze(frames, res, duration_s=duration_s,
+                             chunk_bytes=regs.get("chunk_bytes", 0))
     return out
 
 
@@ -134,7 +161,7 @@ def format_table(results, *, title):
         ("ack news latency mean/p95", lambda r: "{:.1f} / {:.1f} ms".format(*r["ack_latency_ms"])),
         ("ACKs whose news never left", lambda r: f"{r['acks_never_answered']}"),
     ]
-    head = ["", *[f"filter {m}" for m in modes]]
+    head = ["", *modes]
     body = [[name, *[fmt(results[m]) for m in modes]] for name, fmt in rows]
     widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
     line = lambda row: "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -174,12 +201,22 @@ def main(args):
     frames = demo_scenario(args.seed, duration_s=duration_s, uplink_bps=uplink_bps)
     t0 = time.monotonic()
     results = run_modes(frames, uplink_bps=uplink_bps, duration_s=duration_s, log=log)
+    default = params.default_name("ack_mode")
+    two_way = run_settings(frames, {k: dict(ack_mode=default, **v) for k, v in TWO_WAY.items()},
+                           uplink_bps=uplink_bps, duration_s=duration_s, log=log)
     print()
-    print(format_table(results, title=f"ackfilter demo: {len(frames)} frames, {duration_s:g} s, "
+    print(format_table({f"filter {m}": r for m, r in results.items()}, title=f"ackfilter demo: {len(frames)} frames, {duration_s:g} s, "
                                       f"uplink shaped to {format_rate(uplink_bps)} (RTL in Verilator)"))
+    print()
+    print(format_table(two_way, title=f"both ways, filter {default}: the data share (1/256 of the "
+                                      f"uplink kept for upload data while ACKs wait) and the "
+                                      f"segmenter ({DEMO_CHUNK_BYTES}-byte chunks) off and on"))
     print()
     print("ack news latency: from a pure ACK's arrival until an ACK of its flow acknowledging at\n"
           "least as much leaves for the modem: the delay the download's sender actually sees.")
-    print(f"(simulated {sum(r['sim_cycles'] for r in results.values()) / params.F_SYS_HZ:.1f} s of "
+    print("chunks: upload frames leave as valid TCP segments of at most that much payload, so an\n"
+          "ACK waits behind one chunk instead of a whole frame (each chunk counts as a frame).")
+    runs = [*results.values(), *two_way.values()]
+    print(f"(simulated {sum(r['sim_cycles'] for r in runs) / params.F_SYS_HZ:.1f} s of "
           f"hardware time in {time.monotonic() - t0:.1f} s)")
     return 0

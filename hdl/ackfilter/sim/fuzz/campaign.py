@@ -272,7 +272,7 @@ def balance_error(counters, n_in, n_out):
         problems.append(f"frames_in {counters['frames_in']} != {n_in} frames sent")
     if counters["frames_out"] != n_out:
         problems.append(f"frames_out {counters['frames_out']} != {n_out} frames received")
-    if counters["frames_in"] != counters["frames_out"] + counters["acks_superseded"] + drops:
+    if counters["frames_in"] != params.frames_accounted(counters):
         problems.append(f"frames_in {counters['frames_in']} != frames_out {counters['frames_out']} + "
                         f"acks_superseded {counters['acks_superseded']} + drops {drops}")
     return "; ".join(problems)

@@ -49,6 +49,7 @@ class Variant:
     data_share: int = None
     red: bool = False               # RED on, set for the uplink rate (model.red.registers_for_rate)
     ecn: int = 0                    # the hosts' net.ipv4.tcp_ecn (1: request ECN)
+    chunk: int = 0                  # the segmenter's chunk_bytes (0: off)
 
     def csr(self, uplink_bps):
         """The core's registers for this variant on an uplink of ``uplink_bps``.
@@ -62,7 +63,8 @@ class Variant:
         red = registers_for_rate(uplink_bps) if self.red else {}
         return {"ack_mode": self.ack_mode, "data_share": self.data_share,
                 "shaper_cpb_q16": params.cpb_q16_for_rate(uplink_bps),
-                "shaper_burst_bytes": 0, "shaper_overhead_bytes": 0, "shaper_charge_base": 0, **red}
+                "shaper_burst_bytes": 0, "shaper_overhead_bytes": 0, "shaper_charge_base": 0,
+                "chunk_bytes": self.chunk, **red}
 
 
 def _variants():
@@ -78,6 +80,15 @@ def _variants():
           Variant("aggressive-red-ecn", "aggressive, data share 128, RED marking CE (the hosts "
                   "request classic ECN, tcp_ecn=1)", ack_mode="aggressive", data_share=128, red=True,
                   ecn=1)]
+    # The segmenter (spec section 9): upload data in chunks, so that an ACK
+    # waits behind a chunk, not a whole frame (Lakshman, Madhow and Suter).
+    for chunk in (256, 512):
+        v.append(Variant(f"aggressive-seg{chunk}", f"aggressive, data share 128, upload data cut "
+                         f"into {chunk}-byte chunks", ack_mode="aggressive", data_share=128,
+                         chunk=chunk))
+    v.append(Variant("aggressive-seg512-red-ecn", "aggressive, data share 128, 512-byte chunks, "
+                     "RED marking CE (the hosts request classic ECN)", ack_mode="aggressive",
+                     data_share=128, red=True, ecn=1, chunk=512))
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -228,7 +239,8 @@ def scenarios(which, *, quick=False):
 SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R")
 _BASE = ("modem-fifo", "off", "conservative", "aggressive")
 _SHARES = tuple(n for n in VARIANTS if "-share" in n)
-_RED = tuple(n for n in VARIANTS if VARIANTS[n].red)
+_RED = tuple(n for n in VARIANTS if VARIANTS[n].red and not VARIANTS[n].chunk)
+_SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk)
 #: Where RED is measured: a queue of upload data builds in these.
 _RED_SCENARIOS = ("S1", "S3", "S5U")
 
@@ -244,9 +256,9 @@ def plan(*, quick=False, only=None, variants=None):
         elif quick:
             vs = ("modem-fifo", default)
         elif name == "S3":
-            vs = _BASE + _SHARES + _RED
+            vs = _BASE + _SHARES + _RED + _SEG
         else:
-            vs = _BASE + (_RED if name in _RED_SCENARIOS else ())
+            vs = _BASE + (_RED + _SEG if name in _RED_SCENARIOS else ())
         for sc in scenarios(name, quick=quick):
             extra = ("off",) if quick and not variants and name == "S1" and sc.uplink_bps == 64000 else ()
             for v in vs + extra:
@@ -381,7 +393,8 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
         if variant.uplink == "core":
             row["counters"] = {k: stats.counters[k] for k in (
                 "acks_in", "acks_superseded", "acks_ineligible", "frames_out", "drop_data_full",
-                "drop_ack_front", "drop_ack_covered", "red_marked", "red_ce_already", "drop_red")}
+                "drop_ack_front", "drop_ack_covered", "red_marked", "red_ce_already", "drop_red",
+                "seg_frames", "seg_chunks")}
     row["valid"] = not reasons
     row["invalid_reason"] = "; ".join(reasons)
     return row
