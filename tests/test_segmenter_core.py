@@ -113,7 +113,8 @@ def test_the_segmenter_cuts_as_the_model_decides_through_the_whole_core(chunk):
     arrivals = [e for _c, e in res.events if e in params.ARRIVAL_EVENTS]
     queued = [f for f, e in zip(sent, arrivals) if e in ("ARRIVE_DATA", "ARRIVE_DATA_MARKED")]
     cut = [f for f in queued if why_whole(f, chunk) is None]
-    assert c["seg_frames"] == len(cut) > 50, c
+    # (only the 1900-byte segments are longer than 1456)
+    assert c["seg_frames"] == len(cut) > (5 if chunk == 1456 else 50), c
     assert c["seg_chunks"] > c["seg_frames"]
 
     # Scapy, not the model (ackfilter.sim.segcheck).
@@ -124,7 +125,7 @@ def test_the_segmenter_cuts_as_the_model_decides_through_the_whole_core(chunk):
     # ACKs overtake the rest of a frame being cut: a download ACK leaves
     # between two chunks of one frame.
     download = (DOWNLOAD.src, DOWNLOAD.dst, DOWNLOAD.sport, DOWNLOAD.dport)
-    assert splits_between_chunks(out, chunk, download) > 5
+    assert splits_between_chunks(out, chunk, download) > (0 if chunk == 1456 else 5)
 
 
 def test_chunk_bytes_0_leaves_every_frame_whole():

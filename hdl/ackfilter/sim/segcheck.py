@@ -64,14 +64,17 @@ def streams(frames):
 
 
 def reassemble(pieces):
-    """The bytes of ``(seq, payload)`` pieces laid out from the first one's
-    seq (mod 2^32); a hole raises ``AssertionError``."""
-    base = min(pieces, key=lambda p: (p[0] - pieces[0][0] + 2**31) & 0xFFFF_FFFF)[0]
-    buf = bytearray()
-    for off, d in sorted((((s - base) & 0xFFFF_FFFF), d) for s, d in pieces):
-        assert off <= len(buf), f"hole in the stream at byte {len(buf)}"
-        buf[off:off + len(d)] = d
-    return bytes(buf)
+    """``{offset: byte}`` of ``(seq, payload)`` pieces, offsets from the
+    lowest seq (mod 2^32; the pieces within 2^31 of each other). Holes (a
+    dropped segment) are simply absent."""
+    first = pieces[0][0]
+    base = min((s for s, _d in pieces), key=lambda s: (s - first + 2**31) & 0xFFFF_FFFF)
+    out = {}
+    for s, d in pieces:
+        off = (s - base) & 0xFFFF_FFFF
+        for i, b in enumerate(d):
+            out[off + i] = b
+    return out
 
 
 def check_segmented(sent, out, chunk_bytes, cut):
