@@ -13,7 +13,7 @@
 
 /* Word addresses. A counter is 64 bits: the low word at its address, the high
    word at address + 1; reading the low word latches the high word. */
-#define ACKFILTER_CSR_LAST 0x67u
+#define ACKFILTER_CSR_LAST 0x6bu
 #define ACKFILTER_CSR_ACK_MODE 0x00u  /* ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive (keeps one) */
 #define ACKFILTER_CSR_ACK_QUEUE_LIMIT 0x01u  /* ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS) */
 #define ACKFILTER_CSR_DATA_SHARE 0x02u  /* share of the uplink bytes guaranteed to data when ACKs are waiting (128: byte round-robin between ACKs and data, as Lakshman et al.) */
@@ -30,7 +30,10 @@
 #define ACKFILTER_CSR_RED_WQ_SHIFT 0x0du  /* w_q = 2^-red_wq_shift, the weight of a new sample in the average */
 #define ACKFILTER_CSR_RED_GENTLE 0x0eu  /* 0: every frame notified from max_th; 1: p_b rises from max_p to 1 up to 2*max_th */
 #define ACKFILTER_CSR_RED_IDLE_SHIFT 0x0fu  /* while the data queue is empty the average decays one step per 2^red_idle_shift cycles */
-#define ACKFILTER_CSR_CHUNK_BYTES 0x10u  /* segmenter: most TCP payload bytes in a chunk of upload data, a multiple of 16 (the low four bits are ignored); 0 = off, every frame leaves whole */
+#define ACKFILTER_CSR_ACC_ENABLE 0x10u  /* ACC: above acc_threshold_acks the filter supersedes as aggressive and marks ECT ACKs CE */
+#define ACKFILTER_CSR_ACC_THRESHOLD_ACKS 0x11u  /* ACC escalates while the ACK queue's average length is above this */
+#define ACKFILTER_CSR_ACC_WQ_SHIFT 0x12u  /* the weight of a new sample in the ACK queue's average is 2^-acc_wq_shift */
+#define ACKFILTER_CSR_CHUNK_BYTES 0x13u  /* segmenter: most TCP payload bytes in a chunk of upload data, a multiple of 16 (the low four bits are ignored); 0 = off, every frame leaves whole */
 #define ACKFILTER_CSR_INFO_ID 0x20u
 #define ACKFILTER_CSR_INFO_ACK_SLOTS 0x21u
 #define ACKFILTER_CSR_INFO_FLOW_ENTRIES 0x22u
@@ -56,8 +59,10 @@
 #define ACKFILTER_CSR_RED_MARKED 0x5eu  /* data frames RED notified by CE: ECT marked CE, or CE already */
 #define ACKFILTER_CSR_RED_CE_ALREADY 0x60u  /* of red_marked, frames that arrived CE (forwarded unchanged) */
 #define ACKFILTER_CSR_DROP_RED 0x62u  /* data frames RED notified by a drop: Not-ECT or not IP */
-#define ACKFILTER_CSR_SEG_FRAMES 0x64u  /* data frames the segmenter cut into chunks (each sent as seg_chunks frames, counted in frames_out) */
-#define ACKFILTER_CSR_SEG_CHUNKS 0x66u  /* chunks sent for the frames in seg_frames */
+#define ACKFILTER_CSR_ACC_ESCALATED 0x64u  /* pure ACKs that arrived while ACC was escalated (the ACK queue's average above acc_threshold_acks) */
+#define ACKFILTER_CSR_ACC_MARKED 0x66u  /* of acc_escalated, ECT ACKs ACC marked CE */
+#define ACKFILTER_CSR_SEG_FRAMES 0x68u  /* data frames the segmenter cut into chunks (each sent as seg_chunks frames, counted in frames_out) */
+#define ACKFILTER_CSR_SEG_CHUNKS 0x6au  /* chunks sent for the frames in seg_frames */
 
 /* Parameter ranges and defaults (signed ones as C ints). */
 #define ACKFILTER_ACK_MODE_MIN 0u
@@ -108,6 +113,15 @@
 #define ACKFILTER_RED_IDLE_SHIFT_MIN 1u
 #define ACKFILTER_RED_IDLE_SHIFT_MAX 31u
 #define ACKFILTER_RED_IDLE_SHIFT_DEFAULT 16u
+#define ACKFILTER_ACC_ENABLE_MIN 0u
+#define ACKFILTER_ACC_ENABLE_MAX 1u
+#define ACKFILTER_ACC_ENABLE_DEFAULT 0u
+#define ACKFILTER_ACC_THRESHOLD_ACKS_MIN 1u
+#define ACKFILTER_ACC_THRESHOLD_ACKS_MAX 255u
+#define ACKFILTER_ACC_THRESHOLD_ACKS_DEFAULT 16u
+#define ACKFILTER_ACC_WQ_SHIFT_MIN 1u
+#define ACKFILTER_ACC_WQ_SHIFT_MAX 15u
+#define ACKFILTER_ACC_WQ_SHIFT_DEFAULT 4u
 #define ACKFILTER_CHUNK_BYTES_MIN 0u
 #define ACKFILTER_CHUNK_BYTES_MAX 1456u
 #define ACKFILTER_CHUNK_BYTES_DEFAULT 0u
@@ -156,7 +170,10 @@
     X(red_wq_shift, 0x0du, 4, 0, 9u, 1u, 15u, "log2") \
     X(red_gentle, 0x0eu, 1, 0, 1u, 0u, 1u, "bool") \
     X(red_idle_shift, 0x0fu, 5, 0, 16u, 1u, 31u, "log2 cycles") \
-    X(chunk_bytes, 0x10u, 11, 0, 0u, 0u, 1456u, "bytes") \
+    X(acc_enable, 0x10u, 1, 0, 0u, 0u, 1u, "bool") \
+    X(acc_threshold_acks, 0x11u, 8, 0, 16u, 1u, 255u, "ACKs") \
+    X(acc_wq_shift, 0x12u, 4, 0, 4u, 1u, 15u, "log2") \
+    X(chunk_bytes, 0x13u, 11, 0, 0u, 0u, 1456u, "bytes") \
 
 /* X(name, addr_lo, is_drop) */
 #define ACKFILTER_COUNTERS(X) \
@@ -178,7 +195,9 @@
     X(red_marked, 0x5eu, 0) \
     X(red_ce_already, 0x60u, 0) \
     X(drop_red, 0x62u, 1) \
-    X(seg_frames, 0x64u, 0) \
-    X(seg_chunks, 0x66u, 0) \
+    X(acc_escalated, 0x64u, 0) \
+    X(acc_marked, 0x66u, 0) \
+    X(seg_frames, 0x68u, 0) \
+    X(seg_chunks, 0x6au, 0) \
 
 #endif /* ACKFILTER_REGS_H */
