@@ -101,7 +101,9 @@ def check_against_model(frames, results):
             assert meta.sack_n == len(want.sack), where
             assert [(meta.sack[k].start, meta.sack[k].end) for k in range(len(want.sack))] == want.sack, where
             assert bool(meta.other_opts) == want.other_opts, where
-            assert (bool(meta.ece), bool(meta.cwr), meta.ecn) == (want.ece, want.cwr, want.ecn), where
+            assert (bool(meta.ece), bool(meta.cwr), bool(meta.ae), meta.ecn) == (want.ece, want.cwr, want.ae, want.ecn), where
+            assert (bool(meta.accecn_opt), meta.accecn_mask, tuple(meta.accecn[i] for i in range(3))) == \
+                (want.accecn_opt, want.accecn_mask, want.accecn), where
         check_seg(frame, r.seg, sums, where)
 
 

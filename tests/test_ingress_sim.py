@@ -273,7 +273,9 @@ def check_records(frames, records, *, ack_mode, ring_words, desc_depth):
                 if p.has_ts:
                     assert (meta.tsval, meta.tsecr) == (p.tsval, p.tsecr), where
                 assert [(meta.sack[k].start, meta.sack[k].end) for k in range(meta.sack_n)] == p.sack, where
-                assert (bool(meta.ece), bool(meta.cwr), meta.ecn) == (p.ece, p.cwr, p.ecn), where
+                assert (bool(meta.ece), bool(meta.cwr), bool(meta.ae), meta.ecn) == (p.ece, p.cwr, p.ae, p.ecn), where
+                assert (bool(meta.accecn_opt), meta.accecn_mask, tuple(meta.accecn[i] for i in range(3))) == \
+                    (p.accecn_opt, p.accecn_mask, p.accecn), where
         committed = rec["ready"]
         tally["overrun"] += not committed
         v = rec["verdict"]

@@ -20,7 +20,7 @@ _ids = itertools.count(1)
 
 
 def mk_ack(ack, *, flow=0, ts=None, sack=(), flags="A", ecn=0, opts=(), payload=b"", v6=False,
-           vlan=None, tpid=0x8100, ip_opts=False, sport=40000):
+           vlan=None, tpid=0x8100, ip_opts=False, sport=40000, reserved=0):
     """A pure ACK (unless told otherwise) of flow number ``flow``, padded to 60 bytes.
 
     ``ts=(tsval, tsecr)``, ``sack=[(start, end), ...]``; every frame gets a
@@ -41,7 +41,7 @@ def mk_ack(ack, *, flow=0, ts=None, sack=(), flags="A", ecn=0, opts=(), payload=
     if vlan is not None:
         l2 = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=tpid) / Dot1Q(vlan=vlan)
     pkt = l2 / ip / TCP(sport=sport, dport=443, seq=1, ack=ack & 0xFFFFFFFF, flags=flags, window=1000,
-                        options=options)
+                        options=options, reserved=reserved)
     frame = bytes(pkt / payload) if payload else bytes(pkt)
     return frame + bytes(max(0, 60 - len(frame)))
 
@@ -236,6 +236,8 @@ def test_a_chain_of_supersessions_stays_within_2_30_of_its_floor():
     (dict(flags="A"), dict(flags="AE")),
     (dict(flags="AE"), dict(flags="A")),
     (dict(flags="AC"), dict(flags="A")),
+    (dict(flags="A"), dict(flags="AN")),          # AE without the AccECN option: the exact rule
+    (dict(flags="AN"), dict(flags="ANE")),
     (dict(ecn=0), dict(ecn=3)),
     (dict(ecn=1), dict(ecn=2)),
 ])
@@ -303,14 +305,14 @@ def test_newer_ack_with_other_options_may_supersede_but_not_be_superseded():
     assert ev == [["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_SUPERSEDE"], ["ARRIVE_ACK_NEW"]]
 
 
-@pytest.mark.parametrize("kind", ["psh", "ae", "urg", "mss_option", "bad_tcp_checksum", "ipv4_options"])
+@pytest.mark.parametrize("kind", ["psh", "reserved", "urg", "mss_option", "bad_tcp_checksum", "ipv4_options"])
 def test_a_flows_ineligible_acks_keep_their_place_among_its_pure_acks(kind):
     # Issue 9, item 1: an ineligible zero-payload ACK goes to the ACK queue
     # too, so the later pure ACKs of its flow cannot overtake it; it is
     # neither superseded nor does it supersede.
     m = FilterModel(ack_mode=AGGRESSIVE)
     a1 = mk_ack(1000)
-    odd = {"psh": lambda: mk_ack(2000, flags="PA"), "ae": lambda: mk_ack(2000, flags="AN"),
+    odd = {"psh": lambda: mk_ack(2000, flags="PA"), "reserved": lambda: mk_ack(2000, reserved=4),
            "urg": lambda: mk_ack(2000, flags="AU"), "mss_option": lambda: mk_ack(2000, opts=[("MSS", 1400)]),
            "bad_tcp_checksum": lambda: bad_tcp_checksum(mk_ack(2000)),
            "ipv4_options": lambda: mk_ack(2000, ip_opts=True)}[kind]()

@@ -102,7 +102,8 @@ def entry_value(p, frame, *, verdict, start, buf):
                     has_ts=int(p.has_ts), sack_n=len(p.sack),
                     sack=[{"start": s, "end": e} for s, e in sack],
                     other_opts=int(p.other_opts), eligible=int(p.eligible), ece=int(p.ece),
-                    cwr=int(p.cwr), ecn=p.ecn)
+                    cwr=int(p.cwr), ae=int(p.ae), ecn=p.ecn, accecn_opt=int(p.accecn_opt),
+                    accecn_mask=p.accecn_mask, accecn=list(p.accecn))
     layout = ingress_entry_layout(ring_bits=RING_BITS, buf_bits=BUF_BITS)
     return layout.const(dict(verdict=verdict, nbytes=min(len(frame), 0xFFFF),
                              l3_bytes=ip_packet_length(frame) & 0xFFF if len(frame) <= 2048 else 0,

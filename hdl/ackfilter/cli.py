@@ -257,7 +257,8 @@ def cmd_replay(args, parser):
         result = rp.replay(in_frames, uplink_rate_bps=args.uplink_rate, ack_slots=args.ack_slots,
                            ack_mode=args.ack_filter, data_share=args.data_share,
                            accounting=accounting,
-                           csr={**red_registers(args.red, args.uplink_rate), "chunk_bytes": args.chunk},
+                           csr={**red_registers(args.red, args.uplink_rate),
+                                **({"chunk_bytes": args.chunk} if args.chunk else {})},
                            progress=_Progress(len(frames), args.quiet))
     except rp.ReplayError as e:
         print(f"ackfilter replay: error: {e}", file=sys.stderr)

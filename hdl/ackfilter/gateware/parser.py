@@ -61,7 +61,14 @@ ack_meta_layout = data.StructLayout({
     "eligible":   1,
     "ece":        1,
     "cwr":        1,
+    "ae":         1,
     "ecn":        2,
+    # The AccECN option (RFC 9768; spec section 3, "AccECN"): present, which
+    # counters it carries (bit i: model.pktparse.ACCECN_FIELDS[i]) and their
+    # values in that order (EE0B, ECEB, EE1B; 0 where absent).
+    "accecn_opt":  1,
+    "accecn_mask": 3,
+    "accecn":      data.ArrayLayout(24, 3),
 })
 
 #: Where a frame's IP header is, for RED's CE mark (spec section 10):
@@ -285,6 +292,10 @@ class FrameParser(wiring.Component):
         opt_at      = Signal(8)             # in a body: the current byte's index
         opt_is_ts   = Signal()              # the option's kind: timestamps (8)
         opt_is_sack = Signal()              # SACK (5)
+        opt_is_aecn = Signal()              # AccECN (172 or 174)
+        aecn_kind1  = Signal()              # the AccECN option is kind 174 (counters in reverse order)
+        aecn_n      = Signal(2)             # how many counters it carries
+        has_aecn    = Signal()
         opt_eol   = Signal()
         opt_bad   = Signal()                # the options make a pure ACK ineligible
         opt_wbad  = Signal()                # the options do not walk (a length below 2)
@@ -294,6 +305,7 @@ class FrameParser(wiring.Component):
         other_opt = Signal()
         ts_bytes   = Array(Signal(8, name=f"ts_b{i}") for i in range(8))
         sack_bytes = Array(Signal(8, name=f"sack_b{i}") for i in range(32))
+        aecn_bytes = Array(Signal(8, name=f"aecn_b{i}") for i in range(9))
 
         with m.If(r_valid):
             with m.Switch(state):
@@ -518,6 +530,7 @@ class FrameParser(wiring.Component):
         # later, off the walker's chain; `finalize` is at least two cycles on.
         cap_en   = [Signal(name=f"cap_en{i}") for i in range(2)]
         cap_ts   = [Signal(name=f"cap_ts{i}") for i in range(2)]
+        cap_ae   = [Signal(name=f"cap_ae{i}") for i in range(2)]
         cap_at   = [Signal(8, name=f"cap_at{i}") for i in range(2)]
         cap_byte = [Signal(8, name=f"cap_byte{i}") for i in range(2)]
         m.d.sync += [c.eq(0) for c in cap_en]
@@ -540,18 +553,27 @@ class FrameParser(wiring.Component):
             signs = starts & ((b == 19) | (b == 29))
             long = at_len & (b >= 2)
             sack_ok = (b == 10) | (b == 18) | (b == 26) | (b == 34)    # 1..4 blocks
+            aecn_ok = (b == 2) | (b == 5) | (b == 8) | (b == 11)       # 0..3 counters
             new = {
                 "eol": st["eol"] | (at_kind & (b == 0)),     # EOL: the rest is padding
                 # RFC 7323 (timestamps: length 10, once), RFC 2018 (SACK: 1-4 blocks, once).
                 "wbad": st["wbad"] | (at_len & (b < 2)),
                 "bad": st["bad"] | (at_len & ((b < 2) |
                                               (st["is_ts"] & ((b != 10) | st["ts"])) |
-                                              (st["is_sack"] & (~sack_ok | (st["sk"] != 0))))),
+                                              (st["is_sack"] & (~sack_ok | (st["sk"] != 0))) |
+                                              (st["is_aec"] & (~aecn_ok | st["aec"])))),
                 "ts": st["ts"] | (long & st["is_ts"]),
+                # RFC 9768 (AccECN: 0-3 counters, once). A second one makes
+                # the ACK ineligible, so its bytes may overwrite the first's.
+                "aec": st["aec"] | (long & st["is_aec"]),
+                "aec_k1": Mux(starts, b == 174, st["aec_k1"]),
+                "aec_n": Mux(long & st["is_aec"], Mux(b == 11, 3, Mux(b == 8, 2, Mux(b == 5, 1, 0))),
+                             st["aec_n"]),
                 "sig": st["sig"] | signs,
                 "sk": Mux(long & st["is_sack"] & sack_ok, (b - 2)[3:6], st["sk"]),
-                "oth": st["oth"] | (long & ~st["is_ts"] & ~st["is_sack"]),
+                "oth": st["oth"] | (long & ~st["is_ts"] & ~st["is_sack"] & ~st["is_aec"]),
                 "is_ts": Mux(starts, b == 8, st["is_ts"]),
+                "is_aec": Mux(starts, (b == 172) | (b == 174), st["is_aec"]),
                 "is_sack": Mux(starts, b == 5, st["is_sack"]),
                 "phase": Mux(starts, _OPT_LEN,
                              Mux(at_len, Mux(b == 2, _OPT_KIND, _OPT_BODY),
@@ -561,17 +583,19 @@ class FrameParser(wiring.Component):
                                          Mux(in_body, st["left_is"](k + 1), st["left_is"](k))),
                 "at": Mux(at_len, 0, Mux(in_body, st["at"] + 1, st["at"])),
             }
-            # A timestamp or SACK body byte: stored next cycle (below).
+            # A timestamp, SACK or (first) AccECN body byte: stored next cycle (below).
             with m.If(in_body):
                 m.d.sync += [
-                    cap_en[i].eq(walking & (st["is_ts"] | st["is_sack"])),
+                    cap_en[i].eq(walking & (st["is_ts"] | st["is_sack"] | st["is_aec"])),
                     cap_ts[i].eq(st["is_ts"]),
+                    cap_ae[i].eq(st["is_aec"]),
                     cap_at[i].eq(st["at"]),
                 ]
             m.d.sync += cap_byte[i].eq(b)
             return new
 
         lane = {"eol": opt_eol, "bad": opt_bad, "wbad": opt_wbad, "sig": opt_sig, "ts": has_ts, "sk": sack_n, "oth": other_opt,
+                "aec": has_aecn, "aec_k1": aecn_kind1, "aec_n": aecn_n, "is_aec": opt_is_aecn,
                 "is_ts": opt_is_ts, "is_sack": opt_is_sack, "phase": opt_phase,
                 "left": opt_left, "left_is": lambda k: opt_left == k, "at": opt_at}
         for i in range(2):
@@ -583,13 +607,18 @@ class FrameParser(wiring.Component):
                     with m.If(cap_ts[i] & (cap_at[i] == d)):
                         m.d.sync += ts_bytes[d].eq(cap_byte[i])
                 for d in range(32):
-                    with m.If(~cap_ts[i] & (cap_at[i] == d)):
+                    with m.If(~cap_ts[i] & ~cap_ae[i] & (cap_at[i] == d)):
                         m.d.sync += sack_bytes[d].eq(cap_byte[i])
+                for d in range(9):
+                    with m.If(cap_ae[i] & (cap_at[i] == d)):
+                        m.d.sync += aecn_bytes[d].eq(cap_byte[i])
 
         with m.If(walking):
             m.d.sync += [
                 opt_phase.eq(lane["phase"]), opt_left.eq(lane["left"]), opt_at.eq(lane["at"]),
                 opt_is_ts.eq(lane["is_ts"]), opt_is_sack.eq(lane["is_sack"]),
+                opt_is_aecn.eq(lane["is_aec"]), has_aecn.eq(lane["aec"]),
+                aecn_kind1.eq(lane["aec_k1"]), aecn_n.eq(lane["aec_n"]),
                 opt_eol.eq(lane["eol"]), opt_bad.eq(lane["bad"]), opt_wbad.eq(lane["wbad"]), opt_sig.eq(lane["sig"]),
                 has_ts.eq(lane["ts"]),
                 sack_n.eq(lane["sk"]), other_opt.eq(lane["oth"]),
@@ -618,11 +647,11 @@ class FrameParser(wiring.Component):
             # payload, the whole IP packet in a frame that fits a slot.
             pure_ack.eq((state == _S.DONE) & ((flags & 0x17) == 0x10) & (l4_len == 4 * doff) &
                         (nbytes >= ip_end) & (nbytes <= ACK_SLOT_BYTES)),
-            # Eligible: URG PSH clear too, AE and the reserved bits clear (ECE
-            # CWR free); well-formed options; no IPv4 options; nothing after
+            # Eligible: URG PSH clear too, the reserved bits clear (ECE CWR
+            # AE free); well-formed options; no IPv4 options; nothing after
             # the IP packet but Ethernet padding of a minimum frame (64 bytes
             # plus its tags); the PPPoE length agrees; both checksums hold.
-            tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res == 0)),
+            tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res[1:4] == 0)),
             opts_ok.eq(~opt_bad & ((opt_phase == _OPT_KIND) | opt_eol)),
             len_ok.eq((nbytes == ip_end) | (nbytes <= 64 + 4 * ntags)),
             csum_ok.eq((fold16(tcp_sum) == 0xFFFF) & (ipv6 | (fold16(ip_sum) == 0xFFFF))),
@@ -688,7 +717,9 @@ class FrameParser(wiring.Component):
                 res.meta.eligible.eq(eligible),
                 res.meta.ece.eq(flags[6]),
                 res.meta.cwr.eq(flags[7]),
+                res.meta.ae.eq(tcp_res[0]),
                 res.meta.ecn.eq(ecn),
+                res.meta.accecn_opt.eq(has_aecn),
                 res.seg.ok.eq(seg_ok),
                 res.seg.pppoe.eq(pppoe),
                 res.seg.tcp_word.eq(tcp_word),
@@ -706,6 +737,18 @@ class FrameParser(wiring.Component):
                     res.meta.sack[blk].start.eq(Cat(*reversed(sack_bytes[8 * blk:8 * blk + 4]))),
                     res.meta.sack[blk].end.eq(Cat(*reversed(sack_bytes[8 * blk + 4:8 * blk + 8]))),
                 ]
+            # The AccECN counters, as model.pktparse orders them: kind 172
+            # carries EE0B, ECEB, EE1B, kind 174 EE1B, ECEB, EE0B; cut short
+            # from the end.
+            wire = [Cat(aecn_bytes[3 * k + 2], aecn_bytes[3 * k + 1], aecn_bytes[3 * k]) for k in range(3)]
+            present = [has_aecn & (aecn_n > k) for k in range(3)]
+            m.d.sync += [
+                res.meta.accecn[0].eq(Mux(aecn_kind1, Mux(present[2], wire[2], 0), Mux(present[0], wire[0], 0))),
+                res.meta.accecn[1].eq(Mux(present[1], wire[1], 0)),
+                res.meta.accecn[2].eq(Mux(aecn_kind1, Mux(present[0], wire[0], 0), Mux(present[2], wire[2], 0))),
+                res.meta.accecn_mask.eq(Cat(Mux(aecn_kind1, present[2], present[0]), present[1],
+                                            Mux(aecn_kind1, present[0], present[2]))),
+            ]
             with m.If(nbytes < 14):
                 m.d.sync += res.cls.eq(FrameClass.RUNT)
             with m.Elif(nbytes > MAX_FRAME_BYTES):
@@ -724,11 +767,12 @@ class FrameParser(wiring.Component):
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
                 opt_phase.eq(_OPT_KIND), opt_left.eq(0), opt_at.eq(0), opt_is_ts.eq(0),
                 opt_is_sack.eq(0), opt_eol.eq(0), opt_bad.eq(0), opt_wbad.eq(0),
+                opt_is_aecn.eq(0), has_aecn.eq(0), aecn_kind1.eq(0), aecn_n.eq(0),
                 has_ts.eq(0), sack_n.eq(0), other_opt.eq(0), opt_half.eq(0), opt_sig.eq(0),
                 seg_sum.eq(0), pay_sum.eq(0), pay_left.eq(0), blk_acc.eq(0), blk_cnt.eq(0),
                 blk_idx.eq(0), seq.eq(0), offflags.eq(0), hdr_tail.eq(0),
             ]
             # ts/sack bytes need no reset: has_ts and sack_n say which are valid.
             # Zero them anyway so equal ACKs always produce equal records.
-            m.d.sync += [b.eq(0) for b in (*ts_bytes, *sack_bytes)]
+            m.d.sync += [b.eq(0) for b in (*ts_bytes, *sack_bytes, *aecn_bytes)]
         return m

@@ -16,7 +16,7 @@ Flow state lives in three places: the tag CAM (:class:`FlowCAM`), a small
 register file per entry (queued ACK count, node of the newest ACK, the
 covered ACK's node), and a block-RAM record per entry holding the
 full flow key, the newest ACK's fields and the flow's floor (16 words of 64
-bits, 14 used). The full key is compared on every tag hit, so a hash
+bits). The full key is compared on every tag hit, so a hash
 collision cannot cause a wrong supersession.
 """
 
@@ -33,7 +33,7 @@ from .lib.prio import lowest_set
 from .ingress import Verdict, ingress_entry_layout
 from .parser import ip_header_layout, seg_info_layout
 from ..model.flowkey import KEY_WORDS
-from ..model.pktparse import SANE_SPAN
+from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
 from ..params import ACK_SLOT_BYTES, EVENTS
 
 __all__ = ["Event", "QueueManager", "LUTRAM"]
@@ -42,10 +42,22 @@ __all__ = ["Event", "QueueManager", "LUTRAM"]
 LUTRAM = {"ram_style": "distributed"}
 
 RECORD_WORDS = 16          # per flow entry, 64-bit words; 0-5 key, 6 ack+flags, 7 ts, 8-11 SACK,
-REC_ACK, REC_TS, REC_SACK = 6, 7, 8   # 12 floor ack, 13 floor TSval/TSecr
-REC_FLOOR_ACK, REC_FLOOR_TS = 12, 13
-REC_NEWEST_END = 12        # words REC_ACK..11 describe the newest ACK
-REC_USED = 14
+REC_ACK, REC_TS, REC_SACK = 6, 7, 8   # 12-13 AccECN counters, 14 floor ack (+ AccECN floor), 15 floor TS
+REC_AECN = 12              # 12: EE0B, ECEB; 13: EE1B
+REC_FLOOR_ACK, REC_FLOOR_TS = 14, 15
+REC_NEWEST_END = 14        # words REC_ACK..13 describe the newest ACK
+REC_USED = 16
+
+#: The floor's AccECN part, in the high half of word REC_FLOOR_ACK (spec
+#: section 3, "AccECN"): the top 8 bits of the chain's first ACK's three
+#: counters, which of them it carried, and the ACE of the ACK queued just
+#: ahead of the chain (``ace_known`` 0: it had left already).
+aecn_floor_layout = data.StructLayout({
+    "hi":        data.ArrayLayout(8, 3),
+    "mask":      3,
+    "ace_ref":   3,
+    "ace_known": 1,
+})
 
 
 def _event_enum():
@@ -348,7 +360,8 @@ class QueueManager(wiring.Component):
         idx        = Signal(flow_ids)
         key_eq     = Signal()
         old_flags  = Signal(data.StructLayout({
-            "supersedable": 1, "has_ts": 1, "sack_n": 3, "ece": 1, "cwr": 1, "ecn": 2}))
+            "supersedable": 1, "has_ts": 1, "sack_n": 3, "ece": 1, "cwr": 1, "ecn": 2,
+            "ae": 1, "accecn_opt": 1, "accecn_mask": 3}))
         all_cov    = Signal()                # every old SACK block is covered
         new_cov    = Signal(4)               # new SACK block k lies inside an old one
         rk         = Signal(range(RECORD_WORDS + 1))
@@ -364,6 +377,17 @@ class QueueManager(wiring.Component):
         ts_ok_q    = Signal()
         floor_ok_q = Signal()                     # new.ack within SANE_SPAN of the floor
         floor_ts_ok_q = Signal()                  # new TSval, TSecr within SANE_SPAN of the floor's
+        # AccECN (spec section 3, "AccECN"): both carry the option; the ACE
+        # step; each counter the old one carries did not go back (word
+        # REC_AECN, REC_AECN + 1) and stays near the floor, and the ACE
+        # advance from the chain's reference stays below 8 (REC_FLOOR_ACK).
+        both_aecn_q = Signal()
+        old_ace_q  = Signal(3)
+        ace_step_q = Signal(3)
+        cnt_ok_q   = Signal(2)
+        aecn_floor_ok_q = Signal()
+        ace_ref_q  = Signal(3)                    # written as the floor's ace_ref by a chain start
+        ace_known_q = Signal()                    # ... and ace_known: 1 on an append to a hit entry
         may_q      = Signal()                     # new may supersede (or cover) the newest
         supersede_q = Signal()                    # ... and the mode's count allows it
         # The queue is full: registered every cycle. `qlen` changes in
@@ -406,6 +430,9 @@ class QueueManager(wiring.Component):
             new_flags.ece.eq(meta.ece),
             new_flags.cwr.eq(meta.cwr),
             new_flags.ecn.eq(new_ecn),
+            new_flags.ae.eq(meta.ae),
+            new_flags.accecn_opt.eq(meta.accecn_opt),
+            new_flags.accecn_mask.eq(meta.accecn_mask),
         ]
 
         def record_word(j):
@@ -417,6 +444,10 @@ class QueueManager(wiring.Component):
                 return Cat(meta.ack, new_flags.as_value(), C(0, 32 - len(new_flags.as_value())))
             if j == REC_TS:
                 return Cat(meta.tsval, meta.tsecr)
+            if j == REC_AECN:
+                return Cat(meta.accecn[0], meta.accecn[1], C(0, 16))
+            if j == REC_AECN + 1:
+                return Cat(meta.accecn[2], C(0, 40))
             k = j - REC_SACK
             return Cat(meta.sack[k].start, meta.sack[k].end)
 
@@ -666,14 +697,31 @@ class QueueManager(wiring.Component):
                         with m.Case(REC_ACK):
                             of = data.View(old_flags.shape(), hi[:len(old_flags.as_value())])
                             d_ack = Signal(32)
+                            old_ace = Cat(of.ece, of.cwr, of.ae)
+                            new_ace = Cat(meta.ece, meta.cwr, meta.ae)
+                            both = of.accecn_opt & meta.accecn_opt
                             m.d.comb += d_ack.eq(meta.ack - lo)
                             m.d.sync += [
                                 old_flags.eq(hi),
                                 ack_gt_q.eq((d_ack != 0) & ~d_ack[31]),
                                 ack_eq_q.eq(d_ack == 0),
-                                flags_ok_q.eq(meta.eligible & of.supersedable & (of.ece == meta.ece) &
-                                              (of.cwr == meta.cwr) & (of.ecn == new_ecn)),
+                                # The exact flag rule unless both are AccECN.
+                                flags_ok_q.eq(meta.eligible & of.supersedable & (of.ecn == new_ecn) &
+                                              (both | (~of.accecn_opt & (old_ace == new_ace)))),
+                                both_aecn_q.eq(both),
+                                old_ace_q.eq(old_ace),
+                                ace_step_q.eq(new_ace - old_ace),
+                                ace_ref_q.eq(old_ace),
                             ]
+                        for w in range(2):
+                            with m.Case(REC_AECN + w):
+                                # Counter i did not go back: (new - old) mod 2^24 < 2^23.
+                                ok = C(1, 1)
+                                for i in ((0, 1) if w == 0 else (2,)):
+                                    old_c = rec_word[24 * (i - 2 * w):24 * (i - 2 * w) + 24]
+                                    back = (meta.accecn[i] - old_c)[23]
+                                    ok = ok & (~old_flags.accecn_mask[i] | (meta.accecn_mask[i] & ~back))
+                                m.d.sync += cnt_ok_q[w].eq(ok)
                         with m.Case(REC_TS):
                             m.d.sync += [
                                 ts_ok_q.eq((old_flags.has_ts == meta.has_ts) & (
@@ -691,7 +739,18 @@ class QueueManager(wiring.Component):
                                     with m.If(valid & _inside(s[k], e[k], lo, hi)):
                                         m.d.sync += new_cov[k].eq(1)
                         with m.Case(REC_FLOOR_ACK):
-                            m.d.sync += floor_ok_q.eq(_within_span(meta.ack, lo))
+                            fl = data.View(aecn_floor_layout, hi[:aecn_floor_layout.size])
+                            ok = C(1, 1)
+                            for i in range(3):
+                                near = (meta.accecn[i][16:24] - fl.hi[i])[0:8] < ACCECN_HI_SPAN
+                                ok = ok & (~old_flags.accecn_mask[i] | (fl.mask[i] & near))
+                            adv = Signal(4)
+                            assert ACE_LIMIT == 8            # adv[3]: the advance reached 8
+                            m.d.comb += adv.eq((old_ace_q - fl.ace_ref)[0:3] + ace_step_q)
+                            m.d.sync += [
+                                floor_ok_q.eq(_within_span(meta.ack, lo)),
+                                aecn_floor_ok_q.eq(ok & ((ace_step_q == 0) | (fl.ace_known & ~adv[3]))),
+                            ]
                         with m.Case(REC_FLOOR_TS):
                             m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(meta.tsval, lo) &
                                                                          _within_span(meta.tsecr, hi)))
@@ -702,7 +761,8 @@ class QueueManager(wiring.Component):
                 # The supersession test, registered: Decide-Hit's choices (and
                 # the enables they drive) then hang off one flip-flop.
                 strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
-                may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q
+                aecn_ok = ~both_aecn_q | (cnt_ok_q.all() & aecn_floor_ok_q)
+                may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q & aecn_ok
                 m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q),
                              hit_q.eq(1), sel_newest_q.eq(may & enough_q & key_eq)]
                 m.next = "Decide-Hit"
@@ -731,6 +791,7 @@ class QueueManager(wiring.Component):
                     with m.If(qlen == 0):
                         m.d.sync += head.eq(n)
                     if tracked:
+                        m.d.sync += ace_known_q.eq(0 if new_entry else 1)
                         # A new entry writes its whole record; an append the
                         # newest ACK's fields and, when it starts a new chain
                         # (it does not cover the old newest), the floor.
@@ -790,7 +851,14 @@ class QueueManager(wiring.Component):
                         m.d.comb += [cov_w.en.eq(1), cov_w.addr.eq(idx), cov_w.data.eq(newest_q)]
                 m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
                 assert REC_FLOOR_ACK % 2 == 0 and REC_FLOOR_TS == REC_FLOOR_ACK + 1
-                floor_word = Mux(wk[0], Cat(meta.tsval, meta.tsecr), Cat(meta.ack, C(0, 32)))
+                aecn_floor = Signal(aecn_floor_layout)
+                m.d.comb += [
+                    *[aecn_floor.hi[i].eq(meta.accecn[i][16:24]) for i in range(3)],
+                    aecn_floor.mask.eq(meta.accecn_mask),
+                    aecn_floor.ace_ref.eq(ace_ref_q),
+                    aecn_floor.ace_known.eq(ace_known_q),
+                ]
+                floor_word = Mux(wk[0], Cat(meta.tsval, meta.tsecr), Cat(meta.ack, aecn_floor, C(0, 1)))
                 m.d.comb += rec_w.data.eq(Mux(wk >= REC_FLOOR_ACK, floor_word,
                                               next_record_word()))   # word wk
                 m.d.sync += wk.eq(wk + 1)

@@ -32,12 +32,14 @@ from dataclasses import dataclass
 
 from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, EVENTS, FLOW_ENTRIES, MAX_FRAME_BYTES,
                       frames_accounted, param)
-from .pktparse import SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
+from .pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 from .acc import Acc
 from .red import ECN_CE, ECN_NOT_ECT, Red, ecn_codepoint, set_ce
 from .segmenter import check_chunk_bytes, segment
 
 __all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
+
+
 
 
 #: Counters the model keeps (all of ``params.COUNTERS``; ``drop_overrun`` only
@@ -53,10 +55,13 @@ class Floor:
     ack: int
     tsval: int
     tsecr: int
+    accecn_mask: int = 0        # the AccECN counters the chain's first ACK carried
+    accecn_hi: tuple = (0, 0, 0)  # their top 8 bits
+    ace_ref: int = None         # ACE of the flow's ACK queued just ahead of the chain (None: unknown)
 
     @classmethod
-    def of(cls, p):
-        return cls(p.ack, p.tsval, p.tsecr)
+    def of(cls, p, ace_ref=None):
+        return cls(p.ack, p.tsval, p.tsecr, p.accecn_mask, tuple(c >> 16 for c in p.accecn), ace_ref)
 
 
 def _inside(s, e, s2, e2):
@@ -79,7 +84,12 @@ def may_supersede(old, new, floor=None):
     floor = Floor.of(old) if floor is None else floor
     if not old.supersedable or not new.eligible:
         return False
-    if (old.ece, old.cwr, old.ecn) != (new.ece, new.cwr, new.ecn):
+    if old.ecn != new.ecn:
+        return False
+    if old.accecn_opt and new.accecn_opt:
+        if not _accecn_news(old, new, floor):
+            return False
+    elif old.accecn_opt or old.ace != new.ace:
         return False
     if old.has_ts != new.has_ts:
         return False
@@ -104,6 +114,25 @@ def may_supersede(old, new, floor=None):
         # malformed block is not, so duplicate ACKs are never collapsed.
         return any(not any(_inside(s, e, s2, e2) for s2, e2 in old.sack) for s, e in new_blocks)
     return False
+
+
+def _accecn_news(old, new, floor):
+    """Both ACKs carry an AccECN option: their ACE field is a counter of CE
+    marks (mod 8) and the option's byte counters only grow (spec section 3,
+    "AccECN")."""
+    step = (new.ace - old.ace) & 7
+    if step and (floor.ace_ref is None or ((old.ace - floor.ace_ref) & 7) + step >= ACE_LIMIT):
+        return False
+    for i in range(3):
+        if not old.accecn_mask >> i & 1:
+            continue
+        if not (new.accecn_mask >> i & 1 and floor.accecn_mask >> i & 1):
+            return False
+        if (new.accecn[i] - old.accecn[i]) & 0xFF_FFFF >= 1 << 23:
+            return False                          # went backwards
+        if ((new.accecn[i] >> 16) - floor.accecn_hi[i]) & 0xFF >= ACCECN_HI_SPAN:
+            return False                          # too far from the floor
+    return True
 
 
 @dataclass(eq=False)
@@ -355,7 +384,7 @@ class FilterModel:
                     assert entry.covered is None and entry.count == 2
                     entry.covered = entry.newest
                 else:
-                    entry.floor = Floor.of(p)
+                    entry.floor = Floor.of(p, ace_ref=entry.newest.parsed.ace)
                 entry.newest = q
                 events.append("ARRIVE_ACK_NEW")
             elif idx is not None:        # the tag is another flow's: a collision

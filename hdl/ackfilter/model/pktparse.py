@@ -18,6 +18,7 @@ __all__ = [
     "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "VLAN_TPIDS", "Parsed", "classify",
     "before", "after", "serial_lt", "sack_block_sane", "parse_pure_ack", "ip_packet_length",
     "ones_complement_sum", "SANE_SPAN", "tcp_options", "MalformedOption",
+    "OPT_ACCECN0", "OPT_ACCECN1", "ACCECN_LENGTHS", "ACCECN_FIELDS", "ACCECN_HI_SPAN", "ACE_LIMIT",
 ]
 
 #: TPIDs accepted for each of up to two VLAN tags (spec section 2 rule 1).
@@ -35,11 +36,32 @@ TCP_FIN, TCP_SYN, TCP_RST, TCP_PSH, TCP_ACK, TCP_URG, TCP_ECE, TCP_CWR = (1 << i
 OPT_EOL, OPT_NOP, OPT_SACK, OPT_TS = 0, 1, 5, 8
 SACK_LENGTHS = (10, 18, 26, 34)
 
+#: The AccECN options (RFC 9768 section 3.2.3): kind 172 (AccECN0) carries
+#: the byte counters in the order EE0B, ECEB, EE1B, kind 174 (AccECN1) in the
+#: order EE1B, ECEB, EE0B; each is 24 bits, and an option may be cut short
+#: from its end (length 2, 5, 8 or 11: 0 to 3 counters).
+OPT_ACCECN0, OPT_ACCECN1 = 172, 174
+ACCECN_LENGTHS = (2, 5, 8, 11)
+#: The counters in the order :attr:`Parsed.accecn` holds them: bit ``i`` of
+#: :attr:`Parsed.accecn_mask` says counter ``i`` was present.
+ACCECN_FIELDS = ("e0b", "ceb", "e1b")
+_ACCECN_ORDER = {OPT_ACCECN0: (0, 1, 2), OPT_ACCECN1: (2, 1, 0)}
+
 #: A SACK block is *sane* when it lies wholly within this many bytes above
 #: its ACK's cumulative ack (spec section 3): then every sequence number a
 #: supersession compares lies within 2^31 of the flow's floor, where serial
 #: arithmetic orders them as integers (so coverage is transitive).
 SANE_SPAN = 1 << 30
+
+#: AccECN (spec section 3, "AccECN"): a chain's byte counters stay within
+#: this many steps of 2^16 of the floor's, compared on their top 8 bits (so
+#: the chain advances each counter by less than 2^22).
+ACCECN_HI_SPAN = 63
+
+#: The ACE field of two ACKs of a flow that leave one after the other
+#: advances by less than this (a sender could not tell an advance of 8 from
+#: none).
+ACE_LIMIT = 8
 
 
 def before(a, b):
@@ -113,12 +135,21 @@ class Parsed:
     other_opts: bool = False
     ece: bool = False
     cwr: bool = False
+    ae: bool = False
     ecn: int = 0
     supersedable: bool = False
+    accecn_opt: bool = False    # an AccECN option (kind 172 or 174) is present
+    accecn_mask: int = 0        # which of ACCECN_FIELDS it carries
+    accecn: tuple = (0, 0, 0)   # EE0B, ECEB, EE1B (0 where absent)
 
     @property
     def sack_n(self):
         return len(self.sack)
+
+    @property
+    def ace(self):
+        """The three bits AE, CWR, ECE as one number (RFC 9768's ACE field)."""
+        return (self.ae << 2) | (self.cwr << 1) | self.ece
 
 
 class _NotPureAck(Exception):
@@ -202,6 +233,18 @@ def _walk_options(frame, p, i, end):
                 if p.sack:
                     raise _Ineligible("second SACK option")
                 p.sack = [(_u32(frame, j), _u32(frame, j + 4)) for j in range(i + 2, i + length, 8)]
+            elif kind in _ACCECN_ORDER:
+                if length not in ACCECN_LENGTHS:
+                    raise _Ineligible(f"AccECN option length {length}")
+                if p.accecn_opt:
+                    raise _Ineligible("second AccECN option")
+                p.accecn_opt = True
+                counts = [0, 0, 0]
+                for k, field_index in enumerate(_ACCECN_ORDER[kind][:(length - 2) // 3]):
+                    j = i + 2 + 3 * k
+                    counts[field_index] = int.from_bytes(frame[j:j + 3], "big")
+                    p.accecn_mask |= 1 << field_index
+                p.accecn = tuple(counts)
             else:
                 p.other_opts = True
     except MalformedOption as e:
@@ -322,13 +365,14 @@ def parse_pure_ack(frame):
     p.ack = _u32(frame, tcp + 8)
     p.ece = bool(flags & TCP_ECE)
     p.cwr = bool(flags & TCP_CWR)
+    p.ae = bool(frame[tcp + 12] & 0x01)
     p.ecn = ecn
 
     # Eligibility (spec section 2, "Eligible"), in the order the reasons are given.
     if flags & (TCP_PSH | TCP_URG):
         ineligible.append("PSH or URG set")
-    if frame[tcp + 12] & 0x0F:
-        ineligible.append("TCP reserved or AE bit set")
+    if frame[tcp + 12] & 0x0E:
+        ineligible.append("TCP reserved bits set")
     if not (n == ip_end or n <= 64 + 4 * len(tags)):
         ineligible.append("bytes after the IP packet that are not Ethernet padding")
     if pppoe_len is not None and pppoe_len != ip_end - ip + 2:

@@ -844,8 +844,9 @@ def malformed_cases():
     # -- TCP (rule 4)
     for name, flags in (("fin", "FA"), ("syn", "SA"), ("rst", "RA")):
         c[f"tcp_{name}_with_ack_is_data"] = (pad(v4(flags=flags)), "data")
-    for name, flags in (("psh", "PA"), ("urg", "UA"), ("ae", "AN")):
+    for name, flags in (("psh", "PA"), ("urg", "UA")):
         c[f"tcp_{name}_with_ack_is_ineligible"] = (pad(v4(flags=flags)), "ack-ineligible")
+    c["ack_with_ae"] = (pad(v4(flags="AN")), "ack")               # RFC 9768: part of the ACE counter
     c["tcp_without_ack_flag_is_data"] = (pad(v4(flags="")), "data")
     c["tcp_rst_alone_is_data"] = (pad(v4(flags="R")), "data")
     for bit in range(3):
@@ -883,6 +884,15 @@ def malformed_cases():
     c["two_sack_options_is_ineligible"] = (v4(options=[("NOP", None), ("NOP", None), ("SAck", (1, 2)),
                                                        ("NOP", None), ("NOP", None), ("SAck", (3, 4))]),
                                            "ack-ineligible")
+    # AccECN (RFC 9768 section 3.2.3): kind 172 and 174, 0 to 3 24-bit counters.
+    for kind in (172, 174):
+        for n in range(4):
+            body = bytes.fromhex("0a0b0c1a1b1c2a2b2c")[:3 * n]
+            c[f"ack_with_accecn{kind - 172 >> 1}_{n}_counters"] = (
+                v4(options=ts + [(kind, body)] + [("NOP", None)] * (-(2 + 3 * n) % 4)), "ack")
+    c["accecn_length_6_is_ineligible"] = (v4(options=[(172, bytes(4)), ("NOP", None), ("NOP", None)]),
+                                          "ack-ineligible")
+    c["two_accecn_options_is_ineligible"] = (v4(options=[(172, b""), (174, b"")]), "ack-ineligible")
     # -- PPPoE length (eligibility)
     bad_len = bytearray(pad(bytes(ppp4)))
     bad_len[18:20] = (len(bytes(ppp4)) - 22 + 2 + 4).to_bytes(2, "big")
