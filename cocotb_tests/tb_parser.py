@@ -263,8 +263,8 @@ def _tcp_cases():
     c.append(("data_offset_15_past_ip_payload", pad(patch(base, TCP4 + 12, b"\xf0")), "data"))
     for flags, cls in (("A", "ack"), ("FA", "data"), ("SA", "data"), ("RA", "data"), ("PA", "ack-ineligible"),
                        ("UA", "ack-ineligible"), ("", "data"), ("R", "data"), ("S", "data"), ("E", "data"),
-                       ("AE", "ack"), ("AC", "ack"), ("AEC", "ack"), ("AN", "ack-ineligible"),
-                       ("AECN", "ack-ineligible"), ("PAUEC", "ack-ineligible")):
+                       ("AE", "ack"), ("AC", "ack"), ("AEC", "ack"), ("AN", "ack"),     # AE: RFC 9768 ACE
+                       ("AECN", "ack"), ("PAUEC", "ack-ineligible")):
         c.append((f"flags_{flags or 'none'}", build(flags=flags), cls))
     for bit in range(3):
         c.append((f"reserved_bit_{bit}", build(reserved=1 << bit), "ack-ineligible"))

@@ -116,10 +116,16 @@ async def test_the_segmenter_cuts_every_edge_case_as_the_model_at_line_rate(dut)
     counters = await tb.counters()
     scoreboard(tb, FilterModel(ack_mode=P.ACK_FILTER_MODES["aggressive"], chunk_bytes=CHUNK),
                counters=counters)
-    cut = [f for f in frames if why_whole(f, CHUNK) is None]
+    # At 1 Gb/s into a 400 Mb/s uplink the data ring fills now and then: only
+    # the frames it queued are cut.
+    arrivals = [e for _c, e in tb.events if e in P.ARRIVAL_EVENTS]
+    assert len(arrivals) == len(frames)
+    queued = [f for f, e in zip(frames, arrivals) if e in ("ARRIVE_DATA", "ARRIVE_DATA_MARKED")]
+    cut = [f for f in queued if why_whole(f, CHUNK) is None]
     out = [f for _c, f in tb.received]
-    assert counters["seg_frames"] == len(cut) > 80
-    assert check_segmented(frames, out, CHUNK, cut) == counters["seg_chunks"]
+    assert counters["seg_frames"] == len(cut) > 40
+    kept = [f for f, e in zip(frames, arrivals) if e != "DROP_DATA_FULL"]
+    assert check_segmented(kept, out, CHUNK, cut) == counters["seg_chunks"]
     # ACKs left between two chunks of one frame (the scheduler chooses per chunk).
     download = (DOWNLOAD.src, DOWNLOAD.dst, DOWNLOAD.sport, DOWNLOAD.dport)
     assert splits_between_chunks(out, CHUNK, download) > 5

@@ -10,6 +10,7 @@ each flow's byte stream must survive the cutting.
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
+from scapy.layers.ppp import PPPoE  # noqa: F401 (binds PPPoE sessions to PPP, IP, IPv6)
 
 from ..model.pktparse import ones_complement_sum
 

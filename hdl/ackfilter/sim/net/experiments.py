@@ -50,6 +50,7 @@ class Variant:
     red: bool = False               # RED on, set for the uplink rate (model.red.registers_for_rate)
     ecn: int = 0                    # the hosts' net.ipv4.tcp_ecn (1: request ECN)
     chunk: int = 0                  # the segmenter's chunk_bytes (0: off)
+    acc: bool = False               # ACC on (spec section 11), at its default threshold
 
     def csr(self, uplink_bps):
         """The core's registers for this variant on an uplink of ``uplink_bps``.
@@ -64,7 +65,7 @@ class Variant:
         return {"ack_mode": self.ack_mode, "data_share": self.data_share,
                 "shaper_cpb_q16": params.cpb_q16_for_rate(uplink_bps),
                 "shaper_burst_bytes": 0, "shaper_overhead_bytes": 0, "shaper_charge_base": 0,
-                "chunk_bytes": self.chunk, **red}
+                "chunk_bytes": self.chunk, **red, **({"acc_enable": 1} if self.acc else {})}
 
 
 def _variants():
@@ -89,6 +90,11 @@ def _variants():
     v.append(Variant("aggressive-seg512-red-ecn", "aggressive, data share 128, 512-byte chunks, "
                      "RED marking CE (the hosts request classic ECN)", ack_mode="aggressive",
                      data_share=128, red=True, ecn=1, chunk=512))
+    # ACC (spec section 11): conservative until the ACK queue's average
+    # passes the threshold, then aggressive.
+    v.append(Variant("conservative-acc", "conservative, data share 128, ACC on (aggressive while "
+                     "the ACK queue's average is above 16)", ack_mode="conservative", data_share=128,
+                     acc=True))
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -241,6 +247,7 @@ _BASE = ("modem-fifo", "off", "conservative", "aggressive")
 _SHARES = tuple(n for n in VARIANTS if "-share" in n)
 _RED = tuple(n for n in VARIANTS if VARIANTS[n].red and not VARIANTS[n].chunk)
 _SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk)
+_ACC = tuple(n for n in VARIANTS if VARIANTS[n].acc)
 #: Where RED is measured: a queue of upload data builds in these.
 _RED_SCENARIOS = ("S1", "S3", "S5U")
 
@@ -256,9 +263,9 @@ def plan(*, quick=False, only=None, variants=None):
         elif quick:
             vs = ("modem-fifo", default)
         elif name == "S3":
-            vs = _BASE + _SHARES + _RED + _SEG
+            vs = _BASE + _SHARES + _RED + _SEG + _ACC
         else:
-            vs = _BASE + (_RED + _SEG if name in _RED_SCENARIOS else ())
+            vs = _BASE + (_RED + _SEG + _ACC if name in _RED_SCENARIOS else ())
         for sc in scenarios(name, quick=quick):
             extra = ("off",) if quick and not variants and name == "S1" and sc.uplink_bps == 64000 else ()
             for v in vs + extra:
