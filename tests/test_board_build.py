@@ -171,6 +171,70 @@ def test_the_next_seed_is_placed_from_the_same_netlist_until_every_clock_meets(m
     assert "seed 1: tx missed by 3.2%" in heard[0] and "seed 2: every clock met" in heard[1]
 
 
+def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeypatch, tmp_path):
+    """Seed 1's nextpnr is stopped by the build script's timeout (exit 124,
+    no config written), seed 2 by the subprocess timeout, seed 3 routes and
+    misses: the bitstream is packed from seed 3, the only routed one."""
+    from ackfilter.board import top as T
+    ran = []
+
+    class FakePlatform:
+        def build(self, top, *, build_dir, nextpnr_opts, **kw):
+            work = tmp_path / "amaranth"
+            (work / "build_top.sh").write_text(_SCRIPT)
+            wrapper = (work / "nextpnr-timeout.sh").read_text()
+            assert f"timeout {B.PNR_TIMEOUT_S} " in wrapper and B.os.environ["NEXTPNR_ECP5"].endswith(
+                "nextpnr-timeout.sh")
+            (work / "top.tim").write_text(LOG.split("Info: Max frequency")[0])   # placement only
+            raise B.subprocess.CalledProcessError(124, "build_top.sh")
+
+    def fake_run(argv, *, cwd, timeout=None, **kw):
+        ran.append(argv[0])
+        if argv[0] == "nextpnr":
+            assert timeout == B.PNR_TIMEOUT_S
+            seed = argv[argv.index("--seed") + 1]
+            if seed == "2":
+                raise B.subprocess.TimeoutExpired(argv, timeout)
+            (cwd / argv[argv.index("--log") + 1]).write_text(_tim(100.0))
+            (cwd / argv[argv.index("--textcfg") + 1]).write_text(f"seed {seed}")
+        else:
+            config = (cwd / argv[argv.index("--input") + 1]).read_text()
+            (cwd / argv[argv.index("--bit") + 1]).write_text(f"bitstream of {config}")
+        return B.subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", FakePlatform)
+    monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
+    monkeypatch.setattr(B.subprocess, "run", fake_run)
+    monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")
+    monkeypatch.setenv("ECPPACK", "ecppack")
+    heard = []
+    summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2, 3), log=heard.append)
+    assert B.os.environ["NEXTPNR_ECP5"] == "nextpnr"
+    assert ran == ["nextpnr", "nextpnr", "ecppack"]
+    assert summary["seed"] == 3 and not summary["timing_ok"]
+    assert (tmp_path / "top.bit").read_text() == "bitstream of seed 3"
+    assert "seed 1: routing did not converge" in heard[0] and "seed 2: routing did not converge" in heard[1]
+
+
+def test_no_routed_seed_is_an_error_that_says_so(monkeypatch, tmp_path):
+    from ackfilter.board import top as T
+
+    class FakePlatform:
+        def build(self, top, *, build_dir, **kw):
+            (tmp_path / "amaranth" / "build_top.sh").write_text(_SCRIPT)
+            raise B.subprocess.CalledProcessError(124, "build_top.sh")
+
+    def fake_run(argv, *, timeout=None, **kw):
+        raise B.subprocess.TimeoutExpired(argv, timeout)
+
+    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", FakePlatform)
+    monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
+    monkeypatch.setattr(B.subprocess, "run", fake_run)
+    monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")
+    with pytest.raises(B.BuildError, match="no placement seed of 1, 2 routed within"):
+        B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2), log=lambda _: None)
+
+
 def test_main_tries_the_default_seeds_unless_one_is_given(monkeypatch, tmp_path):
     seen = {}
 

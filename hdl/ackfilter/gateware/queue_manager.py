@@ -520,6 +520,10 @@ class QueueManager(wiring.Component):
         # The segmenter (spec section 9): the data head's next chunk. The
         # chunk size is read when a frame's first chunk is granted and kept
         # until its last; `rem` counts the payload bytes not yet granted.
+        # The descriptor comes out of a block RAM (late in the cycle), so the
+        # chunk's size is registered every cycle and a data departure takes
+        # two: Depart decides, Depart-Data sends with the registered figures
+        # (nothing they depend on changes in between).
         seg_started = Signal()
         seg_c       = Signal(11)
         seg_idx     = Signal(7)
@@ -532,11 +536,15 @@ class QueueManager(wiring.Component):
         chunk_last = Signal()
         chunk_len = Signal(11)
         chunk_frame = Signal(12)
-        m.d.comb += [
+        m.d.sync += [
             chunk_now.eq(Mux(seg_started, seg_c, Cat(C(0, 4), self.chunk_bytes[4:]))),
-            cut.eq(seg_started | (head_seg.ok & (chunk_now != 0) & (head_seg.pay_bytes > chunk_now))),
+            cut.eq(seg_started | (head_seg.ok & (self.chunk_bytes[4:] != 0) &
+                                  (head_seg.pay_bytes > Cat(C(0, 4), self.chunk_bytes[4:])))),
             rem.eq(Mux(seg_started, seg_rem, head_seg.pay_bytes)),
-            chunk_last.eq(rem <= chunk_now),
+            chunk_last.eq(Mux(seg_started, seg_rem <= seg_c,
+                              head_seg.pay_bytes <= Cat(C(0, 4), self.chunk_bytes[4:]))),
+        ]
+        m.d.comb += [
             chunk_len.eq(Mux(chunk_last, rem, chunk_now)),
             # The chunk frame: the headers (payload offset 4 * pay_word + 2)
             # and its payload, padded to 60 bytes (model.segmenter.MIN_FRAME_BYTES).
@@ -914,50 +922,26 @@ class QueueManager(wiring.Component):
                 # stack's offer see the drop by the next cycle.
                 m.next = "Decide-Hit"
 
-            with m.State("Depart"):
-                have_ack = qlen != 0
-                pick_data = have_data & (~have_ack | credit_pos)
-                data_bytes_out = Mux(cut, seg_bytes, desc_r.nbytes)
-                nbytes = Mux(pick_data, data_bytes_out, head_q.nbytes)
+            def charge(nbytes, pick_data, have_ack, have_data):
                 m.d.sync += charge_n.eq(nbytes)
                 with m.If(have_ack & have_data):
                     m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
                 with m.Else():
                     m.d.sync += charge_clear.eq(1)
-                m.d.comb += [
-                    self.egress_start.eq(1),
-                    self.egress_bytes.eq(nbytes),
-                    self.egress_l3_bytes.eq(Mux(pick_data, Mux(cut, seg_l3_bytes, desc_r.l3_bytes),
-                                                head_q.l3_bytes)),
-                    self.egress_store_bytes.eq(Mux(pick_data, desc_r.nbytes, head_q.nbytes)),
-                ]
+
+            with m.State("Depart"):
+                have_ack = qlen != 0
+                pick_data = have_data & (~have_ack | credit_pos)
                 with m.If(pick_data):
-                    # A whole frame, or a cut frame's last chunk, leaves the queue.
-                    leaves = ~cut | chunk_last
-                    m.d.comb += [
-                        desc.r_en.eq(leaves),
-                        self.egress_is_ack.eq(0),
-                        self.egress_addr.eq(desc_r.start),
-                        self.egress_mark.eq(desc_r.mark),
-                        self.egress_ip.eq(desc_r.ip),
-                        self.egress_seg.eq(cut),
-                        self.egress_seg_info.eq(head_seg),
-                        self.egress_chunk_idx.eq(seg_idx),
-                        self.egress_chunk_off.eq(seg_off),
-                        self.egress_chunk_len.eq(chunk_len),
-                        self.egress_chunk_last.eq(chunk_last),
-                        self.stat_seg_frame.eq(cut & ~seg_started),
-                        self.stat_seg_chunk.eq(cut),
-                        red.emptied.eq(leaves & (data_bytes == desc_r.nbytes)),
-                    ]
-                    with m.If(leaves):
-                        m.d.sync += [data_bytes.eq(data_bytes - desc_r.nbytes), seg_started.eq(0),
-                                     seg_idx.eq(0), seg_off.eq(0)]
-                    with m.Else():
-                        m.d.sync += [seg_started.eq(1), seg_c.eq(chunk_now), seg_idx.eq(seg_idx + 1),
-                                     seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
-                    event(Event.DEPART_DATA)
+                    m.next = "Depart-Data"
                 with m.Else():
+                    charge(head_q.nbytes, 0, have_ack, have_data)
+                    m.d.comb += [
+                        self.egress_start.eq(1),
+                        self.egress_bytes.eq(head_q.nbytes),
+                        self.egress_l3_bytes.eq(head_q.l3_bytes),
+                        self.egress_store_bytes.eq(head_q.nbytes),
+                    ]
                     leave_head()
                     m.d.comb += [
                         self.egress_is_ack.eq(1),
@@ -966,5 +950,43 @@ class QueueManager(wiring.Component):
                         self.egress_ip.eq(head_q.ip),
                     ]
                     event(Event.DEPART_ACK)
+                    m.next = "Idle"
+
+            with m.State("Depart-Data"):
+                # The data head is still the one Depart picked, and the ACK
+                # queue as long (only this state machine changes them).
+                nbytes = Mux(cut, seg_bytes, desc_r.nbytes)
+                charge(nbytes, 1, qlen != 0, 1)
+                m.d.comb += [
+                    self.egress_start.eq(1),
+                    self.egress_bytes.eq(nbytes),
+                    self.egress_l3_bytes.eq(Mux(cut, seg_l3_bytes, desc_r.l3_bytes)),
+                    self.egress_store_bytes.eq(desc_r.nbytes),
+                ]
+                # A whole frame, or a cut frame's last chunk, leaves the queue.
+                leaves = ~cut | chunk_last
+                m.d.comb += [
+                    desc.r_en.eq(leaves),
+                    self.egress_is_ack.eq(0),
+                    self.egress_addr.eq(desc_r.start),
+                    self.egress_mark.eq(desc_r.mark),
+                    self.egress_ip.eq(desc_r.ip),
+                    self.egress_seg.eq(cut),
+                    self.egress_seg_info.eq(head_seg),
+                    self.egress_chunk_idx.eq(seg_idx),
+                    self.egress_chunk_off.eq(seg_off),
+                    self.egress_chunk_len.eq(chunk_len),
+                    self.egress_chunk_last.eq(chunk_last),
+                    self.stat_seg_frame.eq(cut & ~seg_started),
+                    self.stat_seg_chunk.eq(cut),
+                    red.emptied.eq(leaves & (data_bytes == desc_r.nbytes)),
+                ]
+                with m.If(leaves):
+                    m.d.sync += [data_bytes.eq(data_bytes - desc_r.nbytes), seg_started.eq(0),
+                                 seg_idx.eq(0), seg_off.eq(0)]
+                with m.Else():
+                    m.d.sync += [seg_started.eq(1), seg_c.eq(chunk_now), seg_idx.eq(seg_idx + 1),
+                                 seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
+                event(Event.DEPART_DATA)
                 m.next = "Idle"
         return m
