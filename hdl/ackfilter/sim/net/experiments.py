@@ -401,7 +401,7 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
             row["counters"] = {k: stats.counters[k] for k in (
                 "acks_in", "acks_superseded", "acks_ineligible", "frames_out", "drop_data_full",
                 "drop_ack_front", "drop_ack_covered", "red_marked", "red_ce_already", "drop_red",
-                "seg_frames", "seg_chunks")}
+                "seg_frames", "seg_chunks", "acc_escalated", "acc_marked")}
     row["valid"] = not reasons
     row["invalid_reason"] = "; ".join(reasons)
     return row
