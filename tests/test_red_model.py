@@ -71,6 +71,15 @@ def mk_red(**kw):
     return Red(**args)
 
 
+#: An average in the gentle early region where, with max_p = 1, p_b is exactly 1: every
+#: frame is notified, by a mark if it can be (the forced region drops every frame).
+CERTAIN_EARLY = 3000
+
+
+def mk_certain(**kw):
+    return mk_red(max_p=P_ONE, gentle=True, **kw)
+
+
 def run_at(red, avg_bytes, frames):
     """Arrivals, one per cycle, with the average held at exactly ``avg_bytes`` (a sample
     equal to the average leaves it as it is); the outcomes in order."""
@@ -110,18 +119,32 @@ def test_the_probability_is_zero_at_min_threshold():
     assert red.count == 2000                        # in the early region, never notified
 
 
+FORCED_MIX = [ECT0, mk_frame(ecn=ECN_ECT1), mk_frame(ecn=ECN_CE), mk_frame(ecn=ECN_NOT_ECT)]
+
+
 @pytest.mark.parametrize("avg", [2000, 2001, 3999, 4000, 100000])
-def test_above_max_threshold_without_gentle_every_frame_is_notified(avg):
+def test_above_max_threshold_without_gentle_every_frame_is_dropped_ecn_capable_or_not(avg):
+    """The forced region drops: a sender ignoring marks must not hold the queue where
+    its Not-ECT retransmissions are always lost (spec section 10, ns-2's forced drop)."""
     red = mk_red(max_p=1, gentle=False)
-    outs = run_at(red, avg, [ECT0, mk_frame(ecn=ECN_NOT_ECT)] * 500)
-    assert [o for o, _ in outs] == ["mark", "drop"] * 500
-    assert red.counters == {"red_marked": 500, "red_ce_already": 0, "drop_red": 500}
+    outs = run_at(red, avg, FORCED_MIX * 250)
+    assert [o for o, _ in outs] == ["drop"] * 1000
+    assert [f for _, f in outs] == FORCED_MIX * 250           # dropped as they came
+    assert red.counters == {"red_marked": 0, "red_ce_already": 0, "drop_red": 1000}
+
+
+def test_just_below_max_threshold_ecn_capable_frames_are_marked_not_dropped():
+    red = mk_red(max_p=P_ONE, gentle=False)                   # p_b = 1 at the top of the ramp
+    outs = run_at(red, 1999, FORCED_MIX * 250)
+    assert [o for o, _ in outs] == ["mark", "mark", "mark", "drop"] * 250
+    assert red.counters == {"red_marked": 750, "red_ce_already": 250, "drop_red": 250}
 
 
 @pytest.mark.parametrize("avg", [4000, 4001, 10**6])
-def test_gentle_notifies_every_frame_from_twice_max_threshold(avg):
+def test_gentle_drops_every_frame_from_twice_max_threshold(avg):
     red = mk_red(max_p=1, gentle=True)
-    assert {o for o, _ in run_at(red, avg, [ECT0] * 1000)} == {"mark"}
+    assert {o for o, _ in run_at(red, avg, [ECT0] * 1000)} == {"drop"}
+    assert red.counters["drop_red"] == 1000 and red.counters["red_marked"] == 0
 
 
 def test_the_average_is_updated_by_the_arrival_before_it_is_decided():
@@ -251,8 +274,8 @@ def test_count_is_zero_below_min_and_after_a_notification_and_saturates():
 @pytest.mark.parametrize("dscp", [0, 10, 46, 63])
 def test_ect_ipv4_becomes_ce_with_a_valid_header_checksum(ecn, ip_opts, dscp):
     frame = mk_frame(ecn=ecn, ip_opts=ip_opts, dscp=dscp)
-    red = mk_red()
-    outcome, out = run_at(red, 5000, [frame])[0]
+    red = mk_certain()
+    outcome, out = run_at(red, CERTAIN_EARLY, [frame])[0]
     assert outcome == "mark" and out == set_ce(frame)
     pkt = dissect(out)
     assert pkt[IP].tos == (dscp << 2) | ECN_CE
@@ -326,7 +349,7 @@ def test_checksum_update_keeps_a_wrong_checksum_wrong_by_the_same_amount():
 @pytest.mark.parametrize("ecn", [ECN_ECT0, ECN_ECT1])
 def test_ipv6_is_marked_ce_in_the_traffic_class_and_nothing_else_changes(ecn):
     frame = mk_frame(v6=True, ecn=ecn, dscp=46, payload=300)
-    outcome, out = run_at(mk_red(), 5000, [frame])[0]
+    outcome, out = run_at(mk_certain(), CERTAIN_EARLY, [frame])[0]
     assert outcome == "mark"
     assert [i for i in range(len(frame)) if frame[i] != out[i]] == [15]
     pkt = Ether(out)
@@ -341,7 +364,7 @@ def test_vlan_qinq_and_pppoe_frames_are_marked_at_their_ip_header(encap, v6):
     ip = L2_BYTES[encap]
     assert ip_header(frame) == (ip, 6 if v6 else 4)
     assert ecn_codepoint(frame) == ECN_ECT0
-    outcome, out = run_at(mk_red(), 5000, [frame])[0]
+    outcome, out = run_at(mk_certain(), CERTAIN_EARLY, [frame])[0]
     assert outcome == "mark" and ecn_codepoint(out) == ECN_CE
     changed = {i for i in range(len(frame)) if frame[i] != out[i]}
     assert ip + 1 in changed and changed <= ({ip + 1} if v6 else {ip + 1, ip + 10, ip + 11})
@@ -354,16 +377,16 @@ def test_vlan_qinq_and_pppoe_frames_are_marked_at_their_ip_header(encap, v6):
 @pytest.mark.parametrize("encap", ["eth", "qinq", "pppoe-dot1q"])
 def test_not_ect_frames_are_dropped(encap, v6):
     frame = mk_frame(encap=encap, v6=v6, ecn=ECN_NOT_ECT, udp=True)
-    red = mk_red()
-    assert run_at(red, 5000, [frame]) == [("drop", frame)]
+    red = mk_certain()
+    assert run_at(red, CERTAIN_EARLY, [frame]) == [("drop", frame)]
     assert red.counters == {"red_marked": 0, "red_ce_already": 0, "drop_red": 1}
 
 
 @pytest.mark.parametrize("v6", [False, True])
 def test_ce_frames_are_forwarded_unchanged_and_counted_as_marked_and_already_ce(v6):
     frame = mk_frame(v6=v6, ecn=ECN_CE)
-    red = mk_red()
-    assert run_at(red, 5000, [frame] * 3) == [("mark", frame)] * 3
+    red = mk_certain()
+    assert run_at(red, CERTAIN_EARLY, [frame] * 3) == [("mark", frame)] * 3
     assert red.counters == {"red_marked": 3, "red_ce_already": 3, "drop_red": 0}
     assert set_ce(frame) == frame
 
@@ -398,8 +421,8 @@ def test_frames_without_an_ip_header_are_dropped_when_notified_and_pass_untouche
     assert ip_header(frame) is None and ecn_codepoint(frame) is None
     with pytest.raises(ValueError, match="no IP header"):
         set_ce(frame)
-    red = mk_red()
-    assert run_at(red, 5000, [frame]) == [("drop", frame)]
+    red = mk_certain()
+    assert run_at(red, CERTAIN_EARLY, [frame]) == [("drop", frame)]
     assert run_at(red, 10, [frame]) == [("pass", frame)]
     assert red.counters["drop_red"] == 1
 
@@ -690,3 +713,9 @@ def test_registers_for_rate_follow_adaptive_reds_rules():
     for bad in (0, -1, "1M", True):
         with pytest.raises(ValueError, match="rate must be a positive number of bit/s"):
             registers_for_rate(bad)
+
+
+def test_certain_early_is_in_the_early_region_with_p_b_one():
+    assert region(CERTAIN_EARLY, min_bytes=1000, max_bytes=2000, gentle=True) == "early"
+    num, den = pb_terms(CERTAIN_EARLY, min_bytes=1000, max_bytes=2000, max_p=P_ONE)
+    assert num == den << 16

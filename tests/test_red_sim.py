@@ -276,7 +276,13 @@ def test_an_arrival_sees_the_decay_step_due_in_its_own_cycle_and_none_later():
             before = bench.model.avg_q16
             await bench.arrive(ctx, 0, ecn=ECN_ECT0, will_store=False)
             seen[offset] = bench.model.avg_q16 < before
-            await bench.arrive(ctx, 0, ecn=ECN_ECT0, will_store=True)  # the queue fills again
+            # The queue fills again: a frame stored, so one RED passes (the average is in
+            # the forced region, which drops every frame): RED off for it, block and model.
+            ctx.set(bench.dut.enable, 0)
+            bench.model.enable = False
+            await bench.arrive(ctx, 0, ecn=ECN_ECT0, will_store=True)
+            ctx.set(bench.dut.enable, 1)
+            bench.model.enable = True
 
     simulate(bench.dut, testbench, name="red_step_cycle")
     assert seen == {-1: False, 0: True, 1: True}

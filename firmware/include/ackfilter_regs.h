@@ -58,7 +58,7 @@
 #define ACKFILTER_CSR_DROP_OVERRUN 0x5cu  /* frames dropped because the parser's output FIFO was full */
 #define ACKFILTER_CSR_RED_MARKED 0x5eu  /* data frames RED notified by CE: ECT marked CE, or CE already */
 #define ACKFILTER_CSR_RED_CE_ALREADY 0x60u  /* of red_marked, frames that arrived CE (forwarded unchanged) */
-#define ACKFILTER_CSR_DROP_RED 0x62u  /* data frames RED notified by a drop: Not-ECT or not IP */
+#define ACKFILTER_CSR_DROP_RED 0x62u  /* data frames RED notified by a drop: Not-ECT or not IP, or any in the forced region */
 #define ACKFILTER_CSR_ACC_ESCALATED 0x64u  /* pure ACKs that arrived while ACC was escalated (the ACK queue's average above acc_threshold_acks) */
 #define ACKFILTER_CSR_ACC_MARKED 0x66u  /* of acc_escalated, ECT ACKs ACC marked CE */
 #define ACKFILTER_CSR_SEG_FRAMES 0x68u  /* data frames the segmenter cut into chunks (each sent as seg_chunks frames, counted in frames_out) */

@@ -216,7 +216,7 @@ def _counters():
         ("drop_overrun",     True,  "frames dropped because the parser's output FIFO was full"),
         ("red_marked",       False, "data frames RED notified by CE: ECT marked CE, or CE already"),
         ("red_ce_already",   False, "of red_marked, frames that arrived CE (forwarded unchanged)"),
-        ("drop_red",         True,  "data frames RED notified by a drop: Not-ECT or not IP"),
+        ("drop_red",         True,  "data frames RED notified by a drop: Not-ECT or not IP, or any in the forced region"),
         ("acc_escalated",    False, "pure ACKs that arrived while ACC was escalated (the ACK queue's "
                                     "average above acc_threshold_acks)"),
         ("acc_marked",       False, "of acc_escalated, ECT ACKs ACC marked CE"),

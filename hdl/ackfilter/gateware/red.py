@@ -51,7 +51,7 @@ class RedAction(enum.Enum, shape=2):
     """``RedUnit.action``: what becomes of the frame."""
     PASS = 0
     MARK = 1        # notified by CE: ECT(0)/ECT(1) become CE, a CE frame stays CE
-    DROP = 2        # notified by a drop: Not-ECT, or no IP header
+    DROP = 2        # notified by a drop: Not-ECT, no IP header, or the forced region
 
 
 def _xorshift32(x):
@@ -296,7 +296,8 @@ class RedUnit(wiring.Component):
         with m.If(stage[_VERDICT]):
             # notify := forced, or early and (room <= 0 or rand16 * room < num << 16)
             notified = on & ~below & (~early | room_le0 | (product < (num << P_FRAC_BITS)))
-            markable = has_ip & (ecn != ECN_NOT_ECT)
+            # Marked only in the early region; the forced region drops ECT too.
+            markable = has_ip & (ecn != ECN_NOT_ECT) & early
             m.d.sync += [
                 self.action.eq(Mux(notified, Mux(markable, RedAction.MARK, RedAction.DROP),
                                    RedAction.PASS)),

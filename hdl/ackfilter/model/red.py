@@ -3,9 +3,10 @@
 Random early detection (Floyd and Jacobson 1993) with the gentle variant
 (Floyd 2000) and ECN marking (RFC 3168). Each data frame, as it arrives at
 the data queue and before it is stored, updates the average queue length
-and is then passed, or *congestion-notified*: an ECN-capable IP packet
-(ECT(0) or ECT(1)) is marked CE, a CE packet is forwarded as it is, every
-other frame (Not-ECT, or no IP header the hardware can find) is dropped.
+and is then passed, or *congestion-notified*: in the early region an
+ECN-capable IP packet (ECT(0) or ECT(1)) is marked CE, a CE packet is
+forwarded as it is, every other frame (Not-ECT, or no IP header the
+hardware can find) is dropped; in the forced region every frame is dropped.
 
 Everything here is integer arithmetic, exactly as the hardware computes it,
 so that the RTL can be checked decision by decision; the pieces the RTL
@@ -452,10 +453,13 @@ class Red:
            :func:`early_notify` (``rand16``, ``count``, :func:`pb_terms`),
            else passes with ``count = min(count + 1, COUNT_MAX)``. A
            notification sets ``count = 0``.
-        4. A notified frame: ECT(0) or ECT(1) is marked CE (:func:`set_ce`,
-           ``red_marked``); CE leaves as it is (``red_marked``,
-           ``red_ce_already``); Not-ECT or no IP header is dropped
-           (``drop_red``).
+        4. A frame notified in the early region: ECT(0) or ECT(1) is
+           marked CE (:func:`set_ce`, ``red_marked``); CE leaves as it is
+           (``red_marked``, ``red_ce_already``); Not-ECT or no IP header is
+           dropped (``drop_red``). A frame notified in the forced region is
+           dropped whatever its ECN field (``drop_red``): a sender that
+           ignores the marks cannot hold the queue there, where every
+           Not-ECT frame, its own retransmissions among them, would be lost.
 
         Parameters
         ----------
@@ -499,7 +503,7 @@ class Red:
                 return "pass", frame
         self.count = 0
         ecn = ecn_codepoint(frame)
-        if ecn is None or ecn == ECN_NOT_ECT:
+        if ecn is None or ecn == ECN_NOT_ECT or where == "forced":
             self.counters["drop_red"] += 1
             return "drop", frame
         self.counters["red_marked"] += 1
