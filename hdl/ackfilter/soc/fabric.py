@@ -1,0 +1,55 @@
+"""Everything of the SoC but the CPU: the decoder and its three slaves.
+
+``bus`` comes from the CPU (through :class:`.bus.Arbiter`), ``csr`` goes to
+the datapath's CSR bank; the pins are the UART's and the SPI flash's. The
+tests drive ``bus`` as the CPU would (``tests/test_soc_fabric.py``).
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, connect
+
+from .. import params as P
+from ..gateware.csr import CSRBusSignature
+from . import memmap as M
+from .bus import BusSignature, Decoder
+from .periph import RAM, CSRBridge, SoCRegs
+
+__all__ = ["Fabric"]
+
+
+class Fabric(wiring.Component):
+    bus: In(BusSignature)
+    csr: Out(CSRBusSignature)
+    tx: Out(1, init=1)
+    rx: In(1, init=1)
+    flash_cs_n: Out(1, init=1)
+    flash_sck: Out(1)
+    flash_di: Out(1)
+    flash_do: In(1)
+
+    def __init__(self, *, firmware=b"", ram_bytes=M.RAM_BYTES, clk_hz=P.F_SYS_HZ,
+                 baud=M.UART_BAUD):
+        self._MustUse__silence = True       # not built if the RAM refuses the image
+        self.ram = RAM(size=ram_bytes, init=firmware)
+        self._MustUse__silence = False
+        self.regs = SoCRegs(clk_hz=clk_hz, baud=baud)
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        regions = {M.RAM_BASE: 0, M.CSR_BASE: 1, M.SOC_BASE: 2}
+        assert all(base >> M.REGION_SHIFT == i for base, i in regions.items())
+        m.submodules.decoder = dec = Decoder(3)
+        m.submodules.ram = ram = self.ram
+        m.submodules.bridge = bridge = CSRBridge()
+        m.submodules.regs = regs = self.regs
+        connect(m, wiring.flipped(self.bus), dec.bus)
+        connect(m, dec.region(0), ram.bus)
+        connect(m, dec.region(1), bridge.bus)
+        connect(m, dec.region(2), regs.bus)
+        connect(m, bridge.csr, wiring.flipped(self.csr))
+        m.d.comb += [self.tx.eq(regs.tx), regs.rx.eq(self.rx),
+                     self.flash_cs_n.eq(regs.flash_cs_n), self.flash_sck.eq(regs.flash_sck),
+                     self.flash_di.eq(regs.flash_di), regs.flash_do.eq(self.flash_do)]
+        return m

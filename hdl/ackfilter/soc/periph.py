@@ -1,0 +1,156 @@
+"""The SoC's own registers (:data:`.memmap.SOC_REGS`): UART, timer, SPI flash
+pins and identification, and the slaves for RAM and the datapath's CSR bank."""
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .. import params as P
+from ..gateware.csr import CSRBusSignature
+from . import memmap as M
+from .bus import BusSignature
+from .uart import UARTRx, UARTTx, divisor_for
+
+__all__ = ["SoCRegs", "RAM", "CSRBridge"]
+
+_OFF = {name: off for name, off, _a, _d in M.SOC_REGS}
+
+
+class SoCRegs(wiring.Component):
+    """Bus slave for the SoC registers; ``tx``/``rx`` are the UART's lines,
+    ``flash_*`` the SPI flash's pins (CS#, SCK, the flash's DI and DO)."""
+
+    bus: In(BusSignature)
+    tx: Out(1, init=1)
+    rx: In(1, init=1)
+    flash_cs_n: Out(1, init=1)
+    flash_sck: Out(1)
+    flash_di: Out(1)
+    flash_do: In(1)
+
+    def __init__(self, *, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD):
+        self.clk_hz = clk_hz
+        self.divisor = divisor_for(clk_hz, baud)
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.utx = utx = UARTTx(self.divisor)
+        m.submodules.urx = urx = UARTRx(self.divisor)
+        m.submodules.rxq = rxq = SyncFIFO(width=8, depth=M.UART_RX_FIFO_DEPTH)
+        m.d.comb += [self.tx.eq(utx.tx), urx.rx.eq(self.rx),
+                     rxq.w_data.eq(urx.data), rxq.w_en.eq(urx.valid)]
+        overrun = Signal()
+        with m.If(urx.valid & ~rxq.w_rdy):
+            m.d.sync += overrun.eq(1)
+
+        timer = Signal(64)
+        timer_hi = Signal(32)
+        m.d.sync += timer.eq(timer + 1)
+
+        flash = Signal(3, init=1)
+        m.d.comb += [self.flash_cs_n.eq(flash[0]), self.flash_sck.eq(flash[1]),
+                     self.flash_di.eq(flash[2])]
+        flash_do = Signal()
+        m.d.sync += flash_do.eq(self.flash_do)
+
+        bus = self.bus
+        ack = Signal()
+        m.d.comb += bus.ack.eq(ack)
+        m.d.sync += [ack.eq(bus.cyc & ~ack), bus.dat_r.eq(0)]
+        off = bus.adr[:3]
+        m.d.comb += [utx.data.eq(bus.dat_w[:8]), utx.valid.eq(0), rxq.r_en.eq(0)]
+        access = bus.cyc & ~ack            # the one cycle an access takes effect
+        with m.If(access & (bus.adr[3:] == 0)):
+            with m.If(bus.we):
+                with m.Switch(off):
+                    with m.Case(_OFF["uart_data"]):
+                        m.d.comb += utx.valid.eq(1)     # dropped if the UART is busy
+                    with m.Case(_OFF["flash_out"]):
+                        m.d.sync += flash.eq(bus.dat_w[:3])
+            with m.Else():
+                with m.Switch(off):
+                    with m.Case(_OFF["uart_data"]):
+                        m.d.sync += bus.dat_r.eq(Cat(rxq.r_data, rxq.r_rdy))
+                        m.d.comb += rxq.r_en.eq(1)
+                    with m.Case(_OFF["uart_status"]):
+                        m.d.sync += [bus.dat_r.eq(Cat(utx.ready, rxq.r_rdy, overrun)),
+                                     overrun.eq(urx.valid & ~rxq.w_rdy)]
+                    with m.Case(_OFF["timer_lo"]):
+                        m.d.sync += [bus.dat_r.eq(timer[:32]), timer_hi.eq(timer[32:])]
+                    with m.Case(_OFF["timer_hi"]):
+                        m.d.sync += bus.dat_r.eq(timer_hi)
+                    with m.Case(_OFF["flash_out"]):
+                        m.d.sync += bus.dat_r.eq(flash)
+                    with m.Case(_OFF["flash_in"]):
+                        m.d.sync += bus.dat_r.eq(flash_do)
+                    with m.Case(_OFF["soc_id"]):
+                        m.d.sync += bus.dat_r.eq(M.SOC_ID_VALUE)
+                    with m.Case(_OFF["sys_clk_hz"]):
+                        m.d.sync += bus.dat_r.eq(self.clk_hz)
+        return m
+
+
+class RAM(wiring.Component):
+    """Block RAM for code and data, ``init`` the firmware image (bytes)."""
+
+    bus: In(BusSignature)
+
+    def __init__(self, *, size=M.RAM_BYTES, init=b""):
+        self._MustUse__silence = True       # not built if refused below
+        if size % 4 or size & (size - 1):
+            raise ValueError(f"RAM size must be a power of two of words, not {size} bytes")
+        if len(init) > size:
+            raise ValueError(f"the firmware image ({len(init)} bytes) does not fit the RAM "
+                             f"({size} bytes)")
+        self._MustUse__silence = False
+        self.size = size
+        image = bytes(init) + bytes(-len(init) % 4)
+        self.words = [int.from_bytes(image[i:i + 4], "little") for i in range(0, len(image), 4)]
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self.size // 4
+        m.submodules.mem = mem = Memory(shape=32, depth=depth, init=self.words)
+        rd = mem.read_port()
+        wr = mem.write_port(granularity=8)
+        bus = self.bus
+        ack = Signal()
+        m.d.sync += ack.eq(bus.cyc & ~ack)
+        m.d.comb += [bus.ack.eq(ack), rd.addr.eq(bus.adr), wr.addr.eq(bus.adr),
+                     wr.data.eq(bus.dat_w), bus.dat_r.eq(rd.data)]
+        with m.If(bus.cyc & bus.we & ~ack):
+            m.d.comb += wr.en.eq(bus.sel)
+        return m
+
+
+class CSRBridge(wiring.Component):
+    """The bus onto the datapath's CSR bank: word ``addr`` of the region is
+    CSR ``addr``; a read takes two cycles (the bank answers a cycle after
+    ``r_stb``), a write one."""
+
+    bus: In(BusSignature)
+    csr: Out(CSRBusSignature)
+
+    def elaborate(self, platform):
+        m = Module()
+        bus, csr = self.bus, self.csr
+        wait = Signal()
+        ack = Signal()
+        m.d.comb += [bus.ack.eq(ack), csr.addr.eq(bus.adr), csr.w_data.eq(bus.dat_w),
+                     bus.dat_r.eq(csr.r_data)]
+        m.d.sync += [ack.eq(0), wait.eq(0)]
+        inside = bus.adr[len(csr.addr):] == 0
+        with m.If(bus.cyc & ~ack & ~wait):
+            with m.If(bus.we):
+                m.d.comb += csr.w_stb.eq(inside)
+                m.d.sync += ack.eq(1)
+            with m.Else():
+                m.d.comb += csr.r_stb.eq(inside)
+                m.d.sync += wait.eq(1)
+        with m.If(wait):
+            m.d.sync += ack.eq(1)
+        return m
