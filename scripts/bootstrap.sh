@@ -53,6 +53,10 @@ then
     fi
 fi
 
+# The firmware's compiler and C library (make firmware; the tests build it).
+command -v riscv64-unknown-elf-gcc >/dev/null 2>&1 || missing+=(gcc-riscv64-unknown-elf)
+[ -d /usr/lib/picolibc/riscv64-unknown-elf ] || missing+=(picolibc-riscv64-unknown-elf)
+
 # Optional: ccache makes each new Verilator build reuse the runtime objects.
 optional=()
 command -v ccache >/dev/null 2>&1 || optional+=(ccache)

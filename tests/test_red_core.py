@@ -19,6 +19,7 @@ import pytest
 from ackfilter import params
 from ackfilter.cli import red_registers
 from ackfilter.model import FilterModel
+from ackfilter.model.red import idle_decay
 from ackfilter.model.scoreboard import check_run
 from ackfilter.sim import traces
 from ackfilter.sim.redcheck import FLOWS, CountingRed, check_marks, queued_marks
@@ -80,6 +81,17 @@ def test_red_marks_and_drops_as_the_model_decides_through_the_whole_core(seed, g
     # on, drops of Not-ECT and non-IP frames, the queue drained between bursts.
     assert c["red_marked"] > 20 and c["red_ce_already"] > 3 and c["drop_red"] > 20, c
     assert model.red.decays >= 3
+    # The information word red_avg_bytes is RED's average, as the model has it,
+    # decayed for the idle time between the last departure and the read-out.
+    r = model.red
+
+    def avg_at(cycle):
+        due = max(0, (cycle - r.idle_since) >> r.idle_shift)
+        return idle_decay(r.avg_q16, max(0, due - r.idle_steps), r.wq_shift) >> 16
+
+    assert model.data_queue_frames == 0 and r.avg_q16 >> 16 > 0
+    assert avg_at(res.cycles + 10_000) <= res.info["red_avg_bytes"] <= avg_at(res.cycles), \
+        (res.info["red_avg_bytes"], avg_at(res.cycles), r.avg_q16 >> 16)
     sent = [f for _t, f in frames]
     marked = check_marks(sent, [f for _t, f in res.frames_out])
     assert marked == queued_marks(sent, res.events) > 10, (marked, c)

@@ -41,6 +41,7 @@
 #define ACKFILTER_CSR_INFO_ACK_QUEUE_DEPTH 0x24u
 #define ACKFILTER_CSR_INFO_DATA_QUEUE_FRAMES 0x25u
 #define ACKFILTER_CSR_INFO_FLOWS_ACTIVE 0x26u
+#define ACKFILTER_CSR_INFO_RED_AVG_BYTES 0x27u
 #define ACKFILTER_CSR_FRAMES_IN 0x40u  /* frames received from the LAN */
 #define ACKFILTER_CSR_BYTES_IN 0x42u  /* bytes received from the LAN (without FCS) */
 #define ACKFILTER_CSR_FRAMES_OUT 0x44u  /* frames sent towards the modem */

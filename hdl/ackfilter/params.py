@@ -240,6 +240,7 @@ INFO = {
     "ack_queue_depth":  INFO_BASE + 4,
     "data_queue_frames": INFO_BASE + 5,
     "flows_active":     INFO_BASE + 6,
+    "red_avg_bytes":    INFO_BASE + 7,   # RED's average of the data queue, whole bytes
 }
 ID_VALUE = 0x41434B46
 

@@ -230,6 +230,7 @@ class UplinkCore(wiring.Component):
             csr.info.ack_queue_depth.eq(manager.ack_queue_depth),
             csr.info.data_queue_frames.eq(manager.data_queue_frames),
             csr.info.flows_active.eq(manager.flows_active),
+            csr.info.red_avg_bytes.eq(manager.red_avg_bytes),
             self.event.valid.eq(manager.ev_valid),
             self.event.kind.eq(manager.ev_kind),
             self.event.overrun.eq(ingress.ev_overrun),

@@ -122,6 +122,7 @@ class QueueManager(wiring.Component):
     stat_superseded, stat_collision, stat_cam_full, stat_red_marked, stat_red_ce_already,
     stat_seg_frame, stat_seg_chunk, stat_acc_escalated, stat_acc_marked : counter strobes
     ack_queue_depth, data_queue_frames, flows_active : levels
+    red_avg_bytes : RED's average of the data queue, whole bytes
     idle, backlog : for simulators and status (idle: no arrival waiting or being
         handled and no descriptor in flight; with ``backlog`` low nothing
         will happen until the next frame arrives)
@@ -184,6 +185,7 @@ class QueueManager(wiring.Component):
             "ack_queue_depth":   Out(range(ack_slots + 1)),
             "data_queue_frames": Out(range(desc_depth + 1)),
             "flows_active":      Out(range(flow_entries + 1)),
+            "red_avg_bytes":     Out(20),
             "idle":              Out(1),
             "backlog":           Out(1),
         })
@@ -496,6 +498,7 @@ class QueueManager(wiring.Component):
             cam.clear_index.eq(head_q.flow),
             self.data_queue_frames.eq(desc.level),
             self.flows_active.eq(cam.used),
+            self.red_avg_bytes.eq(red.avg_q16[16:]),
             self.ack_queue_depth.eq(qlen),
             self.backlog.eq((qlen != 0) | have_data),
         ]
