@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .units import format_rate
 
 __all__ = [
-    "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "ARRIVAL_EVENTS",
+    "FIRMWARE_PARAMS", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "ARRIVAL_EVENTS",
     "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
@@ -230,6 +230,39 @@ def _counters():
 
 PARAMS = _params()
 COUNTERS = _counters()
+
+
+@dataclass(frozen=True)
+class FirmwareParam:
+    """A parameter the control plane's firmware keeps (not a CSR): shown, set
+    and saved like the CSR parameters, ``key`` names it in the saved record."""
+    name: str
+    key: int
+    default: int
+    minimum: int
+    maximum: int
+    unit: str
+    doc: str
+
+
+#: Keys of firmware parameters start here (CSR parameters are keyed by address).
+FW_PARAM_KEY_BASE = 0x100
+
+
+def _firmware_params():
+    rows = [
+        ("ared_enable",       1,   0,    1,     "bool",
+         "Adaptive RED (Floyd, Gummadi, Shenker 2001): while red_enable is 1, every "
+         "ared_interval_ms the firmware raises red_max_p when RED's average is above the middle "
+         "fifth of min..max and lowers it when below"),
+        ("ared_interval_ms",  500, 100,  10000, "ms",
+         "how often Adaptive RED looks at the average (0.5 s in the paper)"),
+    ]
+    return tuple(FirmwareParam(name, FW_PARAM_KEY_BASE + i, d, lo, hi, unit, doc)
+                 for i, (name, d, lo, hi, unit, doc) in enumerate(rows))
+
+
+FIRMWARE_PARAMS = _firmware_params()
 
 #: Read-only words: identification, elaboration parameters and live levels.
 INFO = {
