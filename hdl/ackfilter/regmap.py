@@ -122,6 +122,25 @@ def ld_memory():
             "}\n")
 
 
+#: The link types ``ackfilter-ctl tune --link`` offers, as tc-cake words.
+TUNE_LINKS = {
+    "ethernet": ("ethernet", "a plain Ethernet uplink (fibre ONT, a router's WAN port)"),
+    "docsis": ("docsis", "cable modem (DOCSIS)"),
+    "adsl-pppoe": ("pppoe-llcsnap", "ADSL with PPPoE (LLC/SNAP), ATM cells"),
+    "adsl-pppoa": ("pppoa-vcmux", "ADSL with PPPoA (VC-mux), ATM cells"),
+    "adsl-bridged": ("bridged-llcsnap", "ADSL, bridged Ethernet (LLC/SNAP), ATM cells"),
+    "vdsl-pppoe": ("pppoe-ptm", "VDSL2 with PPPoE, PTM"),
+    "vdsl-bridged": ("bridged-ptm", "VDSL2, bridged Ethernet, PTM"),
+    "unknown": ("conservative", "not known: more overhead than any common link (ATM cell rounding)"),
+}
+
+
+def _link_presets():
+    from .model.cake import cake_accounting
+    return {name: {"cake": words, "doc": doc, "registers": cake_accounting(words).registers()}
+            for name, (words, doc) in TUNE_LINKS.items()}
+
+
 def json_map():
     """The register map as a JSON-serialisable dict."""
     return {
@@ -142,6 +161,7 @@ def json_map():
                              "max": f.maximum, "unit": f.unit, "doc": f.doc}
                             for f in P.FIRMWARE_PARAMS],
         "uart_baud": M.UART_BAUD,
+        "link_presets": _link_presets(),
         "events": list(P.EVENTS),
         "overrun_event": {"kind": P.OVERRUN_KIND, "name": P.OVERRUN_EVENT},
     }

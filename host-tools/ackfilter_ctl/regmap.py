@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["RegisterMap", "load", "SUPPORTED_REGMAP_VERSION"]
+__all__ = ["RegisterMap", "RegmapError", "load", "SUPPORTED_REGMAP_VERSION"]
 
 #: The register map layout this tool reads.
 SUPPORTED_REGMAP_VERSION = 1
@@ -31,11 +31,21 @@ class RegisterMap:
     def info(self):
         return self.raw["info"]
 
+    @property
+    def firmware_params(self):
+        """Parameters the firmware keeps (not CSRs), set and saved the same way."""
+        return self.raw.get("firmware_params", [])
+
+    @property
+    def all_params(self):
+        return list(self.params) + list(self.firmware_params)
+
     def param(self, name):
-        for p in self.params:
+        for p in self.all_params:
             if p["name"] == name:
                 return p
-        raise KeyError(f"no parameter named {name!r}; known: {', '.join(p['name'] for p in self.params)}")
+        raise KeyError(f"no parameter named {name!r}; known: "
+                       f"{', '.join(p['name'] for p in self.all_params)}")
 
     def check_value(self, name, value):
         """``value`` (an int, or a name for an enum parameter) as the integer to

@@ -1,0 +1,108 @@
+"""ackfilter-ctl without a device: rates, the tuning rules against the
+register map's ranges and the tc-cake presets, and the errors and exit
+statuses a user sees for bad arguments or no device."""
+
+import json
+import sys
+
+import pytest
+
+from ackfilter import params as P
+from ackfilter.model.cake import cake_accounting
+from ackfilter.model.red import registers_for_rate
+from ackfilter.regmap import _REPO, TUNE_LINKS
+
+sys.path.insert(0, str(_REPO / "host-tools"))     # the tool as shipped, not installed
+from ackfilter_ctl import cli, regmap as ctl_regmap, tune as T  # noqa: E402
+
+REGMAP = ctl_regmap.load()
+
+
+@pytest.mark.parametrize("text, bps", [("64k", 64e3), ("1.5M", 1.5e6), ("20Mbit", 20e6),
+                                       ("56000", 56e3), ("1G", 1e9), ("28.8k", 28.8e3), ("1Mbps", 1e6)])
+def test_rates_parse(text, bps):
+    assert T.parse_rate(text) == pytest.approx(bps)
+
+
+@pytest.mark.parametrize("text", ["fast", "", "-5k", "0", "k"])
+def test_bad_rates_are_refused_with_an_example(text):
+    with pytest.raises(T.TuneError, match="rate"):
+        T.parse_rate(text)
+
+
+def test_the_cycles_per_byte_rule_is_the_gateways():
+    for rate in (28_800, 64_000, 1e6, 100e6):
+        assert T.cpb_for_rate(rate, P.F_SYS_HZ) == P.cpb_q16_for_rate(rate)
+        assert T.rate_from_cpb(P.cpb_q16_for_rate(rate), P.F_SYS_HZ) == pytest.approx(rate, rel=1e-6)
+
+
+@pytest.mark.parametrize("link", sorted(TUNE_LINKS))
+@pytest.mark.parametrize("up, down", [(28_800, 1.5e6), (64e3, 10e6), (1e6, 16e6), (40e6, 250e6)])
+def test_tune_gives_in_range_values_and_the_links_accounting(link, up, down):
+    regs, why = T.tune(REGMAP, up_bps=up, down_bps=down, rtt_ms=50, link=link)
+    for name, value in regs.items():
+        p = P.param(name)
+        assert p.minimum <= value <= p.maximum, (name, value)
+    assert {k: regs[k] for k in cake_accounting(TUNE_LINKS[link][0]).registers()} == \
+        cake_accounting(TUNE_LINKS[link][0]).registers()
+    shaped = T.rate_from_cpb(regs["shaper_cpb_q16"], P.F_SYS_HZ)
+    assert shaped == pytest.approx(0.95 * up, rel=1e-6)
+    assert regs["red_max_bytes"] == 3 * regs["red_min_bytes"] >= 3 * 2 * 1500
+    assert regs["red_idle_shift"] == registers_for_rate(0.95 * up)["red_idle_shift"]
+    # chunks where a full frame takes more than 10 ms on the uplink, not where it is short
+    frame_ms = 1000 * 8 * 1514 / (0.95 * up)
+    assert regs["chunk_bytes"] == (512 if frame_ms > 10 else 0)
+    assert regs["chunk_bytes"] % 16 == 0
+    assert len(why) >= 5 and all(w.strip() for w in why)
+
+
+def test_tune_at_modem_rates_matches_the_experiments_red_settings():
+    regs, _ = T.tune(REGMAP, up_bps=64e3, down_bps=10e6, rtt_ms=50, link="ethernet")
+    want = registers_for_rate(0.95 * 64e3)
+    assert {k: regs[k] for k in want} == want
+
+
+def test_tune_refuses_rates_the_shaper_cannot_make_and_unknown_links():
+    with pytest.raises(T.TuneError, match="cannot be shaped"):
+        T.tune(REGMAP, up_bps=1, down_bps=1e6, rtt_ms=50, link="ethernet")
+    with pytest.raises(T.TuneError, match="unknown link type 'isdn'; one of: ethernet"):
+        T.tune(REGMAP, up_bps=64e3, down_bps=1e6, rtt_ms=50, link="isdn")
+    with pytest.raises(T.TuneError, match="round-trip"):
+        T.tune(REGMAP, up_bps=64e3, down_bps=1e6, rtt_ms=0, link="ethernet")
+
+
+def run(capsys, *argv):
+    rc = cli.main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_tune_prints_reasons_and_values_and_json(capsys):
+    rc, out, err = run(capsys, "tune", "--up", "64k", "--down", "10M", "--link", "adsl-pppoe")
+    assert rc == 0 and "ATM cells" in out and "shaper_cpb_q16" in out and "not applied" in out
+    rc, out, err = run(capsys, "--json", "tune", "--up", "64k", "--down", "10M")
+    doc = json.loads(out)
+    assert rc == 0 and doc["applied"] is False and doc["registers"]["ack_mode"] == 2
+
+
+@pytest.mark.parametrize("argv, code, text", [
+    (["status"], 2, "give --port DEVICE"),
+    (["get", "ack_mode"], 2, "give --port DEVICE"),
+    (["tune", "--up", "64k", "--down", "1M", "--apply"], 2, "give --port DEVICE"),
+    (["tune", "--up", "fast", "--down", "1M"], 2, "not a rate"),
+    (["--connect", "localhost", "status"], 1, "HOST:PORT"),
+    (["--connect", "127.0.0.1:1", "status"], 1, "cannot connect to 127.0.0.1:1"),
+    (["--port", "/dev/does-not-exist", "status"], 1, "cannot open /dev/does-not-exist"),
+    (["check", "red_max_p", "70000"], 2, "allowed 0 .. 65536"),
+    (["check", "no_such", "1"], 2, "no parameter named 'no_such'"),
+])
+def test_errors_name_the_problem_and_exit_with_its_status(capsys, argv, code, text):
+    rc, out, err = run(capsys, *argv)
+    assert rc == code and text in err, (rc, err)
+
+
+def test_firmware_parameters_are_known_and_checked(capsys):
+    rc, out, err = run(capsys, "check", "ared_interval_ms", "50")
+    assert rc == 2 and "allowed 100 .. 10000 ms" in err
+    rc, out, err = run(capsys, "registers")
+    assert all(f.name in out for f in P.FIRMWARE_PARAMS)
