@@ -29,7 +29,8 @@ REPO_ROOT = PKG_DIR.parents[1]
 
 #: Parts of the package that never feed the gateware (their edits do not
 #: regenerate Verilog).
-_NOT_RTL = ("sim", "reports", "cli.py", "regmap.py", "model/cake.py", "model/scoreboard.py")
+_NOT_RTL = ("sim", "reports", "cli.py", "regmap.py", "model/cake.py", "model/scoreboard.py",
+            "soc/cpu_eval.py")
 
 _KEEP = 12
 

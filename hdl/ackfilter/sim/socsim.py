@@ -1,0 +1,237 @@
+"""The simulated SoC: the control plane's CPU running the real firmware with
+the uplink core, in Verilator, its UART on a TCP port (``make sim-soc``).
+
+    python -m ackfilter.sim.socsim [--port 2323] [--flash FILE]
+
+``ackfilter-ctl --connect localhost:2323`` then talks to the firmware as to
+a board. Frames reach the datapath on the next port (``--port`` + 1): see
+``sim/soc/harness.cpp`` for the record format, :class:`SimSoC` for the
+Python side. Building takes a few minutes the first time (the firmware, the
+Verilog, the Verilator model); the result is cached under ``build/socsim/``
+by the hash of everything it is made from.
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .verilog import REPO_ROOT, build_dir, rtl_digest, verilator_env, VerilogError
+
+__all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "HARNESS_CPP"]
+
+HARNESS_CPP = REPO_ROOT / "sim" / "soc" / "harness.cpp"
+FIRMWARE_DIR = REPO_ROOT / "firmware"
+DEFAULT_PORT = 2323
+
+_FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+          "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "--top-module", "soc_top",
+          "-j", "2", "-MAKEFLAGS", "OPT_FAST=-O3"]
+
+
+class SoCSimError(RuntimeError):
+    """Building or running the simulated SoC failed."""
+
+
+def build_firmware():
+    """``firmware/build/firmware.bin``, built by ``make -C firmware`` (it only
+    rebuilds what changed)."""
+    proc = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SoCSimError(f"`make -C firmware` failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    image = FIRMWARE_DIR / "build" / "firmware.bin"
+    if not image.is_file():
+        raise SoCSimError(f"`make -C firmware` made no {image}")
+    return image
+
+
+def _generate_verilog(path, firmware):
+    from amaranth.back import verilog
+    from ..soc.cpu import serv_sources
+    from ..soc.sim_top import SoCSimTop
+    text = verilog.convert(SoCSimTop(firmware=firmware), name="soc_top", emit_src=False)
+    path.write_text(text)
+    return [path.name] + [name for name, _ in serv_sources()]
+
+
+def build(progress=print):
+    """Path of the harness binary for the current firmware and RTL (built when
+    not cached; ``progress`` gets a line per step)."""
+    image = build_firmware().read_bytes()
+    from ..soc.cpu import serv_sources
+    serv = serv_sources()
+    h = hashlib.sha256()
+    for part in (image, rtl_digest().encode(), HARNESS_CPP.read_bytes(), " ".join(_FLAGS).encode(),
+                 *(t.encode() for _, t in serv)):
+        h.update(part)
+        h.update(b"\0")
+    key = h.hexdigest()[:16]
+    final = build_dir() / "socsim" / key
+    binary = final / "soc_sim"
+    if binary.exists():
+        return binary
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=key + ".tmp-", dir=final.parent))
+    try:
+        progress("sim-soc: generating the Verilog (SoC with its firmware + uplink core) ...")
+        files = _generate_verilog(work / "soc_top.v", image)
+        for name, text in serv:
+            (work / name).write_text(text)
+        shutil.copy(HARNESS_CPP, work / "harness.cpp")
+        progress("sim-soc: building the Verilator model (a few minutes) ...")
+        t0 = time.monotonic()
+        try:
+            env = verilator_env()
+        except VerilogError as e:
+            raise SoCSimError(str(e)) from None
+        cmd = ["verilator"] + _FLAGS + ["-Mdir", "obj", "-o", "../soc_sim", *files, "harness.cpp"]
+        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+        (work / "build.log").write_text(proc.stdout + proc.stderr)
+        if proc.returncode != 0 or not (work / "soc_sim").exists():
+            raise SoCSimError(f"Verilator build failed (exit {proc.returncode}), log in "
+                              f"{work / 'build.log'}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+        shutil.rmtree(work / "obj", ignore_errors=True)
+        try:
+            os.rename(work, final)
+        except OSError:
+            if not binary.exists():
+                raise
+            shutil.rmtree(work, ignore_errors=True)
+        progress(f"sim-soc: built in {time.monotonic() - t0:.0f} s")
+    except BaseException:
+        if work.exists() and not (work / "build.log").exists():
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+    return binary
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SimSoC:
+    """The simulated SoC as a context manager (tests)::
+
+        with SimSoC(flash=tmp / "flash.bin") as soc:
+            # soc.uart_port: for ackfilter-ctl --connect 127.0.0.1:PORT
+            soc.send_frames([frame, ...])
+            out = soc.receive_frames(n, timeout=60)      # [(cycle, bytes)]
+    """
+
+    def __init__(self, *, port=None, flash=None, binary=None):
+        self.port = port or _free_port()
+        self.frames_port = _free_port()
+        self.flash = flash
+        self.binary = binary
+        self.proc = None
+        self._fsock = None
+        self._fbuf = b""
+
+    def __enter__(self):
+        binary = self.binary or build(progress=lambda s: print(s, file=sys.stderr))
+        cmd = [str(binary), "--port", str(self.port), "--frames-port", str(self.frames_port)]
+        if self.flash:
+            cmd += ["--flash", str(self.flash)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening"):
+            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
+            self.close()
+            raise SoCSimError(f"the simulated SoC did not start: {line.strip()} {err.strip()}")
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._fsock:
+            self._fsock.close()
+            self._fsock = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def _frames(self):
+        if self._fsock is None:
+            self._fsock = socket.create_connection(("127.0.0.1", self.frames_port), timeout=10)
+        return self._fsock
+
+    def send_frames(self, frames):
+        s = self._frames()
+        s.sendall(b"".join(struct.pack("<I", len(f)) + bytes(f) for f in frames))
+
+    def receive_frames(self, n, timeout=60.0):
+        """The next ``n`` frames the core sent: ``[(start_cycle, bytes)]``
+        (fewer if ``timeout`` seconds pass first)."""
+        s = self._frames()
+        out = []
+        deadline = time.monotonic() + timeout
+        while len(out) < n:
+            while len(self._fbuf) >= 12:
+                cycle, length = struct.unpack_from("<QI", self._fbuf)
+                if len(self._fbuf) < 12 + length:
+                    break
+                out.append((cycle, self._fbuf[12:12 + length]))
+                self._fbuf = self._fbuf[12 + length:]
+                if len(out) == n:
+                    return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            s.settimeout(min(left, 1.0))
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not data:
+                raise SoCSimError("the simulated SoC closed the frames connection")
+            self._fbuf += data
+        return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m ackfilter.sim.socsim",
+                                 description="Run the simulated SoC (CPU + firmware + uplink core) "
+                                             "and serve its UART on a TCP port.")
+    ap.add_argument("--port", type=int, default=int(os.environ.get("PORT") or DEFAULT_PORT),
+                    help=f"the UART's TCP port (default {DEFAULT_PORT}, or $PORT); frames on port + 1")
+    ap.add_argument("--flash", default=str(build_dir() / "socsim" / "flash.bin"),
+                    help="the SPI flash's contents, kept across runs (default build/socsim/flash.bin)")
+    ap.add_argument("--max-seconds", type=float, default=0, help="stop after this long (0: never)")
+    args = ap.parse_args(argv)
+    if not 0 < args.port < 65535:
+        ap.error(f"--port must be 1..65534, not {args.port}")
+    try:
+        binary = build()
+    except SoCSimError as e:
+        print(f"sim-soc: error: {e}", file=sys.stderr)
+        return 1
+    Path(args.flash).parent.mkdir(parents=True, exist_ok=True)
+    print(f"sim-soc: UART on localhost:{args.port} (ackfilter-ctl --connect localhost:{args.port}), "
+          f"frames on {args.port + 1}, flash {args.flash}; Ctrl-C stops", flush=True)
+    cmd = [str(binary), "--port", str(args.port), "--frames-port", str(args.port + 1),
+           "--flash", args.flash]
+    if args.max_seconds:
+        cmd += ["--max-seconds", str(args.max_seconds)]
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The control plane's SoC: SERV, its two buses merged, and the fabric
+(RAM with the firmware, the datapath's CSR bank, UART, timer, flash pins).
+
+``csr`` goes to the uplink core's CSR bank; ``tx``/``rx`` are the UART's
+lines; ``flash_*`` the SPI flash's pins. ``firmware`` is the image the RAM
+starts with (``firmware/build/firmware.bin``, :func:`firmware_image`).
+"""
+
+from pathlib import Path
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, connect
+
+from .. import params as P
+from ..gateware.csr import CSRBusSignature
+from . import memmap as M
+from .bus import Arbiter
+from .cpu import SERV
+from .fabric import Fabric
+
+__all__ = ["SoC", "firmware_image", "FIRMWARE_BIN"]
+
+FIRMWARE_BIN = Path(__file__).resolve().parents[3] / "firmware" / "build" / "firmware.bin"
+
+
+def firmware_image(path=FIRMWARE_BIN):
+    """The firmware image's bytes; a clear error when it has not been built."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no firmware image at {path}: run `make firmware`")
+    return path.read_bytes()
+
+
+class SoC(wiring.Component):
+    csr: Out(CSRBusSignature)
+    tx: Out(1, init=1)
+    rx: In(1, init=1)
+    flash_cs_n: Out(1, init=1)
+    flash_sck: Out(1)
+    flash_di: Out(1)
+    flash_do: In(1)
+
+    def __init__(self, *, firmware, ram_bytes=M.RAM_BYTES, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD):
+        self.fabric = Fabric(firmware=firmware, ram_bytes=ram_bytes, clk_hz=clk_hz, baud=baud)
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.cpu = cpu = SERV()
+        m.submodules.arbiter = arb = Arbiter()
+        m.submodules.fabric = fab = self.fabric
+        connect(m, cpu.ibus, arb.ibus)
+        connect(m, cpu.dbus, arb.dbus)
+        connect(m, arb.bus, fab.bus)
+        connect(m, fab.csr, wiring.flipped(self.csr))
+        m.d.comb += [self.tx.eq(fab.tx), fab.rx.eq(self.rx),
+                     self.flash_cs_n.eq(fab.flash_cs_n), self.flash_sck.eq(fab.flash_sck),
+                     self.flash_di.eq(fab.flash_di), fab.flash_do.eq(self.flash_do)]
+        return m
