@@ -16,7 +16,7 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test demo bench fuzz captures experiments experiments-quick verilog regmap reports bitstream flash clean
+.PHONY: help venv test demo bench fuzz captures experiments experiments-quick verilog regmap firmware sim-soc reports bitstream flash clean
 
 BOARD ?= colorlight-5a-75b
 CABLE ?= ft232
@@ -68,5 +68,11 @@ verilog: venv ## generate build/verilog/ackfilter_core.v
 regmap: venv ## regenerate the register map: firmware/include/ackfilter_regs.h, host-tools/ackfilter_ctl/regmap.json
 	$(ENV) $(PY) -m ackfilter.regmap
 
-clean: ## remove build/ (keeps .venv)
-	rm -rf build
+firmware: ## build the control plane's firmware: firmware/build/firmware.elf and .bin (riscv64-unknown-elf-gcc)
+	$(MAKE) -C firmware
+
+sim-soc: venv ## the simulated SoC (CPU + firmware + datapath), its UART on localhost:$(or $(PORT),2323) for ackfilter-ctl --connect
+	$(ENV) $(PY) -m ackfilter.sim.socsim --port $(or $(PORT),2323)
+
+clean: ## remove build/ and firmware/build/ (keeps .venv)
+	rm -rf build firmware/build

@@ -17,7 +17,7 @@
 //     parameters survive a restart like on the board.
 //
 // Usage: soc_sim [--port N] [--frames-port N] [--flash FILE] [--max-seconds S]
-//                [--uart-divisor N]
+//                [--uart-divisor N] [--log-uart]
 // Prints `listening uart <port> frames <port>` on stdout once both listen,
 // then `progress <cycles> <MHz simulated>` on stderr every 10 s. Exit: 0 at
 // --max-seconds or SIGTERM/SIGINT, 1 on a usage or socket error.
@@ -289,6 +289,7 @@ int main(int argc, char** argv) {
     double max_seconds = 0;
     uint32_t divisor = 16;
     std::string flash_path;
+    bool log_uart = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto val = [&]() -> std::string {
@@ -299,6 +300,7 @@ int main(int argc, char** argv) {
         else if (a == "--frames-port") frames_port = std::atoi(val().c_str());
         else if (a == "--flash") flash_path = val();
         else if (a == "--max-seconds") max_seconds = std::atof(val().c_str());
+        else if (a == "--log-uart") log_uart = true;
         else if (a == "--uart-divisor") divisor = static_cast<uint32_t>(std::atoi(val().c_str()));
         else die("unknown option " + a + " (see the comment at the top of harness.cpp)");
     }
@@ -352,8 +354,14 @@ int main(int argc, char** argv) {
     while (!g_stop) {
         // Sockets and wall time, every 4096 cycles.
         if ((cycle & 4095) == 0) {
-            if (uart_srv.poll_accept()) urx.bytes.clear();
+            if (uart_srv.poll_accept()) {
+                urx.bytes.clear();
+                if (log_uart) std::fprintf(stderr, "uart: client connected at cycle %" PRIu64 "\n", cycle);
+            }
+            size_t before = urx.bytes.size();
             uart_srv.recv_into(urx.bytes);
+            if (log_uart)
+                for (size_t k = before; k < urx.bytes.size(); k++) std::fprintf(stderr, "uart< %02x\n", urx.bytes[k]);
             uart_srv.send_from(uart_out);
             if (frames_port) {
                 if (frame_srv.poll_accept()) { frames_in_raw.clear(); frames_out_raw.clear(); }
@@ -376,7 +384,10 @@ int main(int argc, char** argv) {
         urx.tick();
         top->uart_rx = static_cast<uint8_t>(urx.line());
         uint8_t b;
-        if (utx.sample(top->uart_tx, &b)) uart_out.push_back(b);
+        if (utx.sample(top->uart_tx, &b)) {
+            uart_out.push_back(b);
+            if (log_uart) std::fprintf(stderr, "uart> %02x\n", b);
+        }
         top->flash_do = static_cast<uint8_t>(flash.tick(top->flash_cs_n, top->flash_sck, top->flash_di));
 
         // Input: a new frame when the wire is free and a record is complete.

@@ -128,7 +128,8 @@ class SimSoC:
             out = soc.receive_frames(n, timeout=60)      # [(cycle, bytes)]
     """
 
-    def __init__(self, *, port=None, flash=None, binary=None):
+    def __init__(self, *, port=None, flash=None, binary=None, log_uart=None):
+        self.log_uart = log_uart
         self.port = port or _free_port()
         self.frames_port = _free_port()
         self.flash = flash
@@ -142,12 +143,15 @@ class SimSoC:
         cmd = [str(binary), "--port", str(self.port), "--frames-port", str(self.frames_port)]
         if self.flash:
             cmd += ["--flash", str(self.flash)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if self.log_uart:
+            cmd += ["--log-uart"]
+        self._err = open(self.log_uart, "w") if self.log_uart else subprocess.DEVNULL
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._err, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("listening"):
-            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             self.close()
-            raise SoCSimError(f"the simulated SoC did not start: {line.strip()} {err.strip()}")
+            raise SoCSimError(f"the simulated SoC did not start: {line.strip()} (exit "
+                              f"{self.proc.returncode})")
         return self
 
     def __exit__(self, *exc):

@@ -1,0 +1,427 @@
+/* fwhost: the firmware's logic on a PC, with hal.h simulated.
+ *
+ *   UART   stdin is the received bytes, stdout the sent ones. A line of the
+ *          input starting with "%%" is a directive to fwhost, never passed to
+ *          the firmware (see usage()).
+ *   CSRs   an array; writes to a parameter are clamped to its range as the
+ *          bank does; info words give the build's capacities, the ID and the
+ *          RED average (--red-avg); 64-bit counters (--counter), whose low
+ *          word latches the high word, as in the gateware.
+ *   time   the timer advances 100 us per main-loop pass, 1 us per flash pin
+ *          access and 1 cycle per read of itself (so busy-waits end);
+ *          nothing else takes time. The UART receives at most one
+ *          byte per pass, about its own rate (87 us a byte at 115200 baud).
+ *   flash  the SPI commands the driver uses, decoded from the pin changes bit
+ *          by bit (mode 0, MSB first). Only the parameter sector exists,
+ *          backed by --flash FILE. Any protocol mistake is reported on stderr
+ *          and makes fwhost exit with status 3.
+ *
+ * Exit status: 0, 2 for a usage error, 3 if the flash saw a protocol error.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ackfilter_regs.h"
+#include "ared.h"
+#include "fw.h"
+#include "hal.h"
+
+#define CLK_HZ ACKFILTER_F_SYS_HZ
+#define POLL_CYCLES (CLK_HZ / 10000u)      /* 100 us per main-loop pass */
+#define PIN_CYCLES (CLK_HZ / 1000000u)     /* 1 us per flash pin access */
+
+static uint64_t now;            /* simulated timer, cycles */
+static uint64_t sleep_until;    /* %%sleep: no input before this */
+
+static void die(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("fwhost: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(status);
+}
+
+/* ---- CSR bank ---- */
+
+#define SIM_PARAM(name, addr, width, is_signed, def, min, max, unit) \
+    { addr, is_signed, def, min, max },
+static const struct { uint32_t addr; int is_signed; int64_t def, min, max; } sim_params[] = {
+    ACKFILTER_PARAMS(SIM_PARAM)
+};
+#define N_SIM_PARAMS (sizeof sim_params / sizeof sim_params[0])
+
+#define SIM_COUNTER(name, addr_lo, is_drop) { #name, addr_lo },
+static const struct { const char *name; uint32_t addr; } sim_counters[] = {
+    ACKFILTER_COUNTERS(SIM_COUNTER)
+};
+#define N_SIM_COUNTERS (sizeof sim_counters / sizeof sim_counters[0])
+
+static uint32_t param_words[N_SIM_PARAMS];
+static uint64_t counter_values[N_SIM_COUNTERS];
+static uint32_t hi_latch;
+static uint32_t red_avg;
+
+uint32_t csr_read(uint32_t addr)
+{
+    for (unsigned i = 0; i < N_SIM_PARAMS; i++)
+        if (sim_params[i].addr == addr)
+            return param_words[i];
+    for (unsigned i = 0; i < N_SIM_COUNTERS; i++) {
+        if (sim_counters[i].addr == addr) {
+            hi_latch = (uint32_t)(counter_values[i] >> 32);
+            return (uint32_t)counter_values[i];
+        }
+        if (sim_counters[i].addr + 1u == addr)
+            return hi_latch;
+    }
+    switch (addr) {
+    case ACKFILTER_CSR_INFO_ID: return ACKFILTER_ID_VALUE;
+    case ACKFILTER_CSR_INFO_ACK_SLOTS: return ACKFILTER_DEFAULT_ACK_SLOTS;
+    case ACKFILTER_CSR_INFO_FLOW_ENTRIES: return ACKFILTER_DEFAULT_FLOW_ENTRIES;
+    case ACKFILTER_CSR_INFO_DATA_BUFFER_BYTES: return ACKFILTER_DEFAULT_DATA_BUFFER_BYTES;
+    case ACKFILTER_CSR_INFO_RED_AVG_BYTES: return red_avg;
+    default: return 0;   /* the live levels, and every unused address */
+    }
+}
+
+/* As the bank: the word read as signed 32 bits for a signed parameter,
+ * clamped to min..max, read back sign-extended. */
+void csr_write(uint32_t addr, uint32_t value)
+{
+    for (unsigned i = 0; i < N_SIM_PARAMS; i++) {
+        if (sim_params[i].addr != addr)
+            continue;
+        int64_t v = sim_params[i].is_signed ? (int64_t)(int32_t)value : (int64_t)value;
+        if (v < sim_params[i].min)
+            v = sim_params[i].min;
+        if (v > sim_params[i].max)
+            v = sim_params[i].max;
+        param_words[i] = (uint32_t)v;
+    }
+}
+
+static void set_counter(const char *name, const char *value)
+{
+    for (unsigned i = 0; i < N_SIM_COUNTERS; i++) {
+        if (strcmp(sim_counters[i].name, name) == 0) {
+            counter_values[i] = strtoull(value, NULL, 0);
+            return;
+        }
+    }
+    die(2, "no counter '%s'", name);
+}
+
+/* ---- timer, ids ---- */
+
+uint64_t timer_cycles(void) { return now++; }
+uint32_t sys_clk_hz(void) { return CLK_HZ; }
+uint32_t soc_id(void) { return ACKFILTER_SOC_ID_VALUE; }
+
+/* ---- UART ---- */
+
+static char in_line[4096];
+static size_t in_len, in_pos;
+static int in_eof, at_line_start = 1;
+static int byte_this_pass;      /* one byte per main-loop pass */
+
+static void directive(char *s)
+{
+    char *word = strtok(s, " \t\r\n"), *a = strtok(NULL, " \t\r\n"), *b = strtok(NULL, " \t\r\n");
+    if (word && a && strcmp(word, "sleep") == 0)
+        sleep_until = now + strtoull(a, NULL, 0) * (CLK_HZ / 1000u);
+    else if (word && a && b && strcmp(word, "counter") == 0)
+        set_counter(a, b);
+    else if (word && a && strcmp(word, "red-avg") == 0)
+        red_avg = (uint32_t)strtoul(a, NULL, 0);
+    else
+        die(2, "unknown directive '%%%%%s'", word ? word : "");
+}
+
+int uart_getc(void)
+{
+    if (byte_this_pass)
+        return -1;
+    while (in_pos == in_len) {
+        if (in_eof || now < sleep_until)
+            return -1;
+        fflush(stdout);                 /* before blocking for more input */
+        if (!fgets(in_line, sizeof in_line, stdin)) {
+            in_eof = 1;
+            return -1;
+        }
+        in_len = strlen(in_line);
+        in_pos = 0;
+        int was_start = at_line_start;
+        at_line_start = in_len > 0 && in_line[in_len - 1] == '\n';
+        if (was_start && strncmp(in_line, "%%", 2) == 0) {
+            directive(in_line + 2);
+            in_len = 0;
+        }
+    }
+    byte_this_pass = 1;
+    return (unsigned char)in_line[in_pos++];
+}
+
+void uart_putc(char c) { putchar(c); }
+
+/* ---- SPI flash ---- */
+
+#define SECTOR ACKFILTER_SOC_FLASH_SECTOR_BYTES
+#define SECTOR_BASE ACKFILTER_SOC_FLASH_PARAMS_OFFSET
+#define ERASE_CYCLES (CLK_HZ / 1000u * 30u)       /* 30 ms */
+#define PROGRAM_CYCLES (CLK_HZ / 1000000u * 700u) /* 0.7 ms */
+
+static struct {
+    uint8_t mem[SECTOR];
+    const char *file;
+    int absent, write_protected;
+    int powered_down, wel;
+    uint64_t busy_until;
+    uint64_t awake_at;     /* tRES1 after the release from power-down */
+    int cs_n, sck, dout;
+    unsigned nbits;        /* bits clocked in since CS# fell */
+    uint8_t shift, cmd;
+    uint32_t addr;
+    uint8_t page[256], page_set[256];
+    unsigned page_bytes;
+    unsigned errors;
+} fl = { .powered_down = 1, .cs_n = 1, .dout = 1 };
+
+static void flash_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("fwhost: flash: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fl.errors++;
+}
+
+static void flash_load_file(void)
+{
+    memset(fl.mem, 0xff, SECTOR);
+    FILE *f = fl.file ? fopen(fl.file, "rb") : NULL;
+    if (!f)
+        return;                          /* no file yet: erased */
+    size_t n = fread(fl.mem, 1, SECTOR, f);
+    int more = fgetc(f) != EOF;
+    fclose(f);
+    if (n != SECTOR || more)
+        die(2, "%s: must be the %u-byte parameter sector, or absent", fl.file, SECTOR);
+}
+
+static void flash_save_file(void)
+{
+    FILE *f = fl.file ? fopen(fl.file, "wb") : NULL;
+    if (fl.file && (!f || fwrite(fl.mem, 1, SECTOR, f) != SECTOR || fclose(f) != 0))
+        die(2, "%s: cannot write", fl.file);
+}
+
+static int busy(void) { return now < fl.busy_until; }
+
+static int in_sector(uint32_t addr) { return addr - SECTOR_BASE < SECTOR; }
+
+/* The byte the flash shifts out as byte `index` of the transaction. */
+static uint8_t flash_out_byte(unsigned index)
+{
+    if (fl.powered_down)
+        return 0xff;                     /* DO stays high-impedance */
+    if (fl.cmd == 0x05 && index >= 1)
+        return (uint8_t)(busy() | fl.wel << 1);
+    if (fl.cmd == 0x03 && index >= 4) {
+        uint32_t a = (fl.addr + index - 4) & 0xffffffu;
+        return in_sector(a) ? fl.mem[a - SECTOR_BASE] : 0xff;
+    }
+    if (fl.cmd == 0xab && index >= 4)
+        return 0x15;                     /* device ID */
+    return 0xff;
+}
+
+static void flash_byte_in(uint8_t b, unsigned index)
+{
+    if (index == 0) {
+        fl.cmd = b;
+        if (fl.powered_down && b != 0xab)
+            flash_error("command 0x%02x in deep power-down (0xab releases it)", b);
+        else if (busy() && b != 0x05)
+            flash_error("command 0x%02x while busy (poll 0x05 until WIP is 0)", b);
+        else if (b != 0xab && b != 0x03 && b != 0x06 && b != 0x20 && b != 0x02 && b != 0x05)
+            flash_error("unknown command 0x%02x", b);
+    } else if (index <= 3) {
+        fl.addr = fl.addr << 8 | b;
+    } else if (fl.cmd == 0x02) {
+        unsigned off = (fl.addr + index - 4) & 0xffu;   /* wraps within the page */
+        fl.page[off] = b;
+        fl.page_set[off] = 1;
+        if (++fl.page_bytes > 256)
+            flash_error("page program of more than 256 bytes");
+    }
+}
+
+static void flash_command_end(void)
+{
+    uint8_t cmd = fl.cmd;
+    if (fl.nbits == 0)
+        return;
+    if (fl.nbits % 8 && cmd != 0x03 && cmd != 0x05) {
+        flash_error("command 0x%02x ended after %u bits, not whole bytes (ignored)", cmd, fl.nbits);
+        return;
+    }
+    if (fl.powered_down) {
+        if (cmd == 0xab) {
+            fl.powered_down = 0;
+            fl.awake_at = now + CLK_HZ / 1000000u * 3u;   /* tRES1: 3 us */
+        }
+        return;
+    }
+    uint32_t a = fl.addr & 0xffffffu;
+    switch (cmd) {
+    case 0x06:
+        fl.wel = 1;
+        break;
+    case 0x20:
+    case 0x02:
+        if (cmd == 0x20 ? fl.nbits != 32 : fl.nbits < 40)
+            flash_error("command 0x%02x with %u bits", cmd, fl.nbits);
+        else if (!fl.wel)
+            flash_error("command 0x%02x without write enable (0x06)", cmd);
+        else if (!in_sector(a))
+            flash_error("command 0x%02x at 0x%06x, outside the parameter sector", cmd, a);
+        else {
+            if (fl.write_protected) {
+                /* the protected flash ignores it */
+            } else if (cmd == 0x20) {
+                memset(fl.mem, 0xff, SECTOR);
+            } else {
+                uint32_t page = (a - SECTOR_BASE) & ~0xffu;
+                for (unsigned i = 0; i < 256; i++)
+                    if (fl.page_set[i])
+                        fl.mem[page + i] &= fl.page[i];   /* programming only clears bits */
+            }
+            fl.busy_until = now + (cmd == 0x20 ? ERASE_CYCLES : PROGRAM_CYCLES);
+            flash_save_file();
+        }
+        fl.wel = 0;
+        break;
+    }
+}
+
+void flash_set(int cs_n, int sck, int di)
+{
+    now += PIN_CYCLES;
+    if (fl.absent)
+        return;
+    cs_n = !!cs_n, sck = !!sck, di = !!di;
+    if (fl.cs_n && !cs_n) {                       /* selected: a new command */
+        if (sck)
+            flash_error("CS# fell with SCK high (mode 0 idles SCK low)");
+        if (now < fl.awake_at)
+            flash_error("selected %u cycles after the release from power-down (tRES1: 3 us)",
+                        (unsigned)(now - (fl.awake_at - CLK_HZ / 1000000u * 3u)));
+        fl.nbits = 0;
+        fl.addr = 0;
+        fl.page_bytes = 0;
+        memset(fl.page_set, 0, sizeof fl.page_set);
+    } else if (!fl.cs_n && cs_n) {                /* deselected: it takes effect */
+        flash_command_end();
+        fl.dout = 1;
+    } else if (!cs_n && !fl.sck && sck) {         /* rising edge: the flash samples DI */
+        fl.shift = (uint8_t)(fl.shift << 1 | di);
+        if (++fl.nbits % 8 == 0)
+            flash_byte_in(fl.shift, fl.nbits / 8 - 1);
+    } else if (!cs_n && fl.sck && !sck) {         /* falling edge: it shifts DO out */
+        fl.dout = flash_out_byte(fl.nbits / 8) >> (7 - fl.nbits % 8) & 1;
+    }
+    fl.cs_n = cs_n;
+    fl.sck = sck;
+}
+
+int flash_get_do(void)
+{
+    now += PIN_CYCLES;
+    return fl.absent ? 1 : fl.dout;
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *out)
+{
+    fputs("usage: fwhost [options] < input\n"
+          "Runs the ackfilter firmware's main loop: stdin is the UART's input, stdout its output.\n"
+          "  --flash FILE          the flash's parameter sector (4096 bytes; absent: erased;\n"
+          "                        written back on every erase and program)\n"
+          "  --no-flash            no flash answers (its DO stays high)\n"
+          "  --flash-wp            the flash ignores erase and program (write-protected)\n"
+          "  --red-avg N           info word red_avg_bytes (RED's average), default 0\n"
+          "  --counter NAME=VALUE  a counter's value (repeatable)\n"
+          "  --ared-step           instead: read 'AVG MIN MAX MAXP' lines, print ared_step()\n"
+          "Input lines starting with %% are fwhost's, not the firmware's:\n"
+          "  %%sleep MS            MS ms of simulated time pass (the main loop runs)\n"
+          "  %%counter NAME VALUE  set a counter\n"
+          "  %%red-avg N           set RED's average\n"
+          "Time: 100 us per main-loop pass, 1 us per flash pin access, 1 cycle per\n"
+          "timer read; the UART receives at most one byte per pass.\n", out);
+}
+
+static int ared_steps(void)
+{
+    uint32_t avg, min, max, max_p;
+    while (scanf("%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32, &avg, &min, &max, &max_p) == 4)
+        printf("%" PRIu32 "\n", ared_step(avg, min, max, max_p));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (strcmp(a, "--flash") == 0 && has_value) {
+            fl.file = argv[++i];
+        } else if (strcmp(a, "--no-flash") == 0) {
+            fl.absent = 1;
+        } else if (strcmp(a, "--flash-wp") == 0) {
+            fl.write_protected = 1;
+        } else if (strcmp(a, "--red-avg") == 0 && has_value) {
+            red_avg = (uint32_t)strtoul(argv[++i], NULL, 0);
+        } else if (strcmp(a, "--counter") == 0 && has_value) {
+            char *eq = strchr(argv[++i], '=');
+            if (!eq)
+                die(2, "--counter takes NAME=VALUE, not %s", argv[i]);
+            *eq = 0;
+            set_counter(argv[i], eq + 1);
+        } else if (strcmp(a, "--ared-step") == 0) {
+            return ared_steps();
+        } else if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    for (unsigned i = 0; i < N_SIM_PARAMS; i++)
+        param_words[i] = (uint32_t)sim_params[i].def;   /* the bank's reset values */
+    flash_load_file();
+
+    fw_boot();
+    while (!in_eof || now < sleep_until) {
+        fw_poll();
+        now += POLL_CYCLES;
+        byte_this_pass = 0;
+    }
+    fflush(stdout);
+    if (fl.errors) {
+        fprintf(stderr, "fwhost: %u flash protocol error(s)\n", fl.errors);
+        return 3;
+    }
+    return 0;
+}

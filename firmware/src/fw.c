@@ -1,0 +1,33 @@
+#include "fw.h"
+#include "ackfilter_regs.h"
+#include "ared.h"
+#include "cli.h"
+#include "flash.h"
+#include "hal.h"
+#include "print.h"
+#include "store.h"
+
+void fw_boot(void)
+{
+    put_str("ackfilter firmware " FW_VERSION " regmap ");
+    put_u64(ACKFILTER_REGMAP_VERSION);
+    put_nl();
+    flash_init();
+    unsigned n, regmap;
+    enum store_load_result r = store_load(&n, &regmap);
+    if (r == STORE_CORRUPT || r == STORE_OTHER_REGMAP) {
+        put_str("warning: ");
+        store_put_problem(r, regmap);
+        put_nl();
+    }
+    cli_prompt();
+}
+
+void fw_poll(void)
+{
+    /* Take every byte waiting: a slow core must keep up with 115200 baud
+       (the receive FIFO holds 32 bytes). */
+    for (int c; (c = uart_getc()) >= 0;)
+        cli_input(c);
+    ared_poll();
+}

@@ -1,0 +1,42 @@
+/* The parameter table: the datapath's CSR parameters (ACKFILTER_PARAMS), then
+ * the firmware's own (ACKFILTER_FW_PARAMS), both from ackfilter_regs.h. */
+#ifndef PARAMS_H
+#define PARAMS_H
+
+#include <stdint.h>
+#include "ackfilter_regs.h"
+
+typedef struct {
+    const char *name;
+    const char *unit;
+    int64_t def, min, max;   /* int64: holds both signed and 32-bit unsigned ranges */
+    uint16_t key;            /* CSR address, or the firmware parameter's key */
+    uint8_t is_csr;
+    uint8_t is_signed;
+    uint8_t slot;            /* firmware parameter: its index in fw_values[] */
+} param_t;
+
+#define PARAM_COUNT_ONE(...) + 1
+enum {
+    PARAMS_CSR = 0 ACKFILTER_PARAMS(PARAM_COUNT_ONE),
+    PARAMS_FW = 0 ACKFILTER_FW_PARAMS(PARAM_COUNT_ONE),
+    PARAMS_COUNT = PARAMS_CSR + PARAMS_FW,
+};
+
+/* Indices of the firmware parameters in fw_values[]: FWP_ared_enable, ... */
+#define FWP_ENUM(name, ...) FWP_##name,
+enum { ACKFILTER_FW_PARAMS(FWP_ENUM) };
+
+extern const param_t params[PARAMS_COUNT];
+extern uint32_t fw_values[PARAMS_FW];
+
+const param_t *param_find(const char *name);     /* NULL if none */
+const param_t *param_by_key(uint32_t key);       /* NULL if none */
+int param_in_range(const param_t *p, int64_t v);
+int64_t param_from_word(const param_t *p, uint32_t word);
+int64_t param_get(const param_t *p);
+/* Write v (in range) and return the value read back. */
+int64_t param_set(const param_t *p, int64_t v);
+void params_defaults(void);
+
+#endif

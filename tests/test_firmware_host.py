@@ -1,0 +1,543 @@
+"""The control-plane firmware: its RISC-V image, and its logic on the PC.
+
+``fwhost`` (``make -C firmware host``) runs the firmware's main loop with a
+simulated SoC: stdin is the UART's input, stdout its output, lines of the
+input starting with ``%%`` are fwhost directives (``%%sleep MS``, ``%%counter
+NAME VALUE``, ``%%red-avg N``). Every expectation here comes from
+``regmap.json``, the SoC's memory map, the README's protocol and a Python
+reference of Adaptive RED, never from the C code. fwhost exits 3 when its
+flash model saw a protocol error, so every session also checks the SPI driver.
+"""
+
+import json
+import math
+import random
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from ackfilter.soc import memmap as M
+
+# One worker builds and runs fwhost (pytest-xdist --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("firmware")
+
+REPO = Path(__file__).resolve().parents[1]
+FIRMWARE = REPO / "firmware"
+HOST_BUILD = REPO / "build" / "firmware-host"
+CROSS_GCC = "riscv64-unknown-elf-gcc"
+STACK_BYTES = 2048
+
+REGMAP = json.loads((REPO / "host-tools" / "ackfilter_ctl" / "regmap.json").read_text())
+# Every parameter as `list` shows them: CSR parameters, then the firmware's.
+PARAMS = [{**p, "key": p["addr"]} for p in REGMAP["params"]] + \
+         [{**p, "signed": False} for p in REGMAP["firmware_params"]]
+BY_NAME = {p["name"]: p for p in PARAMS}
+COMMANDS = ["help", "version", "echo", "list", "get", "set", "stats", "reset-counters",
+            "save", "defaults", "load"]
+RECORD_BYTES = 8 + 8 * len(PARAMS) + 4
+
+
+@pytest.fixture(scope="module")
+def fwhost():
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no host C compiler (cc or gcc) to build fwhost")
+    r = subprocess.run(["make", "-C", str(FIRMWARE), "host", f"HOST_CC={cc}",
+                        f"HOST_BUILD={HOST_BUILD}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return HOST_BUILD / "fwhost"
+
+
+def run(fwhost, lines, *args):
+    """stdout of one fwhost session fed ``lines``; it must exit cleanly."""
+    r = subprocess.run([str(fwhost), *map(str, args)], capture_output=True, timeout=60,
+                       input="".join(f"{line}\n" for line in lines).encode())
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stderr == b""
+    return r.stdout.decode()
+
+
+def session(fwhost, commands, *args):
+    """(boot lines, one list of reply lines per command) with echo off.
+
+    Directives (``%%...``) and empty lines get no reply."""
+    out = run(fwhost, ["echo off", *commands], *args)
+    assert out.endswith("> ")
+    boot, echo_off, *replies = out.split("> ")
+    assert echo_off == "echo off\r\nok\r\n"
+    assert replies.pop() == ""
+    assert all(r.endswith("\r\n") for r in replies)
+    expected = [c for c in commands if c and not c.startswith("%%")]
+    assert len(replies) == len(expected), replies
+    return boot.split("\r\n")[:-1], [r.split("\r\n")[:-1] for r in replies]
+
+
+def ask(fwhost, command, *args):
+    return session(fwhost, [command], *args)[1][0]
+
+
+def values(fwhost, *args, commands=()):
+    """Every parameter's value after ``commands``, from `get`."""
+    reply = session(fwhost, [*commands, "get"], *args)[1][-1]
+    assert reply[-1] == "ok"
+    return {name: int(v) for name, v in (line.split(" ") for line in reply[:-1])}
+
+
+def defaults():
+    return {p["name"]: p["default"] for p in PARAMS}
+
+
+def out_of_range(p, value):
+    return [f"error: {p['name']} must be {p['min']}..{p['max']} {p['unit']}, not {value}"]
+
+
+# ---- the RISC-V image ----
+
+def test_the_riscv_image_builds_and_fits_the_ram_with_its_stack():
+    if shutil.which(CROSS_GCC) is None:
+        pytest.fail(f"{CROSS_GCC} is required (Debian: gcc-riscv64-unknown-elf; `make venv`)")
+    r = subprocess.run(["make", "-C", str(REPO), "firmware"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    elf, image = FIRMWARE / "build" / "firmware.elf", FIRMWARE / "build" / "firmware.bin"
+    size = subprocess.run(["riscv64-unknown-elf-size", str(elf)], capture_output=True, text=True,
+                          check=True).stdout.splitlines()[1].split()
+    text, data, bss = map(int, size[:3])
+    assert text + data + bss + STACK_BYTES <= M.RAM_BYTES
+    assert text + data <= image.stat().st_size <= text + data + 8     # (+ alignment)
+    header = subprocess.run(["riscv64-unknown-elf-readelf", "-h", "-A", str(elf)],
+                            capture_output=True, text=True, check=True).stdout
+    assert re.search(r"Entry point address:\s+0x0\n", header)        # the reset address
+    assert re.search(r'Tag_RISCV_arch: "rv32i\d+p\d+"', header)       # no M, no C
+    assert re.search(r"^firmware.bin: \d+ bytes", r.stdout, re.M)     # the size is printed
+
+
+def test_the_link_fails_when_the_image_and_the_stack_do_not_fit(tmp_path):
+    if shutil.which(CROSS_GCC) is None:
+        pytest.fail(f"{CROSS_GCC} is required")
+    r = subprocess.run(["make", "-j4", "-C", str(FIRMWARE), f"BUILD={tmp_path}",
+                        f"STACK_BYTES={M.RAM_BYTES - 1024}"], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "do not fit the RAM" in r.stderr
+
+
+# ---- the line discipline ----
+
+def test_boot_prints_the_banner_then_the_prompt(fwhost):
+    out = run(fwhost, [])
+    assert re.fullmatch(rf"ackfilter firmware \d+\.\d+\.\d+ regmap {REGMAP['regmap_version']}\r\n> ",
+                        out), out
+
+
+def test_echo_is_on_at_boot_and_off_on_request(fwhost):
+    out = run(fwhost, ["get ack_mode", "echo off", "get ack_mode", "echo on", "get ack_mode"])
+    banner = out.split("\r\n")[0]
+    assert out == (f"{banner}\r\n"
+                   "> get ack_mode\r\nack_mode 2\r\nok\r\n"
+                   "> echo off\r\nok\r\n"
+                   "> ack_mode 2\r\nok\r\n"
+                   "> ok\r\n"                              # echo on, not echoed
+                   "> get ack_mode\r\nack_mode 2\r\nok\r\n> ")
+
+
+def test_backspace_and_delete_erase_one_character(fwhost):
+    out = run(fwhost, ["get ack_modx\x7fe", "get ack_mode\x08\x08\x08\x08mode"])
+    assert "> get ack_modx\b \be\r\nack_mode 2\r\nok\r\n" in out
+    assert "> get ack_mode" + "\b \b" * 4 + "mode\r\nack_mode 2\r\nok\r\n" in out
+
+
+def test_a_line_of_120_characters_is_taken_and_a_longer_one_refused(fwhost):
+    longest = "set ack_mode " + "0" * 106 + "1"
+    assert len(longest) == 120
+    _, replies = session(fwhost, [longest, "get ack_mode", longest[:13] + "0" + longest[13:],
+                                  "get ack_mode", "x" * 500])
+    assert replies == [["ack_mode 1", "ok"], ["ack_mode 1", "ok"], ["error: line too long"],
+                       ["ack_mode 1", "ok"], ["error: line too long"]]
+
+
+def test_cr_is_ignored_so_crlf_works(fwhost):
+    _, replies = session(fwhost, ["get ack_mode\r", "ge\rt\r ack_mode"])
+    assert replies == [["ack_mode 2", "ok"]] * 2
+
+
+def test_an_empty_line_gives_only_a_new_prompt(fwhost):
+    out = run(fwhost, ["echo off", "", "  ", "get ack_mode"])
+    assert out.endswith("> echo off\r\nok\r\n> > > ack_mode 2\r\nok\r\n> ")
+
+
+def test_tabs_and_repeated_spaces_separate_words(fwhost):
+    assert ask(fwhost, "set\t ack_mode  \t1 ") == ["ack_mode 1", "ok"]
+
+
+# ---- the commands ----
+
+def test_help_has_a_line_per_command(fwhost):
+    reply = ask(fwhost, "help")
+    assert reply[-1] == "ok"
+    assert [line.split()[0] for line in reply[:-1]] == COMMANDS
+
+
+def test_version_gives_the_firmware_regmap_and_ids(fwhost):
+    reply = ask(fwhost, "version")
+    assert re.fullmatch(r"firmware \d+\.\d+\.\d+", reply[0])
+    assert reply[1:] == [f"regmap {REGMAP['regmap_version']}", f"gateware_id 0x{REGMAP['id']:08x}",
+                         f"soc_id 0x{M.SOC_ID_VALUE:08x}", f"clock_hz {REGMAP['f_sys_hz']}", "ok"]
+
+
+def test_list_shows_each_parameter_with_the_register_maps_range(fwhost):
+    reply = ask(fwhost, "list")
+    assert reply[-1] == "ok"
+    rows = [line.split(" ", 5) for line in reply[:-1]]
+    assert rows == [[p["name"], str(p["default"]), str(p["min"]), str(p["max"]), str(p["default"]),
+                     p["unit"]] for p in PARAMS]
+
+
+def test_get_gives_every_parameter_or_one(fwhost):
+    assert values(fwhost) == defaults()
+    for p in PARAMS:
+        assert ask(fwhost, f"get {p['name']}") == [f"{p['name']} {p['default']}", "ok"]
+
+
+def test_set_reads_back_every_parameter_at_its_bounds(fwhost):
+    commands, want = [], []
+    for p in PARAMS:
+        for v in (p["min"], p["max"], p["default"]):
+            commands += [f"set {p['name']} {v}", f"get {p['name']}"]
+            want += [[f"{p['name']} {v}", "ok"]] * 2
+        commands.append(f"set {p['name']} {p['max']:#x}")
+        want.append([f"{p['name']} {p['max']}", "ok"])
+    assert session(fwhost, commands)[1] == want
+
+
+def test_set_takes_hex_and_negative_numbers(fwhost):
+    _, replies = session(fwhost, ["set shaper_overhead_bytes -64", "set shaper_overhead_bytes -0x20",
+                                  "set red_max_p 0X1a2B", "set shaper_cpb_q16 0xffffffff",
+                                  "set ack_mode 0002", "set ack_mode -0"])
+    assert replies == [["shaper_overhead_bytes -64", "ok"], ["shaper_overhead_bytes -32", "ok"],
+                       ["red_max_p 6699", "ok"], ["shaper_cpb_q16 4294967295", "ok"],
+                       ["ack_mode 2", "ok"], ["ack_mode 0", "ok"]]
+
+
+def test_out_of_range_values_are_refused_with_the_range_and_change_nothing(fwhost):
+    commands, want = [], []
+    for p in PARAMS:
+        for typed in (str(p["min"] - 1), str(p["max"] + 1), hex(p["max"] + 1),
+                      "-99999999999999999999999", "99999999999999999999999", "0x10000000000000000"):
+            commands.append(f"set {p['name']} {typed}")
+            want.append(out_of_range(p, typed))
+    _, replies = session(fwhost, commands + ["get"])
+    assert replies[:-1] == want
+    assert replies[-1][:-1] == [f"{n} {v}" for n, v in defaults().items()]
+
+
+@pytest.mark.parametrize("typed", ["abc", "0x", "-", "--1", "+1", "12a", "0xg", "1.5", "1e3", "0b1",
+                                   "x10", "1_000"])
+def test_malformed_values_are_not_numbers(fwhost, typed):
+    assert ask(fwhost, f"set ack_mode {typed}") == [f"error: {typed} is not a number"]
+
+
+def test_an_unknown_parameter_is_named_and_list_suggested(fwhost):
+    _, replies = session(fwhost, ["set no_such 1", "get no_such", "set ACK_MODE 1"])
+    assert replies == [["error: no parameter 'no_such' (list shows them)"],
+                       ["error: no parameter 'no_such' (list shows them)"],
+                       ["error: no parameter 'ACK_MODE' (list shows them)"]]
+
+
+def test_wrong_arguments_give_the_usage(fwhost):
+    cases = {
+        "set ack_mode": "error: usage: set NAME VALUE",
+        "set": "error: usage: set NAME VALUE",
+        "set ack_mode 1 2": "error: usage: set NAME VALUE",
+        "set a b c d e f": "error: usage: set NAME VALUE",
+        "get ack_mode red_max_p": "error: usage: get [NAME]",
+        "echo": "error: usage: echo on|off",
+        "echo yes": "error: usage: echo on|off",
+        "echo on off": "error: usage: echo on|off",
+    }
+    cases.update({f"{c} x": f"error: {c} takes no arguments" for c in COMMANDS
+                  if c not in ("set", "get", "echo")})
+    _, replies = session(fwhost, list(cases))
+    assert replies == [[e] for e in cases.values()]
+
+
+def test_an_unknown_command_lists_the_commands(fwhost):
+    assert ask(fwhost, "sett ack_mode 1") == \
+        [f"error: no command 'sett'; commands: {' '.join(COMMANDS)}"]
+
+
+def test_defaults_sets_every_parameter_back(fwhost):
+    changed = [f"set {p['name']} {p['min'] if p['min'] != p['default'] else p['max']}" for p in PARAMS]
+    assert values(fwhost, commands=changed + ["defaults"]) == defaults()
+
+
+def stats(reply):
+    assert reply[-1] == "ok"
+    return dict(line.split(" ") for line in reply[:-1])
+
+
+def test_stats_counts_from_the_reset_counters_baseline(fwhost):
+    big = 2**40 + 7
+    _, replies = session(fwhost, ["stats", "reset-counters", "%%counter frames_in 12",
+                                  f"%%counter bytes_in {big + 2**33}", "%%sleep 2000", "stats"],
+                         "--counter", "frames_in=5", "--counter", f"bytes_in={big}",
+                         "--counter", "seg_chunks=3", "--red-avg", "1234")
+    first, _, second = replies
+    names = [c["name"] for c in REGMAP["counters"]] + [f"info.{i['name']}" for i in REGMAP["info"]] + \
+        ["uptime_ms", "ared_adjustments"]
+    assert [line.split(" ")[0] for line in first[:-1]] == names
+    first, second = stats(first), stats(second)
+    assert (first["frames_in"], first["bytes_in"], first["seg_chunks"]) == ("5", str(big), "3")
+    assert (second["frames_in"], second["bytes_in"], second["seg_chunks"]) == ("7", str(2**33), "0")
+    assert all(first[c["name"]] == "0" for c in REGMAP["counters"]
+               if c["name"] not in ("frames_in", "bytes_in", "seg_chunks"))
+    assert first["info.id"] == str(REGMAP["id"]) and first["info.red_avg_bytes"] == "1234"
+    assert 2000 <= int(second["uptime_ms"]) - int(first["uptime_ms"]) < 2100
+    assert second["ared_adjustments"] == "0"
+
+
+# ---- saved parameters ----
+
+def non_defaults():
+    """A value other than the default for every parameter."""
+    return {p["name"]: p["max"] if p["max"] != p["default"] else p["min"] for p in PARAMS}
+
+
+def record(entries, *, regmap=REGMAP["regmap_version"], magic=b"AFP1"):
+    """The record as the README describes it, for (key, value) entries."""
+    body = magic + struct.pack("<HH", regmap, len(entries))
+    body += b"".join(struct.pack("<II", k, v & 0xFFFF_FFFF) for k, v in entries)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def sector(data=b""):
+    return data + b"\xff" * (M.FLASH_SECTOR_BYTES - len(data))
+
+
+def test_save_then_a_new_boot_loads_the_values(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    want = non_defaults()
+    _, replies = session(fwhost, [f"set {n} {v}" for n, v in want.items()] + ["save"],
+                         "--flash", flash)
+    assert replies[-1] == [f"saved {len(PARAMS)} parameters", "ok"]
+    boot, replies = session(fwhost, ["get", "defaults", "load", "get"], "--flash", flash)
+    assert boot == [boot[0]]                                     # no warning
+    assert stats(replies[0]) == {n: str(v) for n, v in want.items()}
+    assert replies[2] == [f"loaded {len(PARAMS)} parameters", "ok"]
+    assert stats(replies[3]) == {n: str(v) for n, v in want.items()}
+
+
+def test_the_saved_record_has_the_documented_layout_and_crc(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    want = non_defaults()
+    session(fwhost, [f"set {n} {v}" for n, v in want.items()] + ["save"], "--flash", flash)
+    data = flash.read_bytes()
+    assert len(data) == M.FLASH_SECTOR_BYTES
+    assert data == sector(record([(p["key"], want[p["name"]]) for p in PARAMS]))
+    (crc,) = struct.unpack_from("<I", data, RECORD_BYTES - 4)
+    assert crc == zlib.crc32(data[:RECORD_BYTES - 4])
+
+
+def test_saving_twice_rewrites_the_sector(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    session(fwhost, ["set ack_mode 0", "save"], "--flash", flash)
+    session(fwhost, ["set ack_mode 1", "save"], "--flash", flash)
+    assert values(fwhost, "--flash", flash)["ack_mode"] == 1
+
+
+@pytest.mark.parametrize("offset", [4, 7, 8, 13, RECORD_BYTES // 2, RECORD_BYTES - 1])
+def test_a_flipped_byte_gives_the_crc_warning_and_defaults(fwhost, tmp_path, offset):
+    flash = tmp_path / "flash.bin"
+    session(fwhost, [f"set {n} {v}" for n, v in non_defaults().items()] + ["save"], "--flash", flash)
+    data = bytearray(flash.read_bytes())
+    data[offset] ^= 0x10
+    flash.write_bytes(data)
+    boot, replies = session(fwhost, ["get", "set ack_mode 1", "load", "get ack_mode"],
+                            "--flash", flash)
+    assert boot[1:] == ["warning: saved parameters are corrupt (CRC), using defaults"]
+    assert stats(replies[0]) == {n: str(v) for n, v in defaults().items()}
+    assert replies[2] == ["error: saved parameters are corrupt (CRC), using defaults"]
+    assert replies[3] == [f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"]
+
+
+@pytest.mark.parametrize("content", ["missing", "erased", "other magic"])
+def test_no_saved_record_gives_defaults_quietly(fwhost, tmp_path, content):
+    flash = tmp_path / "flash.bin"
+    if content == "erased":
+        flash.write_bytes(sector())
+    elif content == "other magic":
+        flash.write_bytes(sector(record([(0, 1)], magic=b"AFP0")))
+    boot, replies = session(fwhost, ["get", "set ack_mode 1", "load", "get ack_mode"],
+                            "--flash", flash)
+    assert boot == [boot[0]]
+    assert stats(replies[0]) == {n: str(v) for n, v in defaults().items()}
+    assert replies[2] == ["error: no saved parameters (using defaults)"]
+    assert replies[3] == [f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"]
+
+
+def test_unknown_and_out_of_range_entries_are_skipped_with_a_warning(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    red_max_p, overhead = BY_NAME["red_max_p"], BY_NAME["shaper_overhead_bytes"]
+    interval = BY_NAME["ared_interval_ms"]
+    flash.write_bytes(sector(record([
+        (BY_NAME["ack_mode"]["key"], 1),
+        (0x55, 7),                                        # no such key
+        (red_max_p["key"], red_max_p["max"] + 1),
+        (overhead["key"], overhead["min"]),               # negative, in range
+        (interval["key"], interval["min"] - 1),
+        (overhead["key"], overhead["min"] - 1),           # the later entry is skipped
+        (interval["key"], interval["max"]),
+    ])))
+    warnings = [
+        "warning: saved parameter key 0x0055 is unknown, skipped",
+        f"warning: saved red_max_p {red_max_p['max'] + 1} is out of range "
+        f"{red_max_p['min']}..{red_max_p['max']} {red_max_p['unit']}, skipped",
+        f"warning: saved ared_interval_ms {interval['min'] - 1} is out of range "
+        f"{interval['min']}..{interval['max']} {interval['unit']}, skipped",
+        f"warning: saved shaper_overhead_bytes {overhead['min'] - 1} is out of range "
+        f"{overhead['min']}..{overhead['max']} {overhead['unit']}, skipped",
+    ]
+    boot, replies = session(fwhost, ["get", "load"], "--flash", flash)
+    assert boot[1:] == warnings
+    want = {**defaults(), "ack_mode": 1, "shaper_overhead_bytes": overhead["min"],
+            "ared_interval_ms": interval["max"]}
+    assert stats(replies[0]) == {n: str(v) for n, v in want.items()}
+    assert replies[1] == warnings + ["loaded 3 parameters", "ok"]
+
+
+def test_a_record_of_another_register_map_is_not_applied(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    version = REGMAP["regmap_version"]
+    flash.write_bytes(sector(record([(BY_NAME["ack_mode"]["key"], 1)], regmap=version + 1)))
+    boot, replies = session(fwhost, ["get ack_mode", "load"], "--flash", flash)
+    problem = f"saved parameters are for regmap {version + 1}, not {version}, using defaults"
+    assert boot[1:] == [f"warning: {problem}"]
+    assert replies == [[f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"], [f"error: {problem}"]]
+
+
+def test_save_reports_a_flash_that_does_not_answer(fwhost):
+    boot, replies = session(fwhost, ["save", "get ack_mode"], "--no-flash")
+    assert boot == [boot[0]]
+    assert replies == [["error: flash does not answer (still busy after 1000 ms)"],
+                       [f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"]]
+
+
+def test_save_reports_a_flash_that_keeps_its_old_content(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    flash.write_bytes(sector())
+    _, replies = session(fwhost, ["save"], "--flash", flash, "--flash-wp")
+    assert replies == [[f"error: flash verify failed at {M.FLASH_PARAMS_OFFSET:#08x}"]]
+    assert flash.read_bytes() == sector()
+
+
+# ---- Adaptive RED ----
+
+P_ONE = 65536              # red_max_p's unit is 1/65536
+P_CENT = Fraction(655, P_ONE)   # 0.01 as the firmware rounds it (655.36 -> 655)
+
+
+def ared_reference(avg, min_th, max_th, max_p):
+    """Floyd, Gummadi, Shenker 2001, Fig. 2: one interval's update of max_p
+    (in 1/65536, floored), exact arithmetic. No band when max_th <= min_th."""
+    if max_th <= min_th:
+        return max_p
+    p = Fraction(max_p, P_ONE)
+    target = (min_th + Fraction(2, 5) * (max_th - min_th), min_th + Fraction(3, 5) * (max_th - min_th))
+    if avg > target[1] and p <= Fraction(1, 2):
+        p += min(P_CENT, p / 4)                       # alpha
+    elif avg < target[0] and p >= P_CENT:
+        p *= Fraction(9, 10)                          # beta
+    return math.floor(p * P_ONE)
+
+
+def ared_cases():
+    rng = random.Random(2001)
+    ps = [0, 1, 3, 4, 5, 654, 655, 656, 2619, 2620, 2621, 2624, 6554, 32767, 32768, 32769, 65535, 65536]
+    cases = []
+    for _ in range(3000):
+        lo = rng.choice([0, 1, rng.randrange(1 << 20), rng.randrange(1 << 32)])
+        hi = rng.choice([lo, lo + 1, lo + 5, lo + rng.randrange(1 << 20), rng.randrange(1 << 32)])
+        hi = min(hi, (1 << 32) - 1)
+        d = hi - lo
+        edges = [lo + 2 * d // 5, lo + 3 * d // 5, lo + (2 * d + 4) // 5, lo + (3 * d + 4) // 5]
+        avg = rng.choice([e + rng.choice([-1, 0, 1]) for e in edges] +
+                         [0, lo, hi, rng.randrange(1 << 32), (1 << 32) - 1])
+        avg = min(max(avg, 0), (1 << 32) - 1)
+        cases.append((avg, lo, hi, rng.choice(ps + [rng.randrange(P_ONE + 1)])))
+    return cases
+
+
+def test_the_ared_step_follows_the_papers_rule(fwhost):
+    cases = ared_cases()
+    r = subprocess.run([str(fwhost), "--ared-step"], capture_output=True, text=True, check=True,
+                       input="".join(f"{a} {lo} {hi} {p}\n" for a, lo, hi, p in cases))
+    got = [int(x) for x in r.stdout.split()]
+    assert len(got) == len(cases)
+    wrong = [(c, g, ared_reference(*c)) for c, g in zip(cases, got) if g != ared_reference(*c)]
+    assert not wrong, wrong[:5]
+    moves = {(g > c[3]) - (g < c[3]) for c, g in zip(cases, got)}
+    assert moves == {-1, 0, 1}                       # the cases cover all three branches
+
+
+def trajectory(avg, min_th, max_th, max_p):
+    """max_p after 0, 1, 2, ... intervals, until it stops moving."""
+    seen = [max_p]
+    while (nxt := ared_reference(avg, min_th, max_th, seen[-1])) != seen[-1]:
+        seen.append(nxt)
+    return seen
+
+
+def ared_run(fwhost, avg, commands, interval_ms=100):
+    """red_max_p and ared_adjustments after each `%%sleep`, ARED on."""
+    script = ["set red_enable 1", f"set ared_interval_ms {interval_ms}"]
+    for c in commands:
+        script += [c, "get red_max_p", "stats"] if c.startswith("%%sleep") else [c]
+    _, replies = session(fwhost, script, "--red-avg", avg)
+    got, it = [], iter(replies[2:])
+    for c in commands:
+        if c.startswith("%%sleep"):
+            max_p = int(next(it)[0].split()[1])
+            got.append((max_p, int(stats(next(it))["ared_adjustments"])))
+        elif not c.startswith("%%"):
+            next(it)
+    return got
+
+
+def test_ared_raises_max_p_under_a_high_average_until_the_cap(fwhost):
+    lo, hi, p0 = (BY_NAME[n]["default"] for n in ("red_min_bytes", "red_max_bytes", "red_max_p"))
+    avg = hi                                         # above min + 0.6 (max - min)
+    path = trajectory(avg, lo, hi, p0)
+    assert path[-1] > 32768 and len(path) > 20       # it ends just past 0.5
+    got = ared_run(fwhost, avg, ["%%sleep 1000"] * 2 + ["%%sleep 30000", "%%sleep 5000"])
+    (p1, n1), (p2, n2), (p3, n3), (p4, n4) = got
+    assert path[n1] == p1 and 9 <= n1 <= 11          # one step per 100 ms interval
+    assert path[n2] == p2 and 10 <= n2 - n1 <= 11
+    assert (p3, n3) == (path[-1], len(path) - 1)     # the cap, and one adjustment per change
+    assert (p4, n4) == (p3, n3)                      # then it stays
+
+
+def test_ared_lowers_max_p_under_a_low_average_down_to_the_floor(fwhost):
+    lo, hi = BY_NAME["red_min_bytes"]["default"], BY_NAME["red_max_bytes"]["default"]
+    path = trajectory(0, lo, hi, 40000)
+    assert path[-1] < 655
+    got = ared_run(fwhost, 0, ["set red_max_p 40000", "%%sleep 1000", "%%sleep 60000"],
+                   interval_ms=500)
+    (p1, n1), (p2, n2) = got
+    assert path[n1] == p1 and 1 <= n1 <= 3           # one step per 500 ms
+    assert (p2, n2) == (path[-1], len(path) - 1)
+
+
+@pytest.mark.parametrize("switch", ["set red_enable 0", "set ared_enable 0", "%%red-avg 9000"])
+def test_ared_leaves_max_p_alone_when_off_or_in_the_band(fwhost, switch):
+    # The default band is 8100..9900 bytes.
+    got = ared_run(fwhost, 20000, [switch, "%%sleep 3000"])
+    assert got == [(BY_NAME["red_max_p"]["default"], 0)]
+
+
+def test_ared_follows_the_interval_parameter(fwhost):
+    got = ared_run(fwhost, 20000, ["%%sleep 10500"], interval_ms=2000)
+    assert got[0][1] == 5
