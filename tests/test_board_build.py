@@ -27,6 +27,15 @@ Info: Max frequency for clock          '$glbnet$clk': 70.90 MHz (PASS at 62.50 M
 TARGETS = {"sync": 62.5e6, "lan_rx": 125e6, "modem_rx": 125e6, "tx": 125e6}
 
 
+@pytest.fixture(autouse=True)
+def no_firmware_build(monkeypatch):
+    """The build makes the firmware first; these tests replace the toolchain, so
+    the firmware too (the tests that build it are tests/test_firmware_*.py)."""
+    from ackfilter.soc import soc
+    monkeypatch.setattr(soc, "build_firmware", lambda: soc.FIRMWARE_BIN)
+    monkeypatch.setattr(soc, "firmware_image", lambda path=None: b"\x13\x00\x00\x00")
+
+
 def test_log_gives_the_post_route_figure_of_each_clock_and_the_utilization():
     parsed = parse_nextpnr_log(LOG)
     fmax, util = parsed["fmax"], parsed["utilization"]
@@ -245,3 +254,33 @@ def test_main_tries_the_default_seeds_unless_one_is_given(monkeypatch, tmp_path)
     monkeypatch.setattr(B, "build", fake_build)
     assert B.main(["--board", "colorlight-5a-75b", "--out", str(tmp_path)]) == 0
     assert seen["seeds"] == B.PNR_SEEDS and len(B.PNR_SEEDS) > 1
+
+
+def test_the_board_top_with_the_control_plane_names_its_uart_and_flash_pins():
+    """The SoC's pins as the board has them: UART on J19 (TX P11, the LED's pad;
+    RX M13, the button's), the configuration flash's CS# N8, DI T8 (driven),
+    DO T7 (read), its clock through USRMCLK; SERV's Verilog goes with the design."""
+    import re
+    from ackfilter.board.top import BoardTop, Colorlight5A75BR70Platform
+    from ackfilter.soc.cpu import SERV_FILES
+    plan = Colorlight5A75BR70Platform().prepare(BoardTop(firmware=b"\x13\x00\x00\x00"), name="top")
+    lpf = plan.files["top.lpf"]
+    sites = dict(re.findall(r'LOCATE COMP "([^"]+)" SITE "([^"]+)"', lpf))
+    assert {sites[k] for k in sites if k.startswith("uart_0__tx")} == {"P11"}
+    assert {sites[k] for k in sites if k.startswith("uart_0__rx")} == {"M13"}
+    assert {sites[k] for k in sites if k.startswith("config_flash_0__cs")} == {"N8"}
+    assert {sites[k] for k in sites if k.startswith("config_flash_0__di")} == {"T8"}
+    assert {sites[k] for k in sites if k.startswith("config_flash_0__do")} == {"T7"}
+    assert not any(k.startswith("led_0") for k in sites)          # P11 is the UART's now
+    il = plan.files["top.il"]
+    assert "USRMCLK" in il and "serv_rf_top" in il
+    assert all(f"{name}.v" in plan.files for name in SERV_FILES)
+
+
+def test_the_board_top_without_firmware_keeps_the_led():
+    import re
+    from ackfilter.board.top import BoardTop, Colorlight5A75BR70Platform
+    plan = Colorlight5A75BR70Platform().prepare(BoardTop(), name="top")
+    sites = dict(re.findall(r'LOCATE COMP "([^"]+)" SITE "([^"]+)"', plan.files["top.lpf"]))
+    assert {sites[k] for k in sites if k.startswith("led_0")} == {"P11"}
+    assert not any(k.startswith("uart_0") for k in sites)

@@ -149,6 +149,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     """
     from amaranth.build.run import LocalBuildProducts  # noqa: F401 (fails early if amaranth is missing)
     from .top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
+    from ..soc.soc import FirmwareError, build_firmware, firmware_image
 
     if board not in BOARDS:
         raise ValueError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")
@@ -175,6 +176,10 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
         parsed = parse_nextpnr_log((work / tim).read_text())
         return parsed, check_timing(parsed["fmax"], CLOCK_TARGETS_HZ, swap_ports=swap_ports)
 
+    try:
+        firmware = firmware_image(build_firmware())
+    except FirmwareError as e:
+        raise BuildError(str(e)) from None
     platform = Colorlight5A75BR70Platform()
     t0 = time.monotonic()
     work.mkdir(parents=True, exist_ok=True)
@@ -184,7 +189,8 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     try:
         for stale in ("top.config", "top.bit"):
             (work / stale).unlink(missing_ok=True)
-        platform.build(BoardTop(swap_ports=swap_ports), name="top", build_dir=str(work),
+        platform.build(BoardTop(swap_ports=swap_ports, firmware=firmware), name="top",
+                       build_dir=str(work),
                        do_program=False, add_preferences=lpf_extra,
                        nextpnr_opts=" ".join(pnr_opts(seeds[0])))
     except subprocess.CalledProcessError as e:

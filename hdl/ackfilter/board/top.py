@@ -73,6 +73,12 @@ class BoardDatapath(wiring.Component):
         in-band status says "link up at 100 Mb/s", at 1000 Mb/s otherwise (so
         a PHY that sends no in-band status runs at 1000). ``False``: always
         1000 Mb/s.
+    firmware : bytes or None
+        The control plane's firmware image: with it, the SoC
+        (:class:`~ackfilter.soc.soc.SoC`, in ``sync``) owns the core's CSR
+        bus and the ``uart_*``/``flash_*`` ports are its; without it (the
+        simulation tops) the CSR bus is idle and every parameter keeps its
+        default.
     **core_params
         Passed to :class:`~ackfilter.gateware.core.UplinkCore`.
 
@@ -86,19 +92,31 @@ class BoardDatapath(wiring.Component):
         ~34 ms after any frame in or out (activity).
     lan_link_up, modem_link_up : Out(1), ``sync``
         In-band link status of each PHY.
+    uart_tx, uart_rx, flash_cs_n, flash_sck, flash_di, flash_do : ``sync``
+        The SoC's UART and SPI flash pins (idle without a firmware).
     """
 
-    def __init__(self, *, auto_speed=True, **core_params):
+    def __init__(self, *, auto_speed=True, firmware=None, **core_params):
         if not isinstance(auto_speed, bool):
             raise TypeError(f"auto_speed must be a bool, not {auto_speed!r}")
         self._auto_speed = auto_speed
         self._core_params = core_params
+        self.soc = None
+        if firmware is not None:
+            from ..soc.soc import SoC
+            self.soc = SoC(firmware=firmware)
         super().__init__({
             "lan":           Out(PHY_SIDE),
             "modem":         Out(PHY_SIDE),
             "led":           Out(1),
             "lan_link_up":   Out(1),
             "modem_link_up": Out(1),
+            "uart_tx":       Out(1, init=1),
+            "uart_rx":       In(1, init=1),
+            "flash_cs_n":    Out(1, init=1),
+            "flash_sck":     Out(1),
+            "flash_di":      Out(1),
+            "flash_do":      In(1),
         })
 
     def elaborate(self, platform):
@@ -135,10 +153,18 @@ class BoardDatapath(wiring.Component):
         m.d.sync += now.eq(now + 1)
         m.d.comb += core.now.eq(now)
 
-        # CSR bus idle: every parameter keeps its reset value (the params
-        # table's defaults) until the control plane arrives.
-        m.d.comb += [core.csr.addr.eq(0), core.csr.r_stb.eq(0), core.csr.w_stb.eq(0),
-                     core.csr.w_data.eq(0)]
+        if self.soc is not None:
+            # The control plane owns the parameters.
+            m.submodules.soc = soc = self.soc
+            wiring.connect(m, soc.csr, core.csr)
+            m.d.comb += [self.uart_tx.eq(soc.tx), soc.rx.eq(self.uart_rx),
+                         self.flash_cs_n.eq(soc.flash_cs_n), self.flash_sck.eq(soc.flash_sck),
+                         self.flash_di.eq(soc.flash_di), soc.flash_do.eq(self.flash_do)]
+        else:
+            # CSR bus idle: every parameter keeps its reset value (the params
+            # table's defaults).
+            m.d.comb += [core.csr.addr.eq(0), core.csr.r_stb.eq(0), core.csr.w_stb.eq(0),
+                         core.csr.w_data.eq(0)]
 
         # LED: link XOR activity.
         activity = Signal(LED_STRETCH_BITS)
@@ -177,6 +203,15 @@ def _colorlight_r70_resources():
             Subsignal("rst",  PinsN("P5", dir="o")),
             Subsignal("mdc",  Pins("P3", dir="o")),
             Subsignal("mdio", Pins("T2", dir="io")),
+            Attrs(IO_TYPE="LVCMOS33")),
+        # The W25Q32JV configuration flash with its directions as the chip
+        # has them (amaranth-boards 0.0.21 names T8 "cipo" although it is the
+        # flash's DI, IO0): CS# N8, DI T8, DO T7; SCK is the configuration
+        # clock pin, reached through USRMCLK.
+        Resource("config_flash", 0,
+            Subsignal("cs", PinsN("N8", dir="o")),
+            Subsignal("di", Pins("T8", dir="o")),
+            Subsignal("do", Pins("T7", dir="i")),
             Attrs(IO_TYPE="LVCMOS33")),
     ]
 
@@ -226,12 +261,13 @@ class BoardTop(Elaboratable):
     domains additionally until their RXC runs.
     """
 
-    def __init__(self, *, swap_ports=False, rx_delay_taps=RX_DELAY_TAPS, auto_speed=True, **core_params):
+    def __init__(self, *, swap_ports=False, rx_delay_taps=RX_DELAY_TAPS, auto_speed=True,
+                 firmware=None, **core_params):
         if not isinstance(swap_ports, bool):
             raise TypeError(f"swap_ports must be a bool, not {swap_ports!r}")
         self.swap_ports = swap_ports
         self._rx_delay_taps = rx_delay_taps
-        self.datapath = BoardDatapath(auto_speed=auto_speed, **core_params)
+        self.datapath = BoardDatapath(auto_speed=auto_speed, firmware=firmware, **core_params)
 
     def elaborate(self, platform):
         if platform is None:
@@ -295,8 +331,27 @@ class BoardTop(Elaboratable):
         m.submodules.phy_mdio = io.Buffer("io", mgmt.mdio)          # oe = 0: released
         m.d.comb += [phy_rst.o.eq(0), phy_mdc.o.eq(0)]
 
-        # The LED (P11). The UART (tx = P11, rx = M13, the LED and button
-        # pins) is left for the control plane, which will take P11 over.
-        led = platform.request("led", 0)
-        m.d.comb += led.o.eq(datapath.led)
+        if datapath.soc is None:
+            # The LED (P11): link and activity.
+            m.submodules.led = led = io.Buffer("o", platform.request("led", 0, dir="-"))
+            m.d.comb += led.o.eq(datapath.led)
+            return m
+        # The control plane's UART on the LED's and the button's pads (P11
+        # tx, M13 rx: J19, README "Control plane"): the LED now lights while
+        # the firmware sends. SERV's Verilog goes with the design.
+        from ..soc.cpu import serv_sources
+        for name, text in serv_sources():
+            platform.add_file(name, text)
+        uart = platform.request("uart", 0, dir="-")
+        m.submodules.uart_tx = tx = io.Buffer("o", uart.tx)
+        m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)
+        m.d.comb += [tx.o.eq(datapath.uart_tx), datapath.uart_rx.eq(rx.i)]
+        flash = platform.request("config_flash", 0, dir="-")
+        m.submodules.flash_cs = cs = io.Buffer("o", flash.cs)      # PinsN: 1 selects
+        m.submodules.flash_di = di = io.Buffer("o", flash.di)
+        m.submodules.flash_do = do = io.Buffer("i", flash.do)
+        m.d.comb += [cs.o.eq(~datapath.flash_cs_n), di.o.eq(datapath.flash_di),
+                     datapath.flash_do.eq(do.i)]
+        # SCK is the configuration clock pin: only USRMCLK reaches it.
+        m.submodules.usrmclk = Instance("USRMCLK", i_USRMCLKI=datapath.flash_sck, i_USRMCLKTS=0)
         return m

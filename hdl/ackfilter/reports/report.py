@@ -68,7 +68,7 @@ import sys
 import time
 
 from .. import params as P
-from ..board.build import PNR_SEED
+from ..board.build import PNR_SEED, PNR_SEEDS, PNR_TIMEOUT_S
 from .nextpnr import parse_nextpnr_log
 
 __all__ = [
@@ -183,12 +183,17 @@ def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
                       data_buffer_bytes=P.DATA_BUFFER_BYTES):
     from ..board.build import BOARDS, REPO, domain_of_clock
     from ..board.top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
+    from ..soc.soc import build_firmware, firmware_image
     extra = (REPO / "constraints" / BOARDS["colorlight-5a-75b"]["lpf"]).read_text()
     top = BoardTop(ack_slots=ack_slots, flow_entries=flow_entries,
-                   data_buffer_bytes=data_buffer_bytes)
+                   data_buffer_bytes=data_buffer_bytes,
+                   firmware=firmware_image(build_firmware()))
     plan = Colorlight5A75BR70Platform().prepare(top, name="top", add_preferences=extra)
     nets = ("clk", "clk_tx", "tx_clk", "lan_tx_clk", "modem_tx_clk", "lan_rx_clk", "modem_rx_clk")
-    return Design(sources=[("top.il", plan.files["top.il"])], top="top",
+    # The design (top.il) and the Verilog it instantiates (the SoC's CPU).
+    from ..soc.cpu import serv_sources
+    sources = [("top.il", plan.files["top.il"])] + [(n, plan.files[n]) for n, _ in serv_sources()]
+    return Design(sources=sources, top="top",
                   block_root="top.datapath", clocks={}, lpf=plan.files["top.lpf"],
                   clock_names={net: domain_of_clock(net) for net in nets},
                   clock_targets={d: hz / 1e6 for d, hz in CLOCK_TARGETS_HZ.items()})
@@ -196,8 +201,8 @@ def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
 
 register_target(Target(
     name="colorlight-5a-75b",
-    description="the Colorlight 5A-75B board top (both MACs and the core; clocks and "
-                "pins as make bitstream builds them)",
+    description="the Colorlight 5A-75B board top (both MACs, the core and the control "
+                "plane's SoC; clocks and pins as make bitstream builds them)",
     build=_build_colorlight, sweepable=True))
 
 
@@ -630,9 +635,14 @@ def place_and_route(design, workdir, *, seed=PNR_SEED, timeout=1800):
     return pnr
 
 
-def run_target(target, *, params=None, workdir, pnr=True, seed=PNR_SEED, synth_timeout=1800,
-               pnr_timeout=1800, keep_going=False, log=print):
+def run_target(target, *, params=None, workdir, pnr=True, seed=None, synth_timeout=1800,
+               pnr_timeout=PNR_TIMEOUT_S, keep_going=False, log=print):
     """Elaborate, synthesize and (unless ``pnr=False``) place and route one design.
+
+    ``seed``: one placement seed, or None for the bitstream build's seeds
+    (``board.build.PNR_SEEDS``) in turn: a seed whose routing does not finish
+    within ``pnr_timeout`` seconds (router2 diverging on a congested
+    placement) is given up for the next, as the bitstream build does.
 
     ``keep_going``: a place and route that fails or times out is recorded as
     ``result["pnr"] = {"error": message}`` instead of raising :class:`ToolError`.
@@ -655,15 +665,22 @@ def run_target(target, *, params=None, workdir, pnr=True, seed=PNR_SEED, synth_t
     log(f"[{target.name}] synthesis {synth_wall:.0f} s: " +
         ", ".join(f"{c} {total[c]}" for c in COLUMNS))
     if pnr:
-        log(f"[{target.name}] nextpnr-ecp5 (timeout {pnr_timeout} s)")
-        try:
-            result["pnr"] = place_and_route(design, workdir, seed=seed, timeout=pnr_timeout)
-        except ToolError as e:
-            if not keep_going:
-                raise
-            log(f"[{target.name}] place and route FAILED: {e}")
-            result["pnr"] = {"error": str(e).splitlines()[0]}
-            return result
+        seeds = PNR_SEEDS if seed is None else (seed,)
+        for i, s in enumerate(seeds):
+            log(f"[{target.name}] nextpnr-ecp5, seed {s} (timeout {pnr_timeout} s)")
+            try:
+                result["pnr"] = place_and_route(design, workdir, seed=s, timeout=pnr_timeout)
+                break
+            except ToolError as e:
+                last = i == len(seeds) - 1
+                if "did not finish" in str(e) and not last:
+                    log(f"[{target.name}] seed {s}: routing did not finish in {pnr_timeout} s; next seed")
+                    continue
+                if not keep_going:
+                    raise
+                log(f"[{target.name}] place and route FAILED: {e}")
+                result["pnr"] = {"error": str(e).splitlines()[0]}
+                return result
         for c in result["pnr"]["clocks"]:
             log(f"[{target.name}] clock {c['clock']}: Fmax {c['fmax_mhz']} MHz, target "
                 f"{c['target_mhz']} MHz, margin {c['margin_pct']:+.1f} %"
@@ -680,7 +697,7 @@ def _write(out, stem, data, markdown):
 
 
 def run_sweep(target, *, sizes, base_params, out, pnr=False, seed=PNR_SEED, synth_timeout=1800,
-              pnr_timeout=1800, jobs=1, done=None, log=print):
+              pnr_timeout=PNR_TIMEOUT_S, jobs=1, done=None, log=print):
     """Synthesize (and optionally place) the target at each flow-table size,
     ``jobs`` sizes at a time (each tool run is single-threaded).
 
@@ -751,11 +768,13 @@ def main(argv=None):
     ap.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
                     help="sweep points built at once (default 2; each needs one core and "
                          "about 1 GB)")
-    ap.add_argument("--seed", type=int, default=PNR_SEED, help=f"nextpnr placer seed (default {PNR_SEED})")
+    ap.add_argument("--seed", type=int, default=None,
+                    help=f"nextpnr placer seed (default: {', '.join(map(str, PNR_SEEDS))} in turn, the "
+                         "next when routing does not finish in the timeout)")
     ap.add_argument("--synth-timeout", type=int, default=1800, metavar="S",
                     help="give up on Yosys after S seconds (default 1800)")
-    ap.add_argument("--pnr-timeout", type=int, default=1800, metavar="S",
-                    help="give up on nextpnr after S seconds (default 1800)")
+    ap.add_argument("--pnr-timeout", type=int, default=PNR_TIMEOUT_S, metavar="S",
+                    help=f"give up on a nextpnr seed after S seconds (default {PNR_TIMEOUT_S})")
     args = ap.parse_args(argv)
 
     names = args.targets or [DEFAULT_TARGET]
@@ -791,7 +810,7 @@ def main(argv=None):
             if (args.sweep or args.sweep_only) and target.sweepable:
                 base = {k: v for k, v in core_params.items() if k not in ("ack_slots", "flow_entries")}
                 sweep = run_sweep(target, sizes=sizes, base_params=base, out=out,
-                                  pnr=args.sweep_pnr, seed=args.seed, jobs=args.jobs,
+                                  pnr=args.sweep_pnr, seed=args.seed or PNR_SEED, jobs=args.jobs,
                                   synth_timeout=args.synth_timeout, pnr_timeout=args.pnr_timeout,
                                   done=None if args.sweep_only else (params, result))
                 path = _write(out, f"{name}-sweep", sweep, format_sweep_markdown(sweep))

@@ -29,7 +29,6 @@ from .verilog import REPO_ROOT, build_dir, rtl_digest, verilator_env, VerilogErr
 __all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "HARNESS_CPP"]
 
 HARNESS_CPP = REPO_ROOT / "sim" / "soc" / "harness.cpp"
-FIRMWARE_DIR = REPO_ROOT / "firmware"
 DEFAULT_PORT = 2323
 
 _FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
@@ -42,15 +41,12 @@ class SoCSimError(RuntimeError):
 
 
 def build_firmware():
-    """``firmware/build/firmware.bin``, built by ``make -C firmware`` (it only
-    rebuilds what changed)."""
-    proc = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SoCSimError(f"`make -C firmware` failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    image = FIRMWARE_DIR / "build" / "firmware.bin"
-    if not image.is_file():
-        raise SoCSimError(f"`make -C firmware` made no {image}")
-    return image
+    """``firmware/build/firmware.bin``, built when its sources changed."""
+    from ..soc.soc import FirmwareError, build_firmware as make
+    try:
+        return make()
+    except FirmwareError as e:
+        raise SoCSimError(str(e)) from None
 
 
 def _generate_verilog(path, firmware):

@@ -6,6 +6,7 @@ lines; ``flash_*`` the SPI flash's pins. ``firmware`` is the image the RAM
 starts with (``firmware/build/firmware.bin``, :func:`firmware_image`).
 """
 
+import subprocess
 from pathlib import Path
 
 from amaranth.hdl import *
@@ -19,16 +20,32 @@ from .bus import Arbiter
 from .cpu import SERV
 from .fabric import Fabric
 
-__all__ = ["SoC", "firmware_image", "FIRMWARE_BIN"]
+__all__ = ["SoC", "firmware_image", "build_firmware", "FirmwareError", "FIRMWARE_DIR",
+           "FIRMWARE_BIN"]
 
-FIRMWARE_BIN = Path(__file__).resolve().parents[3] / "firmware" / "build" / "firmware.bin"
+FIRMWARE_DIR = Path(__file__).resolve().parents[3] / "firmware"
+FIRMWARE_BIN = FIRMWARE_DIR / "build" / "firmware.bin"
+
+
+class FirmwareError(RuntimeError):
+    """The firmware could not be built or read."""
+
+
+def build_firmware():
+    """``make -C firmware`` (it rebuilds only what changed); the image's path."""
+    proc = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise FirmwareError(f"`make -C firmware` failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    if not FIRMWARE_BIN.is_file():
+        raise FirmwareError(f"`make -C firmware` made no {FIRMWARE_BIN}")
+    return FIRMWARE_BIN
 
 
 def firmware_image(path=FIRMWARE_BIN):
     """The firmware image's bytes; a clear error when it has not been built."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no firmware image at {path}: run `make firmware`")
+        raise FirmwareError(f"no firmware image at {path}: run `make firmware`")
     return path.read_bytes()
 
 
