@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ackfilter.soc import memmap as M
+from ackfilter.soc.soc import make_firmware
 
 # One worker builds and runs fwhost (pytest-xdist --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("firmware")
@@ -48,8 +49,7 @@ def fwhost():
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no host C compiler (cc or gcc) to build fwhost")
-    r = subprocess.run(["make", "-C", str(FIRMWARE), "host", f"HOST_CC={cc}",
-                        f"HOST_BUILD={HOST_BUILD}"], capture_output=True, text=True)
+    r = make_firmware("host", f"HOST_CC={cc}", f"HOST_BUILD={HOST_BUILD}")
     assert r.returncode == 0, r.stdout + r.stderr
     return HOST_BUILD / "fwhost"
 
@@ -102,7 +102,7 @@ def out_of_range(p, value):
 def test_the_riscv_image_builds_and_fits_the_ram_with_its_stack():
     if shutil.which(CROSS_GCC) is None:
         pytest.fail(f"{CROSS_GCC} is required (Debian: gcc-riscv64-unknown-elf; `make venv`)")
-    r = subprocess.run(["make", "-C", str(REPO), "firmware"], capture_output=True, text=True)
+    r = make_firmware()
     assert r.returncode == 0, r.stdout + r.stderr
     elf, image = FIRMWARE / "build" / "firmware.elf", FIRMWARE / "build" / "firmware.bin"
     size = subprocess.run(["riscv64-unknown-elf-size", str(elf)], capture_output=True, text=True,

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ackfilter.soc import memmap as M
+from ackfilter.soc.soc import make_firmware
 
 pytestmark = pytest.mark.xdist_group("firmware")
 
@@ -236,7 +237,7 @@ def _s(v):
 def image():
     if shutil.which("riscv64-unknown-elf-gcc") is None:
         pytest.fail("riscv64-unknown-elf-gcc is required")
-    r = subprocess.run(["make", "-C", str(REPO / "firmware")], capture_output=True, text=True)
+    r = make_firmware()
     assert r.returncode == 0, r.stdout + r.stderr
     return (REPO / "firmware" / "build" / "firmware.bin").read_bytes()
 
@@ -247,8 +248,7 @@ def fwhost():
     if cc is None:
         pytest.skip("no host C compiler (cc or gcc) to build fwhost")
     build = REPO / "build" / "firmware-host"
-    r = subprocess.run(["make", "-C", str(REPO / "firmware"), "host", f"HOST_CC={cc}",
-                        f"HOST_BUILD={build}"], capture_output=True, text=True)
+    r = make_firmware("host", f"HOST_CC={cc}", f"HOST_BUILD={build}")
     assert r.returncode == 0, r.stdout + r.stderr
     return build / "fwhost"
 

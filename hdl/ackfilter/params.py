@@ -126,6 +126,7 @@ class Counter:
     addr: int      # address of the low word; the high word is ``addr + 1``
     doc: str
     is_drop: bool = False
+    inc_bits: int = 1   # width of the amount the core adds in one cycle (bytes: up to 65535)
 
 
 def _params():
@@ -224,7 +225,8 @@ def _counters():
                                     "frames, counted in frames_out)"),
         ("seg_chunks",       False, "chunks sent for the frames in seg_frames"),
     ]
-    return tuple(Counter(name, COUNTER_BASE + 2 * i, doc, is_drop)
+    return tuple(Counter(name, COUNTER_BASE + 2 * i, doc, is_drop,
+                         inc_bits=16 if name.startswith("bytes_") else 1)
                  for i, (name, is_drop, doc) in enumerate(rows))
 
 

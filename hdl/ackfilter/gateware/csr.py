@@ -8,13 +8,19 @@ with ``addr``/``w_data`` writes. Writes to parameters are clamped to the range
 the table gives; a signed parameter reads ``w_data`` as a signed 32-bit word
 and reads back sign-extended (a write of -10 reads as 0xFFFFFFF6). Reading a
 counter's low word latches its high word, so low-then-high is one atomic
-64-bit read. Counter increments are registered before they are added (they
-come from decisions deep in other blocks), so a counter shows an event one
-cycle after it; ``busy`` is high while an increment is still on its way.
+64-bit read. The counters' values live in LUT RAM, not in 64-bit registers
+with an adder each (a control plane on the bus keeps every register live,
+and 22 such counters with their read multiplexer took 4,700 LUT4 of the
+25F): each counter gathers its increments in a short pending sum, and a
+sweep adds one counter's sum to its value per cycle, each in turn. So a
+counter shows an event within N + 2 cycles (N counters, 22), and ``busy``
+is high while any increment is registered or pending (and during the first
+sweep after a reset, which clears the values).
 """
 
 from amaranth.hdl import *
 from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .. import params as P
@@ -43,8 +49,8 @@ def param_layout():
 
 
 def counter_layout():
-    """One 16-bit increment per counter."""
-    return data.StructLayout({c.name: 16 for c in P.COUNTERS})
+    """One increment per counter, ``inc_bits`` wide (a strobe, or a byte count)."""
+    return data.StructLayout({c.name: c.inc_bits for c in P.COUNTERS})
 
 
 def info_layout():
@@ -59,9 +65,10 @@ class CSRBank(wiring.Component):
     -----
     bus : In(CSRBusSignature)     the register bus
     params : Out(param_layout())  current value of each parameter (``params.ack_mode``, ...)
-    inc : In(counter_layout())    amount to add to each counter this cycle
+    inc : In(counter_layout())    amount to add to each counter this cycle (``inc_bits`` wide)
     info : In(info_layout())      read-only words (capacities, live levels)
-    busy : Out(1)                 an increment is registered but not yet added
+    busy : Out(1)                 an increment is registered or pending, or the values are
+                                  being cleared after a reset
     """
 
     def __init__(self):
@@ -99,15 +106,45 @@ class CSRBank(wiring.Component):
             with m.If(bus.w_stb & (bus.addr == p.addr)):
                 m.d.sync += self.params[p.name].eq(w_clamped)
 
-        counters = {}
-        pending = []
+        # Counters: the 64-bit values in a small RAM (LUT RAM), each counter's
+        # recent increments in a short pending sum; a sweep adds one
+        # counter's pending sum to its value per cycle, every counter in
+        # turn, so a value lags its increments by at most N + 2 cycles (N
+        # counters). The RAM has a second read port for the bus. After a
+        # reset the first sweep writes zeros.
+        n = len(P.COUNTERS)
+        values = Memory(shape=64, depth=1 << (n - 1).bit_length(), init=[])
+        m.submodules.values = values
+        sweep_rd = values.read_port(domain="comb")
+        bus_rd = values.read_port(domain="comb")
+        sweep_wr = values.write_port()
+        ptr = Signal(range(n))
+        clearing = Signal(init=1)
+        incs, pends = [], []
         for c in P.COUNTERS:
-            cnt = Signal(64, name=f"cnt_{c.name}")
-            inc = Signal(16, name=f"inc_{c.name}_q")
-            m.d.sync += [inc.eq(self.inc[c.name]), cnt.eq(cnt + inc)]
-            counters[c.name] = cnt
-            pending.append(inc.any())
-        m.d.comb += self.busy.eq(Cat(*pending).any())
+            inc = Signal(c.inc_bits, name=f"inc_{c.name}_q")
+            # A counter waits at most N cycles for the sweep: N increments.
+            pend = Signal(c.inc_bits + n.bit_length(), name=f"pend_{c.name}")
+            m.d.sync += inc.eq(self.inc[c.name])
+            incs.append(inc)
+            pends.append(pend)
+        pend_now = Array(pends)[ptr]
+        m.d.comb += [
+            sweep_rd.addr.eq(ptr), sweep_wr.addr.eq(ptr), sweep_wr.en.eq(1),
+            sweep_wr.data.eq(Mux(clearing, 0, sweep_rd.data) + pend_now),
+        ]
+        for i, (inc, pend) in enumerate(zip(incs, pends)):
+            with m.If(ptr == i):
+                m.d.sync += pend.eq(inc)            # the rest went into the value
+            with m.Else():
+                m.d.sync += pend.eq(pend + inc)
+        with m.If(ptr == n - 1):
+            m.d.sync += [ptr.eq(0), clearing.eq(0)]
+        with m.Else():
+            m.d.sync += ptr.eq(ptr + 1)
+        m.d.comb += self.busy.eq(clearing | Cat(*incs, *pends).any())
+        counter_index = {c.name: (c.addr - P.COUNTER_BASE) // 2 for c in P.COUNTERS}
+        assert sorted(counter_index.values()) == list(range(n))
 
         # Reads: one word per address region, each through a balanced
         # multiplexer indexed by address bits (a flat case statement over
@@ -125,15 +162,14 @@ class CSRBank(wiring.Component):
         info_word = Signal(32)
         counter_lo = Signal(32)
         counter_hi = Signal(32)
+        m.d.comb += bus_rd.addr.eq(bus.addr[1:6])
         m.d.comb += [
             param_word.eq(region_word({p.addr: self.params[p.name] for p in P.PARAMS}, 0)),
             info_word.eq(region_word({addr - P.INFO_BASE: (P.ID_VALUE if name == "id" else
                                                             self.info[name])
                                       for name, addr in P.INFO.items()}, 0)),
-            counter_lo.eq(region_word({(c.addr - P.COUNTER_BASE) // 2: counters[c.name][0:32]
-                                       for c in P.COUNTERS}, 1)),
-            counter_hi.eq(region_word({(c.addr - P.COUNTER_BASE) // 2: counters[c.name][32:64]
-                                       for c in P.COUNTERS}, 1)),
+            counter_lo.eq(bus_rd.data[0:32]),
+            counter_hi.eq(bus_rd.data[32:64]),
         ]
         hi_latch = Signal(32)
         # An odd address reads the latched high word only where a counter is
@@ -150,7 +186,8 @@ class CSRBank(wiring.Component):
                     with m.If(bus.addr[0]):
                         m.d.sync += bus.r_data.eq(Mux(counter_at, hi_latch, 0))
                     with m.Else():
-                        m.d.sync += [bus.r_data.eq(counter_lo), hi_latch.eq(counter_hi)]
+                        m.d.sync += [bus.r_data.eq(Mux(counter_at, counter_lo, 0)),
+                                     hi_latch.eq(Mux(counter_at, counter_hi, 0))]
                 with m.Default():
                     m.d.sync += bus.r_data.eq(0)
         return m

@@ -25,10 +25,11 @@ from .bus import BusSignature
 
 __all__ = ["SERV", "serv_sources", "SERV_FILES", "SERV_PARAMETERS"]
 
-#: The files ``serv_rf_top`` needs without CSRs (``serv_csr`` only with them).
+#: The files of ``serv_rf_top`` (``serv_csr`` is not instantiated without CSRs,
+#: but a ``hierarchy -check`` wants its module to exist).
 SERV_FILES = ("serv_rf_top", "serv_rf_ram_if", "serv_rf_ram", "serv_top", "serv_state",
               "serv_decode", "serv_immdec", "serv_bufreg", "serv_bufreg2", "serv_ctrl",
-              "serv_alu", "serv_rf_if", "serv_mem_if")
+              "serv_alu", "serv_rf_if", "serv_mem_if", "serv_csr")
 
 SERV_PARAMETERS = {"RESET_PC": 0, "COMPRESSED": 0, "ALIGN": 0, "MDU": 0, "PRE_REGISTER": 1,
                    "RESET_STRATEGY": "MINI", "WITH_CSR": 0, "RF_WIDTH": 2}

@@ -20,7 +20,7 @@ from .bus import Arbiter
 from .cpu import SERV
 from .fabric import Fabric
 
-__all__ = ["SoC", "firmware_image", "build_firmware", "FirmwareError", "FIRMWARE_DIR",
+__all__ = ["SoC", "firmware_image", "build_firmware", "make_firmware", "FirmwareError", "FIRMWARE_DIR",
            "FIRMWARE_BIN"]
 
 FIRMWARE_DIR = Path(__file__).resolve().parents[3] / "firmware"
@@ -31,9 +31,19 @@ class FirmwareError(RuntimeError):
     """The firmware could not be built or read."""
 
 
+def make_firmware(*targets):
+    """``make -C firmware TARGETS...`` under a lock shared by every process of
+    this checkout (pytest-xdist workers), so no one runs a file another is
+    still writing. Returns the ``CompletedProcess``."""
+    from ..sim.verilog import build_dir, file_lock
+    with file_lock(build_dir() / "firmware.lock"):
+        return subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), *targets],
+                              capture_output=True, text=True)
+
+
 def build_firmware():
     """``make -C firmware`` (it rebuilds only what changed); the image's path."""
-    proc = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR)], capture_output=True, text=True)
+    proc = make_firmware()
     if proc.returncode != 0:
         raise FirmwareError(f"`make -C firmware` failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
     if not FIRMWARE_BIN.is_file():
