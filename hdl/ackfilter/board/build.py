@@ -137,7 +137,7 @@ def _nextpnr_command(work, seed, *, tim, config):
 
 
 def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="router2", extra_pnr=(),
-          log=None):
+          control_plane=False, log=None):
     """Build ``board``'s bitstream; returns the summary dict written to ``timing.json``.
 
     Yosys runs once; nextpnr places and routes with ``seeds[0]``, and again
@@ -146,6 +146,9 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     none does, the one with the best worst margin); ``summary["tries"]``
     lists every try. ``log`` (a callable) hears of each try as it ends.
     ``extra_pnr``: more nextpnr-ecp5 options (e.g. ``--placer-heap-timingweight 30``).
+    ``control_plane``: the SoC and its firmware in the bitstream (the UART on
+    the LED's and button's pads); off by default until the whole design closes
+    timing on the 25F (README, "The control plane").
     """
     from amaranth.build.run import LocalBuildProducts  # noqa: F401 (fails early if amaranth is missing)
     from .top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
@@ -176,10 +179,12 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
         parsed = parse_nextpnr_log((work / tim).read_text())
         return parsed, check_timing(parsed["fmax"], CLOCK_TARGETS_HZ, swap_ports=swap_ports)
 
-    try:
-        firmware = firmware_image(build_firmware())
-    except FirmwareError as e:
-        raise BuildError(str(e)) from None
+    firmware = None
+    if control_plane:
+        try:
+            firmware = firmware_image(build_firmware())
+        except FirmwareError as e:
+            raise BuildError(str(e)) from None
     platform = Colorlight5A75BR70Platform()
     t0 = time.monotonic()
     work.mkdir(parents=True, exist_ok=True)
@@ -335,6 +340,8 @@ def main(argv=None):
     ap.add_argument("--spi", action="store_true", help="with --flash: write the SPI flash (kept over "
                     "power cycles) instead of SRAM")
     ap.add_argument("--cable", default="ft232", help="openFPGALoader cable (default ft232)")
+    ap.add_argument("--control-plane", action="store_true",
+                    help="include the SoC and its firmware (UART on J19: README, \"The control plane\")")
     args = ap.parse_args(argv)
     if args.spi and not args.flash:
         ap.error("--spi needs --flash")
@@ -346,6 +353,7 @@ def main(argv=None):
             summary = build(args.board, swap_ports=args.swap_ports, out_root=out,
                             seeds=(args.seed,) if args.seed is not None else PNR_SEEDS,
                             router=args.router, extra_pnr=args.nextpnr_opt,
+                            control_plane=args.control_plane,
                             log=lambda line: print(line, flush=True))
         except BuildError as e:
             print(f"error: {e}", file=sys.stderr)
