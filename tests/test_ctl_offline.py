@@ -106,3 +106,56 @@ def test_firmware_parameters_are_known_and_checked(capsys):
     assert rc == 2 and "allowed 100 .. 10000 ms" in err
     rc, out, err = run(capsys, "registers")
     assert all(f.name in out for f in P.FIRMWARE_PARAMS)
+
+
+class ScriptedLink:
+    """A link whose far end answers each line written with the next scripted bytes."""
+    name = "scripted"
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.pending = b""
+        self.written = []
+
+    def write(self, data):
+        self.written.append(data)
+        for _ in range(data.count(b"\n")):
+            if self.answers:
+                self.pending += self.answers.pop(0)
+
+    def read(self, timeout):
+        data, self.pending = self.pending[:3], self.pending[3:]     # a few bytes at a time
+        return data
+
+    def close(self):
+        pass
+
+
+def test_the_device_reads_replies_whatever_is_left_of_a_previous_prompt():
+    from ackfilter_ctl.device import Device, DeviceError
+    version = (b"firmware 0.1.0\r\nregmap 1\r\ngateware_id 0x41434b46\r\nsoc_id 0x534f4331\r\n"
+               b"clock_hz 62500000\r\nok\r\n> ")
+    # the previous connection took the prompt's '>' and left its space
+    link = ScriptedLink([b" > ", b"ok\r\n> ", version, b"ack_mode 2\r\nok\r\n> ",
+                         b"error: red_max_p must be 0..65536 1/65536, not 70000\r\n> "])
+    dev = Device(link, timeout=1.0)
+    dev.open()
+    assert dev.version["regmap"] == "1"
+    assert dev.get("ack_mode") == 2
+    with pytest.raises(DeviceError, match="must be 0..65536"):
+        dev.set("red_max_p", 70000)
+    assert link.written[:2] == [b"\n", b"echo off\n"]
+
+
+def test_a_device_that_does_not_answer_times_out_naming_the_command():
+    from ackfilter_ctl.device import Device, DeviceTimeout
+    dev = Device(ScriptedLink([]), timeout=0.2)
+    with pytest.raises(DeviceTimeout, match="no answer to 'echo off'"):
+        dev.open()
+
+
+def test_a_firmware_of_another_register_map_is_refused():
+    from ackfilter_ctl.device import Device, VersionMismatch
+    link = ScriptedLink([b"> ", b"ok\r\n> ", b"firmware 9.0\r\nregmap 2\r\nok\r\n> "])
+    with pytest.raises(VersionMismatch, match="speaks register map 2"):
+        Device(link, timeout=1.0).open()

@@ -58,6 +58,7 @@ def test_the_tool_talks_to_the_firmware_and_values_are_checked(binary, tmp_path,
                            "ack_mode", "conservative")
         assert rc == 0 and "red_max_bytes 9000" in out, err
         rc, out, err = ctl(capsys, soc, "--json", "get", "red_min_bytes", "red_max_bytes", "ack_mode")
+        assert rc == 0, err
         assert json.loads(out) == {"red_min_bytes": 3000, "red_max_bytes": 9000, "ack_mode": 1}
         # the tool refuses before sending; the firmware refuses on its own too
         rc, out, err = ctl(capsys, soc, "set", "red_max_p", "65537")

@@ -7,6 +7,7 @@ firmware speaks this tool's register map, and gives each command's output
 lines or raises :class:`DeviceError` with the firmware's message.
 """
 
+import re
 import time
 
 from .link import LinkError
@@ -29,10 +30,13 @@ class VersionMismatch(RuntimeError):
     """The firmware speaks another register map."""
 
 
+_PROMPTS = re.compile(r"^(?:\s*>(?:\s|$))+")
+
+
 def _strip_prompts(line):
-    while line.startswith(PROMPT):
-        line = line[len(PROMPT):]
-    return line
+    """The line without the prompts before it (``> ``, repeated, or with a
+    space of a prompt the previous connection did not read, `` > ok``)."""
+    return _PROMPTS.sub("", line).strip()
 
 
 class Device:

@@ -18,6 +18,9 @@
 //
 // Usage: soc_sim [--port N] [--frames-port N] [--flash FILE] [--max-seconds S]
 //                [--uart-divisor N] [--log-uart]
+// --log-uart writes every UART byte to stderr (`uart< 41` from the client,
+// `uart> 41` from the SoC); SOC_SIM_DEBUG=1 in the environment adds the
+// sockets' accepts, sends and closes.
 // Prints `listening uart <port> frames <port>` on stdout once both listen,
 // then `progress <cycles> <MHz simulated>` on stderr every 10 s. Exit: 0 at
 // --max-seconds or SIGTERM/SIGINT, 1 on a usage or socket error.
@@ -82,6 +85,7 @@ struct Server {
         if (listen_fd < 0) return false;
         int c = accept(listen_fd, nullptr, nullptr);
         if (c < 0) return false;
+        if (getenv("SOC_SIM_DEBUG")) std::fprintf(stderr, "debug: accept fd %d (old %d)\n", c, fd);
         if (fd >= 0) close(fd);
         fd = c;
         fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -96,7 +100,10 @@ struct Server {
         for (;;) {
             ssize_t n = recv(fd, buf, sizeof buf, 0);
             if (n > 0) { q.insert(q.end(), buf, buf + n); continue; }
-            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) { close(fd); fd = -1; }
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                if (getenv("SOC_SIM_DEBUG")) std::fprintf(stderr, "debug: recv fd %d: %zd %s\n", fd, n, std::strerror(errno));
+                close(fd); fd = -1;
+            }
             return;
         }
     }
@@ -109,9 +116,13 @@ struct Server {
             while (n < sizeof buf && n < q.size()) { buf[n] = q[n]; n++; }
             ssize_t s = send(fd, buf, n, MSG_NOSIGNAL);
             if (s <= 0) {
-                if (errno != EAGAIN && errno != EWOULDBLOCK) { close(fd); fd = -1; q.clear(); }
+                if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                    if (getenv("SOC_SIM_DEBUG")) std::fprintf(stderr, "debug: send fd %d failed: %s\n", fd, std::strerror(errno));
+                    close(fd); fd = -1; q.clear();
+                }
                 return;
             }
+            if (getenv("SOC_SIM_DEBUG")) std::fprintf(stderr, "debug: sent %zd to fd %d\n", s, fd);
             q.erase(q.begin(), q.begin() + s);
         }
     }
