@@ -92,9 +92,10 @@ class BuildError(Exception):
 #: system domain's flow-table compare, a MAC's framer pulled toward its
 #: FIFO's block RAM), and a change of a few LUTs anywhere reshuffles it, so
 #: one fixed seed breaks on unrelated commits. Each try is printed and kept
-#: in ``timing.json``; the reports use the first seed. (Seed 2 first since
-#: the segmenter: seed 1's routing no longer converges, seed 3 misses.)
-PNR_SEEDS = (2, 1, 3)
+#: in ``timing.json``; the reports use the first seed. (Seed 1 first again
+#: since the counters moved to LUT RAM: seed 2's routing stopped converging
+#: within PNR_TIMEOUT_S, seed 1 met every clock in 296 s.)
+PNR_SEEDS = (1, 2, 3)
 PNR_SEED = PNR_SEEDS[0]
 
 #: A seed whose routing has not converged by then is given up for the next
