@@ -157,7 +157,7 @@ def uart_frame(byte, *, stop=1):
 
 def test_uart_sends_8n1_at_the_divisor():
     top = Top(ram_bytes=256, baud=FAST_BAUD)
-    bus, tx = top.fabric.bus, top.fabric.tx
+    bus, tx = top.fabric.bus, top.fabric.pins.tx
     sent = []
 
     async def bench(ctx):
@@ -188,7 +188,7 @@ def test_uart_sends_8n1_at_the_divisor():
 
 def test_uart_receives_into_its_fifo_drops_framing_errors_and_flags_overrun():
     top = Top(ram_bytes=256, baud=FAST_BAUD)
-    bus, rx = top.fabric.bus, top.fabric.rx
+    bus, rx = top.fabric.bus, top.fabric.pins.rx
     data = [0x41, 0x0A, 0xFF, 0x00]
     got = {}
 
@@ -239,12 +239,12 @@ def test_flash_pins_follow_the_register_and_its_data_out_is_read():
     f = top.fabric
 
     async def bench(ctx):
-        assert ctx.get(f.flash_cs_n) == 1 and ctx.get(f.flash_sck) == 0
+        assert ctx.get(f.pins.flash_cs_n) == 1 and ctx.get(f.pins.flash_sck) == 0
         await write(ctx, f.bus, M.soc_addr("flash_out"), 0b110)
-        assert (ctx.get(f.flash_cs_n), ctx.get(f.flash_sck), ctx.get(f.flash_di)) == (0, 1, 1)
+        assert (ctx.get(f.pins.flash_cs_n), ctx.get(f.pins.flash_sck), ctx.get(f.pins.flash_di)) == (0, 1, 1)
         assert await read(ctx, f.bus, M.soc_addr("flash_out")) == 0b110
         for level in (1, 0, 1):
-            ctx.set(f.flash_do, level)
+            ctx.set(f.pins.flash_do, level)
             await ctx.tick().repeat(2)
             assert await read(ctx, f.bus, M.soc_addr("flash_in")) == level
 

@@ -35,6 +35,7 @@ from ..gateware.core import UplinkCore
 from ..gateware.mac.mac import EthernetMAC
 from ..gateware.mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads, RGMIIPinSignature
 from ..gateware.lib.stream import StreamRegister
+from ..soc.periph import PinsSignature
 
 __all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop", "Colorlight5A75BR70Platform",
            "SYS_HZ", "TX_HZ", "RXC_HZ", "CLOCK_TARGETS_HZ"]
@@ -92,7 +93,7 @@ class BoardDatapath(wiring.Component):
         ~34 ms after any frame in or out (activity).
     lan_link_up, modem_link_up : Out(1), ``sync``
         In-band link status of each PHY.
-    uart_tx, uart_rx, flash_cs_n, flash_sck, flash_di, flash_do : ``sync``
+    soc_pins : Out(:data:`~ackfilter.soc.periph.PinsSignature`), ``sync``
         The SoC's UART and SPI flash pins (idle without a firmware).
     """
 
@@ -111,12 +112,7 @@ class BoardDatapath(wiring.Component):
             "led":           Out(1),
             "lan_link_up":   Out(1),
             "modem_link_up": Out(1),
-            "uart_tx":       Out(1, init=1),
-            "uart_rx":       In(1, init=1),
-            "flash_cs_n":    Out(1, init=1),
-            "flash_sck":     Out(1),
-            "flash_di":      Out(1),
-            "flash_do":      In(1),
+            "soc_pins":      Out(PinsSignature),
         })
 
     def elaborate(self, platform):
@@ -157,9 +153,7 @@ class BoardDatapath(wiring.Component):
             # The control plane owns the parameters.
             m.submodules.soc = soc = self.soc
             wiring.connect(m, soc.csr, core.csr)
-            m.d.comb += [self.uart_tx.eq(soc.tx), soc.rx.eq(self.uart_rx),
-                         self.flash_cs_n.eq(soc.flash_cs_n), self.flash_sck.eq(soc.flash_sck),
-                         self.flash_di.eq(soc.flash_di), soc.flash_do.eq(self.flash_do)]
+            wiring.connect(m, soc.pins, wiring.flipped(self.soc_pins))
         else:
             # CSR bus idle: every parameter keeps its reset value (the params
             # table's defaults).
@@ -345,13 +339,13 @@ class BoardTop(Elaboratable):
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_tx = tx = io.Buffer("o", uart.tx)
         m.submodules.uart_rx = rx = io.Buffer("i", uart.rx)
-        m.d.comb += [tx.o.eq(datapath.uart_tx), datapath.uart_rx.eq(rx.i)]
+        pins = datapath.soc_pins
+        m.d.comb += [tx.o.eq(pins.tx), pins.rx.eq(rx.i)]
         flash = platform.request("config_flash", 0, dir="-")
         m.submodules.flash_cs = cs = io.Buffer("o", flash.cs)      # PinsN: 1 selects
         m.submodules.flash_di = di = io.Buffer("o", flash.di)
         m.submodules.flash_do = do = io.Buffer("i", flash.do)
-        m.d.comb += [cs.o.eq(~datapath.flash_cs_n), di.o.eq(datapath.flash_di),
-                     datapath.flash_do.eq(do.i)]
+        m.d.comb += [cs.o.eq(~pins.flash_cs_n), di.o.eq(pins.flash_di), pins.flash_do.eq(do.i)]
         # SCK is the configuration clock pin: only USRMCLK reaches it.
-        m.submodules.usrmclk = Instance("USRMCLK", i_USRMCLKI=datapath.flash_sck, i_USRMCLKTS=0)
+        m.submodules.usrmclk = Instance("USRMCLK", i_USRMCLKI=pins.flash_sck, i_USRMCLKTS=0)
         return m

@@ -1,7 +1,7 @@
 """Everything of the SoC but the CPU: the decoder and its three slaves.
 
 ``bus`` comes from the CPU (through :class:`.bus.Arbiter`), ``csr`` goes to
-the datapath's CSR bank; the pins are the UART's and the SPI flash's. The
+the datapath's CSR bank; ``pins`` are the UART's and the SPI flash's. The
 tests drive ``bus`` as the CPU would (``tests/test_soc_fabric.py``).
 """
 
@@ -13,7 +13,7 @@ from .. import params as P
 from ..gateware.csr import CSRBusSignature
 from . import memmap as M
 from .bus import BusSignature, Decoder
-from .periph import RAM, CSRBridge, SoCRegs
+from .periph import RAM, CSRBridge, PinsSignature, SoCRegs
 
 __all__ = ["Fabric"]
 
@@ -21,12 +21,7 @@ __all__ = ["Fabric"]
 class Fabric(wiring.Component):
     bus: In(BusSignature)
     csr: Out(CSRBusSignature)
-    tx: Out(1, init=1)
-    rx: In(1, init=1)
-    flash_cs_n: Out(1, init=1)
-    flash_sck: Out(1)
-    flash_di: Out(1)
-    flash_do: In(1)
+    pins: Out(PinsSignature)
 
     def __init__(self, *, firmware=b"", ram_bytes=M.RAM_BYTES, clk_hz=P.F_SYS_HZ,
                  baud=M.UART_BAUD):
@@ -49,7 +44,5 @@ class Fabric(wiring.Component):
         connect(m, dec.region(1), bridge.bus)
         connect(m, dec.region(2), regs.bus)
         connect(m, bridge.csr, wiring.flipped(self.csr))
-        m.d.comb += [self.tx.eq(regs.tx), regs.rx.eq(self.rx),
-                     self.flash_cs_n.eq(regs.flash_cs_n), self.flash_sck.eq(regs.flash_sck),
-                     self.flash_di.eq(regs.flash_di), regs.flash_do.eq(self.flash_do)]
+        connect(m, regs.pins, wiring.flipped(self.pins))
         return m

@@ -13,22 +13,28 @@ from . import memmap as M
 from .bus import BusSignature
 from .uart import UARTRx, UARTTx, divisor_for
 
-__all__ = ["SoCRegs", "RAM", "CSRBridge"]
+__all__ = ["SoCRegs", "RAM", "CSRBridge", "PinsSignature"]
+
+#: The SoC's pins, seen from the SoC: the UART's lines and the SPI flash's
+#: CS#, SCK, DI (to the flash) and DO (from it).
+PinsSignature = wiring.Signature({
+    "tx":         Out(1, init=1),
+    "rx":         In(1, init=1),
+    "flash_cs_n": Out(1, init=1),
+    "flash_sck":  Out(1),
+    "flash_di":   Out(1),
+    "flash_do":   In(1),
+})
 
 _OFF = {name: off for name, off, _a, _d in M.SOC_REGS}
 
 
 class SoCRegs(wiring.Component):
-    """Bus slave for the SoC registers; ``tx``/``rx`` are the UART's lines,
-    ``flash_*`` the SPI flash's pins (CS#, SCK, the flash's DI and DO)."""
+    """Bus slave for the SoC registers; ``pins``: the UART's and the SPI
+    flash's (:data:`PinsSignature`)."""
 
     bus: In(BusSignature)
-    tx: Out(1, init=1)
-    rx: In(1, init=1)
-    flash_cs_n: Out(1, init=1)
-    flash_sck: Out(1)
-    flash_di: Out(1)
-    flash_do: In(1)
+    pins: Out(PinsSignature)
 
     def __init__(self, *, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD):
         self.clk_hz = clk_hz
@@ -40,7 +46,7 @@ class SoCRegs(wiring.Component):
         m.submodules.utx = utx = UARTTx(self.divisor)
         m.submodules.urx = urx = UARTRx(self.divisor)
         m.submodules.rxq = rxq = SyncFIFO(width=8, depth=M.UART_RX_FIFO_DEPTH)
-        m.d.comb += [self.tx.eq(utx.tx), urx.rx.eq(self.rx),
+        m.d.comb += [self.pins.tx.eq(utx.tx), urx.rx.eq(self.pins.rx),
                      rxq.w_data.eq(urx.data), rxq.w_en.eq(urx.valid)]
         overrun = Signal()
         with m.If(urx.valid & ~rxq.w_rdy):
@@ -51,10 +57,10 @@ class SoCRegs(wiring.Component):
         m.d.sync += timer.eq(timer + 1)
 
         flash = Signal(3, init=1)
-        m.d.comb += [self.flash_cs_n.eq(flash[0]), self.flash_sck.eq(flash[1]),
-                     self.flash_di.eq(flash[2])]
+        m.d.comb += [self.pins.flash_cs_n.eq(flash[0]), self.pins.flash_sck.eq(flash[1]),
+                     self.pins.flash_di.eq(flash[2])]
         flash_do = Signal()
-        m.d.sync += flash_do.eq(self.flash_do)
+        m.d.sync += flash_do.eq(self.pins.flash_do)
 
         bus = self.bus
         ack = Signal()

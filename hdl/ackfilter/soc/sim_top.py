@@ -60,8 +60,8 @@ class SoCSimTop(wiring.Component):
             self.o_data.eq(core.o.payload.data), self.o_keep.eq(core.o.payload.keep),
             self.o_first.eq(core.o.payload.first), self.o_last.eq(core.o.payload.last),
             core.now.eq(self.now), self.idle.eq(core.idle),
-            self.uart_tx.eq(soc.tx), soc.rx.eq(self.uart_rx),
-            self.flash_cs_n.eq(soc.flash_cs_n), self.flash_sck.eq(soc.flash_sck),
-            self.flash_di.eq(soc.flash_di), soc.flash_do.eq(self.flash_do),
+            self.uart_tx.eq(soc.pins.tx), soc.pins.rx.eq(self.uart_rx),
+            self.flash_cs_n.eq(soc.pins.flash_cs_n), self.flash_sck.eq(soc.pins.flash_sck),
+            self.flash_di.eq(soc.pins.flash_di), soc.pins.flash_do.eq(self.flash_do),
         ]
         return m

@@ -1,8 +1,8 @@
 """The control plane's SoC: SERV, its two buses merged, and the fabric
 (RAM with the firmware, the datapath's CSR bank, UART, timer, flash pins).
 
-``csr`` goes to the uplink core's CSR bank; ``tx``/``rx`` are the UART's
-lines; ``flash_*`` the SPI flash's pins. ``firmware`` is the image the RAM
+``csr`` goes to the uplink core's CSR bank; ``pins`` are the UART's and the
+SPI flash's (:data:`.periph.PinsSignature`). ``firmware`` is the image the RAM
 starts with (``firmware/build/firmware.bin``, :func:`firmware_image`).
 """
 
@@ -19,6 +19,7 @@ from . import memmap as M
 from .bus import Arbiter
 from .cpu import SERV
 from .fabric import Fabric
+from .periph import PinsSignature
 
 __all__ = ["SoC", "firmware_image", "build_firmware", "make_firmware", "FirmwareError", "FIRMWARE_DIR",
            "FIRMWARE_BIN"]
@@ -61,12 +62,7 @@ def firmware_image(path=FIRMWARE_BIN):
 
 class SoC(wiring.Component):
     csr: Out(CSRBusSignature)
-    tx: Out(1, init=1)
-    rx: In(1, init=1)
-    flash_cs_n: Out(1, init=1)
-    flash_sck: Out(1)
-    flash_di: Out(1)
-    flash_do: In(1)
+    pins: Out(PinsSignature)
 
     def __init__(self, *, firmware, ram_bytes=M.RAM_BYTES, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD):
         self.fabric = Fabric(firmware=firmware, ram_bytes=ram_bytes, clk_hz=clk_hz, baud=baud)
@@ -81,7 +77,5 @@ class SoC(wiring.Component):
         connect(m, cpu.dbus, arb.dbus)
         connect(m, arb.bus, fab.bus)
         connect(m, fab.csr, wiring.flipped(self.csr))
-        m.d.comb += [self.tx.eq(fab.tx), fab.rx.eq(self.rx),
-                     self.flash_cs_n.eq(fab.flash_cs_n), self.flash_sck.eq(fab.flash_sck),
-                     self.flash_di.eq(fab.flash_di), fab.flash_do.eq(self.flash_do)]
+        connect(m, fab.pins, wiring.flipped(self.pins))
         return m
