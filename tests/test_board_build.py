@@ -36,6 +36,17 @@ def no_firmware_build(monkeypatch):
     monkeypatch.setattr(soc, "firmware_image", lambda path=None: b"\x13\x00\x00\x00")
 
 
+def fake_toolchain(monkeypatch, platform, run):
+    """The board build with ``platform`` for Amaranth's and ``run`` for
+    every later tool call (nextpnr, ecppack)."""
+    from ackfilter.board import top as T
+    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", platform)
+    monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
+    monkeypatch.setattr(B.subprocess, "run", run)
+    monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")
+    monkeypatch.setenv("ECPPACK", "ecppack")
+
+
 def test_log_gives_the_post_route_figure_of_each_clock_and_the_utilization():
     parsed = parse_nextpnr_log(LOG)
     fmax, util = parsed["fmax"], parsed["utilization"]
@@ -139,7 +150,6 @@ def _tim(tx_mhz):
 def test_the_next_seed_is_placed_from_the_same_netlist_until_every_clock_meets(monkeypatch, tmp_path):
     """Seed 1 misses TX, seed 2 meets it, seed 3 is never run; the bitstream
     is packed from seed 2's placement and timing.json records both tries."""
-    from ackfilter.board import top as T
     ran = []
 
     class FakePlatform:
@@ -165,11 +175,7 @@ def test_the_next_seed_is_placed_from_the_same_netlist_until_every_clock_meets(m
             (cwd / argv[argv.index("--bit") + 1]).write_text(f"bitstream of {config}")
         return B.subprocess.CompletedProcess(argv, 0, "", "")
 
-    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", FakePlatform)
-    monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
-    monkeypatch.setattr(B.subprocess, "run", fake_run)
-    monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")
-    monkeypatch.setenv("ECPPACK", "ecppack")
+    fake_toolchain(monkeypatch, FakePlatform, fake_run)
     heard = []
     summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2, 3), log=heard.append)
     assert [a[0] for a in ran] == ["nextpnr", "ecppack"]
@@ -184,7 +190,6 @@ def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeyp
     """Seed 1's nextpnr is stopped by the build script's timeout (exit 124,
     no config written), seed 2 by the subprocess timeout, seed 3 routes and
     misses: the bitstream is packed from seed 3, the only routed one."""
-    from ackfilter.board import top as T
     ran = []
 
     class FakePlatform:
@@ -211,11 +216,7 @@ def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeyp
             (cwd / argv[argv.index("--bit") + 1]).write_text(f"bitstream of {config}")
         return B.subprocess.CompletedProcess(argv, 0, "", "")
 
-    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", FakePlatform)
-    monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
-    monkeypatch.setattr(B.subprocess, "run", fake_run)
-    monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")
-    monkeypatch.setenv("ECPPACK", "ecppack")
+    fake_toolchain(monkeypatch, FakePlatform, fake_run)
     heard = []
     summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2, 3), log=heard.append)
     assert B.os.environ["NEXTPNR_ECP5"] == "nextpnr"
@@ -226,7 +227,6 @@ def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeyp
 
 
 def test_no_routed_seed_is_an_error_that_says_so(monkeypatch, tmp_path):
-    from ackfilter.board import top as T
 
     class FakePlatform:
         def build(self, top, *, build_dir, **kw):
@@ -236,10 +236,7 @@ def test_no_routed_seed_is_an_error_that_says_so(monkeypatch, tmp_path):
     def fake_run(argv, *, timeout=None, **kw):
         raise B.subprocess.TimeoutExpired(argv, timeout)
 
-    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", FakePlatform)
-    monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
-    monkeypatch.setattr(B.subprocess, "run", fake_run)
-    monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")
+    fake_toolchain(monkeypatch, FakePlatform, fake_run)
     with pytest.raises(B.BuildError, match="no placement seed of 1, 2 routed within"):
         B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2), log=lambda _: None)
 

@@ -23,7 +23,7 @@ from .queue_manager import Event, QueueManager
 from .red import RED_PARAM_PORTS
 from .shaper import Shaper
 
-__all__ = ["UplinkCore", "UplinkCoreTop", "EventSignature"]
+__all__ = ["UplinkCore", "UplinkCoreTop", "EventSignature", "flat_streams"]
 
 #: Depth of the FIFO of classified frames between ingress and queue manager.
 ENTRY_FIFO_DEPTH = 4
@@ -250,6 +250,20 @@ class UplinkCore(wiring.Component):
         return m
 
 
+def flat_streams(core, top):
+    """The statements that connect ``core``'s streams and ``now`` to a top's
+    flat ports ``i_*``, ``o_*`` and ``now`` (spec section 8)."""
+    return [
+        core.i.valid.eq(top.i_valid), top.i_ready.eq(core.i.ready),
+        core.i.payload.data.eq(top.i_data), core.i.payload.keep.eq(top.i_keep),
+        core.i.payload.first.eq(top.i_first), core.i.payload.last.eq(top.i_last),
+        top.o_valid.eq(core.o.valid), core.o.ready.eq(top.o_ready),
+        top.o_data.eq(core.o.payload.data), top.o_keep.eq(core.o.payload.keep),
+        top.o_first.eq(core.o.payload.first), top.o_last.eq(core.o.payload.last),
+        core.now.eq(top.now),
+    ]
+
+
 class UplinkCoreTop(wiring.Component):
     """:class:`UplinkCore` with flat ports, for Verilator harnesses (module
     ``ackfilter_core``; ``docs/spec.md`` section 8).
@@ -295,14 +309,8 @@ class UplinkCoreTop(wiring.Component):
             rst_q = Signal(init=1, reset_less=True)
             m.d.sync += rst_q.eq(self.rst)
             m.d.comb += [sync.clk.eq(self.clk), sync.rst.eq(rst_q)]
+        m.d.comb += flat_streams(core, self)
         m.d.comb += [
-            core.i.valid.eq(self.i_valid), self.i_ready.eq(core.i.ready),
-            core.i.payload.data.eq(self.i_data), core.i.payload.keep.eq(self.i_keep),
-            core.i.payload.first.eq(self.i_first), core.i.payload.last.eq(self.i_last),
-            self.o_valid.eq(core.o.valid), core.o.ready.eq(self.o_ready),
-            self.o_data.eq(core.o.payload.data), self.o_keep.eq(core.o.payload.keep),
-            self.o_first.eq(core.o.payload.first), self.o_last.eq(core.o.payload.last),
-            core.now.eq(self.now),
             core.csr.addr.eq(self.csr_addr), core.csr.r_stb.eq(self.csr_r_stb),
             self.csr_r_data.eq(core.csr.r_data),
             core.csr.w_stb.eq(self.csr_w_stb), core.csr.w_data.eq(self.csr_w_data),

@@ -19,7 +19,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import params as P
-from ..gateware.core import UplinkCore
+from ..gateware.core import UplinkCore, flat_streams
 from .soc import SoC
 
 __all__ = ["SoCSimTop", "SIM_BAUD"]
@@ -52,14 +52,9 @@ class SoCSimTop(wiring.Component):
         m.submodules.core = core = UplinkCore(**self._sizes)
         m.submodules.soc = soc = self.soc
         wiring.connect(m, soc.csr, core.csr)
+        m.d.comb += flat_streams(core, self)
         m.d.comb += [
-            core.i.valid.eq(self.i_valid), self.i_ready.eq(core.i.ready),
-            core.i.payload.data.eq(self.i_data), core.i.payload.keep.eq(self.i_keep),
-            core.i.payload.first.eq(self.i_first), core.i.payload.last.eq(self.i_last),
-            self.o_valid.eq(core.o.valid), core.o.ready.eq(self.o_ready),
-            self.o_data.eq(core.o.payload.data), self.o_keep.eq(core.o.payload.keep),
-            self.o_first.eq(core.o.payload.first), self.o_last.eq(core.o.payload.last),
-            core.now.eq(self.now), self.idle.eq(core.idle),
+            self.idle.eq(core.idle),
             self.uart_tx.eq(soc.pins.tx), soc.pins.rx.eq(self.uart_rx),
             self.flash_cs_n.eq(soc.pins.flash_cs_n), self.flash_sck.eq(soc.pins.flash_sck),
             self.flash_di.eq(soc.pins.flash_di), soc.pins.flash_do.eq(self.flash_do),
