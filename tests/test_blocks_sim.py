@@ -464,3 +464,63 @@ def test_parser_gathers_the_segmenters_sums_and_fields_like_the_model():
     check_against_model(frames, results)
     ok = [f for f in frames if seg_info(f).ok and seg_info(f).pay_bytes > 0]
     assert len(ok) >= 30, "most random cases must be segments the segmenter may cut"
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+def test_register_queue_is_a_fifo_that_takes_whenever_it_has_room(depth):
+    from ackfilter.gateware.lib.reg_queue import RegisterQueue
+    dut = RegisterQueue(width=24, depth=depth)
+    rng = random.Random(depth)
+    written, read, since = [], [], []
+
+    async def bench(ctx):
+        held = 0
+        for cycle in range(3000):
+            # Phases: random traffic, a burst of writes only, reads only.
+            phase = (cycle // 300) % 3
+            w_en = rng.random() < (0.5, 1.0, 0.0)[phase]
+            r_en = rng.random() < (0.5, 0.0, 1.0)[phase]
+            value = rng.getrandbits(24)
+            ctx.set(dut.w_en, w_en)
+            ctx.set(dut.w_data, value)
+            ctx.set(dut.r_en, r_en)
+            w_rdy, r_rdy, r_data, level = (ctx.get(dut.w_rdy), ctx.get(dut.r_rdy),
+                                           ctx.get(dut.r_data), ctx.get(dut.level))
+            assert level == held <= depth
+            # Room is a free stage, or the output leaving this cycle.
+            assert w_rdy == (held < depth or (r_en and r_rdy))
+            # An entry is at the output ``depth`` cycles after it was written.
+            if written[len(read):] and cycle - since[len(read)] >= depth:
+                assert r_rdy
+            if r_en and r_rdy:
+                read.append(r_data)
+                held -= 1
+            if w_en and w_rdy:
+                since.append(cycle)
+                written.append(value)
+                held += 1
+            await ctx.tick()
+
+    simulate(dut, bench, name=f"register_queue_{depth}")
+    assert len(read) > 300 and read == written[:len(read)]
+    assert len(written) - len(read) <= depth
+
+
+def test_register_queue_moves_one_entry_per_cycle_when_both_sides_stream():
+    from ackfilter.gateware.lib.reg_queue import RegisterQueue
+    dut = RegisterQueue(width=8, depth=4)
+    got = []
+
+    async def bench(ctx):
+        ctx.set(dut.w_en, 1)
+        ctx.set(dut.r_en, 1)
+        for cycle in range(100):
+            ctx.set(dut.w_data, cycle)
+            if ctx.get(dut.r_rdy):
+                got.append(ctx.get(dut.r_data))
+            assert ctx.get(dut.w_rdy)
+            await ctx.tick()
+
+    simulate(dut, bench, name="register_queue_stream")
+    # The first entry comes out after 4 cycles, then one per cycle.
+    assert got == list(range(96))
