@@ -9,6 +9,7 @@ benches drive the same module the board does.
 
 from amaranth.hdl import *
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -17,7 +18,6 @@ from .csr import CSRBank, CSRBusSignature
 from .egress import Egress
 from .ingress import Ingress, ingress_entry_layout
 from .lib.buffer_pool import BufferPool
-from .lib.reg_queue import RegisterQueue
 from .lib.stream import FrameStream, WORD_BYTES
 from .queue_manager import Event, QueueManager
 from .red import RED_PARAM_PORTS
@@ -25,8 +25,7 @@ from .shaper import Shaper
 
 __all__ = ["UplinkCore", "UplinkCoreTop", "EventSignature", "flat_streams"]
 
-#: Depth of the FIFO of classified frames between ingress and queue manager
-#: (969-bit entries: in registers, see lib.reg_queue).
+#: Depth of the FIFO of classified frames between ingress and queue manager.
 ENTRY_FIFO_DEPTH = 4
 #: Spare ACK buffers beyond the queue: staging, FIFO entries, in flight.
 SPARE_BUFFERS = 8
@@ -106,8 +105,8 @@ class UplinkCore(wiring.Component):
         m.submodules.shaper  = shaper = Shaper()
 
         entry_layout = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
-        m.submodules.entries = entries = RegisterQueue(width=entry_layout.size,
-                                                       depth=ENTRY_FIFO_DEPTH)
+        m.submodules.entries = entries = SyncFIFOBuffered(width=entry_layout.size,
+                                                          depth=ENTRY_FIFO_DEPTH)
         m.submodules.data_ring = data_ring = Memory(shape=32, depth=ring_words, init=[])
         m.submodules.ack_bufs = ack_bufs = Memory(shape=32, depth=buf_count * slot_words, init=[])
         ring_w, ring_r = data_ring.write_port(), data_ring.read_port()

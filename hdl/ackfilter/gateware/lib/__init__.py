@@ -1,4 +1,3 @@
 """Small gateware building blocks shared by the blocks: stream records
 (:mod:`.stream`), priority encoders (:mod:`.prio`), the free list and data ring
-buffer pool (:mod:`.buffer_pool`), a FIFO of registers for wide entries
-(:mod:`.reg_queue`)."""
+buffer pool (:mod:`.buffer_pool`)."""
