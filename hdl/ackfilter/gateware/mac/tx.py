@@ -269,9 +269,9 @@ class _Prefetch(wiring.Component):
     popped word goes through ``stages`` plain registers, which the placer
     spreads along the way, then into a queue of ``stages + 1`` registers.
     The FIFO is popped only while the queue has room for everything in
-    flight (``occupied``, a counter, compared one cycle ahead into ``room``),
-    a decision on one register, so the FIFO's read address is one LUT from
-    registers and the reader's ``r_en`` never reaches it.
+    flight (``occupied``, a counter), a decision on registers alone, so the
+    reader's ``r_en`` never reaches the FIFO's pointer adder and RAM address
+    either.
     """
 
     def __init__(self, width, *, stages=3):
@@ -300,19 +300,16 @@ class _Prefetch(wiring.Component):
         q = [Signal.like(self.r_data, name=f"q{i}", reset_less=True) for i in range(depth)]
         full = Signal(depth)
         occupied = Signal(range(depth + 1))
-        occupied_next = Signal.like(occupied)
-        room = Signal(init=1)           # occupied != depth, as a register
         fetch = Signal()
         pop = Signal()
         m.d.comb += [
-            fetch.eq(self.fifo_r_rdy & room),
-            self.fifo_r_en.eq(room),
+            fetch.eq(self.fifo_r_rdy & (occupied != depth)),
+            self.fifo_r_en.eq(occupied != depth),
             self.r_rdy.eq(full[0]),
             self.r_data.eq(q[0]),
             pop.eq(self.r_en & full[0]),
-            occupied_next.eq(occupied + fetch - pop),
         ]
-        m.d.sync += [occupied.eq(occupied_next), room.eq(occupied_next != depth)]
+        m.d.sync += occupied.eq(occupied + fetch - pop)
         m.d.sync += [stage_v[0].eq(fetch), stage_d[0].eq(self.fifo_r_data)]
         for i in range(1, self._stages):
             m.d.sync += [stage_v[i].eq(stage_v[i - 1]), stage_d[i].eq(stage_d[i - 1])]
