@@ -464,4 +464,3 @@ def test_parser_gathers_the_segmenters_sums_and_fields_like_the_model():
     check_against_model(frames, results)
     ok = [f for f in frames if seg_info(f).ok and seg_info(f).pay_bytes > 0]
     assert len(ok) >= 30, "most random cases must be segments the segmenter may cut"
-

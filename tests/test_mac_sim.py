@@ -434,9 +434,10 @@ def test_tx_prefetch_streams_far_faster_than_the_framer_reads():
                 sent += 1
 
     simulate(dut, tb, name="tx_prefetch_stream")
-    # Three stages and the head: the first word is out on cycle 4. Four words
-    # in the loop of five cycles from the fetch decision to the pop: 4 in
-    # every 5 cycles, where the framer takes one word in 4 at 1000 Mb/s.
+    # Three register stages, then the queue: the first word is out on cycle 4.
+    # The queue holds 4 words and the loop from the fetch decision to the pop
+    # is 5 cycles, so at least 4 words leave in every 5 cycles; the framer
+    # takes one word in 4 cycles at 1000 Mb/s.
     assert [d for _, d in got] == list(range(len(got)))
     assert got[0][0] == 4
     for first in range(4, 55):
