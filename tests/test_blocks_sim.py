@@ -18,7 +18,7 @@ import pytest
 from blocksim import simulate
 from ackfilter.sim import traces
 from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
-from ackfilter.gateware.flow_cam import FlowCAM
+from ackfilter.gateware.flow_cam import SET_CYCLES, FlowCAM
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ecn_codepoint, ip_header as red_ip_header
 from ackfilter.model.segmenter import SegInfo, lane_block_sums, seg_info, why_whole
@@ -330,13 +330,26 @@ def test_flow_cam_matches_like_a_dictionary():
                 ctx.set(dut.set_tag, tag)
                 await ctx.tick()
                 ctx.set(dut.set_en, 0)
+                # Other inputs change while the tag is written: only what
+                # was presented with set_en counts.
+                ctx.set(dut.set_index, rng.randrange(8))
+                ctx.set(dut.set_tag, rng.randrange(1 << 16))
                 table[free] = tag
+                cycles = 0
+                while ctx.get(dut.busy):
+                    ctx.set(dut.lookup_tag, rng.randrange(1 << 16))
+                    await ctx.tick()
+                    cycles += 1
+                assert cycles == SET_CYCLES
             elif op < 0.6 and table:
                 idx = rng.choice(list(table))
                 ctx.set(dut.clear_en, 1)
                 ctx.set(dut.clear_index, idx)
+                ctx.set(dut.lookup_tag, table[idx])     # looked up as it is cleared
                 await ctx.tick()
                 ctx.set(dut.clear_en, 0)
+                await ctx.tick()
+                assert not ctx.get(dut.hit), "a lookup in the clearing cycle hit the cleared entry"
                 del table[idx]
             probe = rng.choice(list(table.values()) + [rng.randrange(1 << 16)])
             ctx.set(dut.lookup_tag, probe)

@@ -9,7 +9,7 @@ benches drive the same module the board does.
 
 from amaranth.hdl import *
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -105,8 +105,10 @@ class UplinkCore(wiring.Component):
         m.submodules.shaper  = shaper = Shaper()
 
         entry_layout = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
-        m.submodules.entries = entries = SyncFIFOBuffered(width=entry_layout.size,
-                                                          depth=ENTRY_FIFO_DEPTH)
+        # Unbuffered: its LUT RAM is read asynchronously straight into the
+        # manager's register of the frame it handles (`cur`), so the 900-odd
+        # bits are held once, not in a FIFO output register as well.
+        m.submodules.entries = entries = SyncFIFO(width=entry_layout.size, depth=ENTRY_FIFO_DEPTH)
         m.submodules.data_ring = data_ring = Memory(shape=32, depth=ring_words, init=[])
         m.submodules.ack_bufs = ack_bufs = Memory(shape=32, depth=buf_count * slot_words, init=[])
         ring_w, ring_r = data_ring.write_port(), data_ring.read_port()

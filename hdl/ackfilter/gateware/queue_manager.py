@@ -27,7 +27,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .lib.buffer_pool import FreeStack
-from .flow_cam import FlowCAM
+from .flow_cam import SET_CYCLES, FlowCAM
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
 from .ingress import Verdict, ingress_entry_layout
@@ -438,10 +438,7 @@ class QueueManager(wiring.Component):
         ]
 
         def record_word(j):
-            if j < 5:
-                return Cat(meta.key[2 * j], meta.key[2 * j + 1])
-            if j == 5:
-                return Cat(meta.key[KEY_WORDS - 1], C(0, 32))
+            assert REC_ACK <= j < REC_NEWEST_END
             if j == REC_ACK:
                 return Cat(meta.ack, new_flags.as_value(), C(0, 32 - len(new_flags.as_value())))
             if j == REC_TS:
@@ -453,19 +450,24 @@ class QueueManager(wiring.Component):
             k = j - REC_SACK
             return Cat(meta.sack[k].start, meta.sack[k].end)
 
-        # The record words of `cur` in a shift register, so that reading them
-        # in order (key compare, record write) takes no wide multiplexer: it is
-        # loaded with words start.. and shifts one word per cycle. (A 12:1 x
-        # 64-bit multiplexer here was the routing hot spot of the board.) The
-        # floor words, written last, come straight from `cur`.
-        rec_sh = Signal(64 * REC_NEWEST_END)
+        # The record words of the frame are read in order (the key compare,
+        # the record write), so they sit in shift registers and need no wide
+        # multiplexer (a 12:1 x 64-bit one here was the routing hot spot of
+        # the board). The key (words 0..REC_ACK-1) is held only here, not in
+        # `cur`: a ring loaded with the frame in Idle that turns one word per
+        # word read, a whole turn per pass, so it is back at word 0 for a
+        # lookup again after a drop. The newest ACK's words (REC_ACK..) are
+        # loaded in Await-Lookup and shift out as Write-Record writes them.
+        # The floor words, written last, come straight from `cur`.
+        assert KEY_WORDS == 2 * REC_ACK - 1
+        key_ring = Signal(64 * REC_ACK)
+        new_sh = Signal(64 * (REC_NEWEST_END - REC_ACK))
 
-        def load_record(start):
-            m.d.sync += rec_sh.eq(Cat(*[record_word(j) for j in range(start, REC_NEWEST_END)]))
+        def turn_key_ring():
+            m.d.sync += key_ring.eq(Cat(key_ring[64:], key_ring[:64]))
 
-        def next_record_word():
-            m.d.sync += rec_sh.eq(rec_sh[64:])
-            return rec_sh[:64]
+        def load_newest_words():
+            m.d.sync += new_sh.eq(Cat(*[record_word(j) for j in range(REC_ACK, REC_NEWEST_END)]))
 
         # Events and strobes default low.
         ev = Signal(Event)
@@ -585,9 +587,10 @@ class QueueManager(wiring.Component):
                 # a harness that skips cycles when idle would strand the frame.
                 # A discard at the head is work too.
                 m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
-                # `cur` (640 bits) follows the FIFO's head while idle, so its
-                # enable waits for no decision; it holds once the frame is taken.
-                m.d.sync += cur.eq(self.entry)
+                # `cur` (and the key ring) follow the FIFO's head while idle,
+                # so their enable waits for no decision; they hold once the
+                # frame is taken.
+                m.d.sync += [cur.eq(self.entry), key_ring.eq(Cat(self.entry.meta.key, C(0, 32)))]
                 with m.If(desc.r_rdy & desc_r.discard & ~self.egress_busy):
                     # (Not while a frame is sent: its words, before these,
                     # are released first.)
@@ -675,7 +678,7 @@ class QueueManager(wiring.Component):
                 # Word 0 of a hit's record is read already.
                 m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
                 m.d.sync += [rk.eq(1), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
-                load_record(0)
+                load_newest_words()
                 with m.If(cam.hit):
                     m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
                     m.next = "Read-Record"
@@ -694,7 +697,9 @@ class QueueManager(wiring.Component):
                     newest_q.eq(newest_idx.data),
                     old_buf_q.eq(node_new.data.buf),
                 ]
-                m.d.sync += key_word.eq(next_record_word())      # word rk - 1
+                m.d.sync += key_word.eq(key_ring[:64])            # word rk - 1
+                with m.If(rk <= REC_ACK):
+                    turn_key_ring()
                 lo, hi = rec_word[0:32], rec_word[32:64]
                 j = rk - 2                           # the word compared now
                 with m.If(rk >= 2):
@@ -812,10 +817,13 @@ class QueueManager(wiring.Component):
                             wk.eq(0 if new_entry else REC_ACK), wk_last.eq(last),
                             done_event.eq(kind),
                         ]
-                        # The shift register holds the words to write: from 0
-                        # since Await-Lookup (a miss), from REC_ACK since
-                        # Decide-Hit (a hit).
+                        # The key ring is at word 0 (a miss writes it), the
+                        # newest ACK's words are in `new_sh` since Await-Lookup.
                         if new_entry:
+                            # The CAM writes the tag in the next SET_CYCLES
+                            # cycles: the 16 of Write-Record (a whole record),
+                            # so the next lookup (from Arrive on) sees it.
+                            assert SET_CYCLES == REC_USED
                             m.d.comb += cam.set_en.eq(1)
                         m.next = "Write-Record"
                     else:
@@ -832,9 +840,6 @@ class QueueManager(wiring.Component):
 
             with m.State("Decide-Hit"):
                 may = may_q
-                # Words REC_ACK.. of the record, whatever is decided (only the
-                # branches that write the record use them).
-                load_record(REC_ACK)
                 with m.If(~key_eq):
                     append(False, False, Event.ARRIVE_ACK_UNTRACKED)
                     with m.If(~full_q):
@@ -870,8 +875,14 @@ class QueueManager(wiring.Component):
                     aecn_floor.ace_known.eq(ace_known_q),
                 ]
                 floor_word = Mux(wk[0], Cat(meta.tsval, meta.tsecr), Cat(meta.ack, aecn_floor, C(0, 1)))
-                m.d.comb += rec_w.data.eq(Mux(wk >= REC_FLOOR_ACK, floor_word,
-                                              next_record_word()))   # word wk
+                with m.If(wk < REC_ACK):
+                    m.d.comb += rec_w.data.eq(key_ring[:64])      # word wk
+                    turn_key_ring()
+                with m.Elif(wk < REC_NEWEST_END):
+                    m.d.comb += rec_w.data.eq(new_sh[:64])
+                    m.d.sync += new_sh.eq(new_sh[64:])
+                with m.Else():
+                    m.d.comb += rec_w.data.eq(floor_word)
                 m.d.sync += wk.eq(wk + 1)
                 with m.If(wk == wk_last):
                     event(done_event)
