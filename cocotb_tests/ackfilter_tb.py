@@ -13,6 +13,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
+from ackfilter.gateware.csr import READ_LATENCY as CSR_READ_LATENCY
 from ackfilter.model.scoreboard import check_run
 
 __all__ = ["TB", "scoreboard", "frame_words", "CLK_NS"]
@@ -140,7 +141,8 @@ class TB:
         dut.csr_r_stb.value = 1
         await RisingEdge(dut.clk)
         dut.csr_r_stb.value = 0
-        await RisingEdge(dut.clk)
+        for _ in range(CSR_READ_LATENCY):
+            await RisingEdge(dut.clk)
         return int(dut.csr_r_data.value)
 
     async def set_param(self, name, value):

@@ -1,12 +1,14 @@
 """The CSR bank (``gateware.csr.CSRBank``) in the Amaranth simulator, against
 the register table (``ackfilter.params``) and hand-reasoned expectations.
 
-The bus contract (csr.py): ``r_stb`` with ``addr`` gives ``r_data`` on the
-next cycle; ``w_stb`` with ``addr``/``w_data`` writes. Parameters are clamped
-to their range and read back sign-extended; a counter's low word latches its
-high word, so reading low then high is one atomic 64-bit read; an increment
-(``inc.<name>``, ``inc_bits`` wide) reaches its counter's value within N + 2
-cycles (N counters: a sweep adds one counter's pending sum per cycle), and
+The bus contract (csr.py): ``r_stb`` with ``addr`` gives ``r_data``
+``READ_LATENCY`` (2) cycles later, at most every other cycle; ``w_stb`` with
+``addr``/``w_data`` writes. Parameters are clamped to their range and read
+back sign-extended; a counter's low word latches its high word, so reading
+low then high is one atomic 64-bit read; an increment (``inc.<name>``,
+``inc_bits`` wide) reaches its counter's value within 2N + 3 cycles (N
+counters: a sweep adds one counter's pending sum per step, and waits a
+cycle for each bus read of a counter), and
 ``busy`` is high from the cycle after an increment until every value has
 it, and during the first sweep after reset.
 """
@@ -15,7 +17,7 @@ import random
 
 from blocksim import simulate
 from ackfilter import params as P
-from ackfilter.gateware.csr import CSRBank
+from ackfilter.gateware.csr import READ_LATENCY, CSRBank
 
 MASK32 = 0xFFFF_FFFF
 
@@ -33,6 +35,7 @@ async def read(ctx, dut, addr):
     ctx.set(dut.bus.r_stb, 1)
     await ctx.tick()
     ctx.set(dut.bus.r_stb, 0)
+    await ctx.tick().repeat(READ_LATENCY - 1)
     return ctx.get(dut.bus.r_data)
 
 
@@ -251,7 +254,7 @@ def test_every_counter_adds_its_own_increments():
 def test_counter_read_is_atomic_across_a_low_word_wrap():
     # bytes_in counts up to just below 2^32; then it keeps counting by random
     # steps while low/high pairs are read with random gaps. The value of a
-    # pair is one the counter held: at least every increment driven N + 2
+    # pair is one the counter held: at least every increment driven 2N + 3
     # cycles before the low read and at most every one driven before it; a
     # high word read live instead of latched would be 2^32 off in the pairs
     # whose low word wrapped between the two reads.
@@ -287,14 +290,19 @@ def test_counter_read_is_atomic_across_a_low_word_wrap():
         while len(pairs) < 80:
             for _ in range(rng.randrange(3)):
                 await cycle()
+            # A read strobe, then its word READ_LATENCY cycles after it
+            # (the next strobe may come then, at the earliest).
+            assert READ_LATENCY == 2
             t_lo = t
-            lo = await cycle(c.addr)
+            await cycle(c.addr)
+            lo = await cycle()
             for _ in range(rng.choice([0, 0, 1, 2, 5, 30])):
                 await cycle()
             t_hi = t
-            hi = await cycle(c.addr + 1)
-            pairs.append((hi << 32 | lo, total(t_lo - N - 2), total(t_lo)))
-            if total(t_hi) >> 32 != total(t_lo - N - 2) >> 32:
+            await cycle(c.addr + 1)
+            hi = await cycle()
+            pairs.append((hi << 32 | lo, total(t_lo - 2 * N - 3), total(t_lo)))
+            if total(t_hi) >> 32 != total(t_lo - 2 * N - 3) >> 32:
                 stats["torn"] += 1
 
     simulate(dut, bench, name="csr_atomic")
@@ -396,3 +404,30 @@ def test_counters_read_zero_after_a_reset_in_the_middle_of_counting():
 
     simulate(top, bench, name="csr_reset")
     assert got == [123_456, 0, 7]
+
+
+def test_counters_keep_every_increment_while_the_bus_reads_every_other_cycle():
+    # The fastest reader the contract allows (a counter's low word every
+    # other cycle, each taking the RAM's read port from the sweep) while
+    # every counter gets its largest increment every cycle: the sweep then
+    # visits a counter only every 2N cycles, and no pending sum may wrap.
+    dut = CSRBank()
+    rng = random.Random(15)
+    cycles = 600
+    got = {}
+
+    async def bench(ctx):
+        await settle(ctx, dut)
+        for k in range(cycles):
+            for c in P.COUNTERS:
+                ctx.set(dut.inc[c.name], max_inc(c))
+            ctx.set(dut.bus.addr, rng.choice(P.COUNTERS).addr)
+            ctx.set(dut.bus.r_stb, k % 2 == 0)
+            await ctx.tick()
+        ctx.set(dut.bus.r_stb, 0)
+        await settle(ctx, dut)
+        for c in P.COUNTERS:
+            got[c.name] = await read_counter(ctx, dut, c)
+
+    simulate(dut, bench, name="csr_reads_vs_sweep")
+    assert got == {c.name: cycles * max_inc(c) for c in P.COUNTERS}

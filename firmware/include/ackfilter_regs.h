@@ -14,6 +14,8 @@
 /* Word addresses. A counter is 64 bits: the low word at its address, the high
    word at address + 1; reading the low word latches the high word. */
 #define ACKFILTER_CSR_LAST 0x6bu
+/* Cycles from a read strobe to its data; read strobes come at most every other cycle. */
+#define ACKFILTER_CSR_READ_LATENCY 2u
 #define ACKFILTER_CSR_ACK_MODE 0x00u  /* ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive (keeps one) */
 #define ACKFILTER_CSR_ACK_QUEUE_LIMIT 0x01u  /* ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS) */
 #define ACKFILTER_CSR_DATA_SHARE 0x02u  /* share of the uplink bytes guaranteed to data when ACKs are waiting (128: byte round-robin between ACKs and data, as Lakshman et al.) */

@@ -84,6 +84,9 @@ ENUMS = {
 PARAM_BASE   = 0x00
 INFO_BASE    = 0x20
 COUNTER_BASE = 0x40
+#: Cycles from a CSR read strobe to its data (``gateware.csr``); a read strobe
+#: comes at most every other cycle.
+CSR_READ_LATENCY = 2
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,9 @@ def c_header():
            "",
            "/* Word addresses. A counter is 64 bits: the low word at its address, the high",
            "   word at address + 1; reading the low word latches the high word. */",
-           f"#define ACKFILTER_CSR_LAST {P.csr_last():#04x}u"]
+           f"#define ACKFILTER_CSR_LAST {P.csr_last():#04x}u",
+           "/* Cycles from a read strobe to its data; read strobes come at most every other cycle. */",
+           f"#define ACKFILTER_CSR_READ_LATENCY {P.CSR_READ_LATENCY}u"]
     for p in P.PARAMS:
         out.append(f"#define ACKFILTER_CSR_{p.name.upper()} {p.addr:#04x}u  /* {_c_comment(p.doc)} */")
     for name, addr in P.INFO.items():

@@ -436,6 +436,10 @@ int main(int argc, char** argv) {
         now++;
         top->now = now;
         top->csr_r_stb = 0;
+        for (unsigned i = 1; i < ACKFILTER_CSR_READ_LATENCY; i++, now++) {
+            tick(nop);
+            top->now = now + 1;
+        }
         tick([&] { csr[addr] = top->csr_r_data; });
         now++;
     }

@@ -3,19 +3,22 @@
 Built from :mod:`ackfilter.params`, the single table of names, addresses,
 widths and defaults. The bus (:data:`CSRBusSignature`, the usual CSR bus
 names, so a CPU bus bridge attaches as it is) is a word-addressed register
-port: ``r_stb`` with ``addr`` gives ``r_data`` on the next cycle; ``w_stb``
-with ``addr``/``w_data`` writes. Writes to parameters are clamped to the range
-the table gives; a signed parameter reads ``w_data`` as a signed 32-bit word
-and reads back sign-extended (a write of -10 reads as 0xFFFFFFF6). Reading a
-counter's low word latches its high word, so low-then-high is one atomic
-64-bit read. The counters' values live in LUT RAM, not in 64-bit registers
-with an adder each (a control plane on the bus keeps every register live,
-and 22 such counters with their read multiplexer took 4,700 LUT4 of the
-25F): each counter gathers its increments in a short pending sum, and a
-sweep adds one counter's sum to its value per cycle, each in turn. So a
-counter shows an event within N + 2 cycles (N counters, 22), and ``busy``
-is high while any increment is registered or pending (and during the first
-sweep after a reset, which clears the values).
+port: ``r_stb`` with ``addr`` gives ``r_data`` two cycles later (it holds
+until the next read's), and comes at most every other cycle; ``w_stb`` with
+``addr``/``w_data`` writes. Writes to parameters are
+clamped to the range the table gives; a signed parameter reads ``w_data`` as
+a signed 32-bit word and reads back sign-extended (a write of -10 reads as
+0xFFFFFFF6). Reading a counter's low word latches its high word, so
+low-then-high is one atomic 64-bit read. The counters' values live in block
+RAM, not in 64-bit registers with an adder each (a control plane on the bus
+keeps every register live, and 22 such counters with their read multiplexer
+took 4,700 LUT4 of the 25F; in LUT RAM with two read ports they still took
+about 500 LUT positions): each counter gathers its increments in a short
+pending sum, and a sweep adds one counter's sum to its value per step, each
+in turn; a bus read of a counter takes the RAM's read port for a cycle, and
+the sweep waits. So a counter shows an event within 2N + 3 cycles (N
+counters, 22), and ``busy`` is high while any increment is registered or
+pending (and during the first sweep after a reset, which clears the values).
 """
 
 from amaranth.hdl import *
@@ -26,13 +29,16 @@ from amaranth.lib.wiring import In, Out
 from .. import params as P
 
 __all__ = ["CSRBusSignature", "CSRBank", "param_layout", "counter_layout", "info_layout",
-           "ADDR_BITS", "DATA_BITS"]
+           "ADDR_BITS", "DATA_BITS", "READ_LATENCY"]
 
 ADDR_BITS = 8
 DATA_BITS = 32
+#: Cycles from ``r_stb`` to its ``r_data`` (``params.CSR_READ_LATENCY``).
+READ_LATENCY = P.CSR_READ_LATENCY
 
 #: The register bus, seen from the side that drives it (a CPU bridge, a
-#: harness): ``addr``, ``r_stb``, ``w_stb`` and ``w_data`` out, ``r_data`` in.
+#: harness): ``addr``, ``r_stb``, ``w_stb`` and ``w_data`` out, ``r_data`` in
+#: (two cycles after ``r_stb``; at most one ``r_stb`` in two cycles).
 CSRBusSignature = wiring.Signature({
     "addr":   Out(ADDR_BITS),
     "r_stb":  Out(1),
@@ -106,49 +112,61 @@ class CSRBank(wiring.Component):
             with m.If(bus.w_stb & (bus.addr == p.addr)):
                 m.d.sync += self.params[p.name].eq(w_clamped)
 
-        # Counters: the 64-bit values in a small RAM (LUT RAM), each counter's
-        # recent increments in a short pending sum; a sweep adds one
-        # counter's pending sum to its value per cycle, every counter in
-        # turn, so a value lags its increments by at most N + 2 cycles (N
-        # counters). The RAM has a second read port for the bus. After a
-        # reset the first sweep writes zeros.
+        # Counters: the 64-bit values in block RAM (one read port, one write
+        # port), each counter's recent increments in a short pending sum; a
+        # sweep reads one counter's value per cycle and, a cycle later,
+        # writes it back with the pending sum added, every counter in turn.
+        # A bus read of a counter borrows the read port for its cycle (the
+        # sweep waits), so the sweep advances at least every other cycle (the
+        # bus reads at most every other cycle) and a value lags its
+        # increments by at most 2N + 2 cycles (N counters). After a reset
+        # the first sweep writes zeros.
         n = len(P.COUNTERS)
         values = Memory(shape=64, depth=1 << (n - 1).bit_length(), init=[])
         m.submodules.values = values
-        sweep_rd = values.read_port(domain="comb")
-        bus_rd = values.read_port(domain="comb")
-        sweep_wr = values.write_port()
-        ptr = Signal(range(n))
+        rd = values.read_port(transparent_for=())
+        wr = values.write_port()
+        ptr = Signal(range(n))                  # the counter the sweep reads next
+        upd = Signal(range(n))                  # the counter whose value is out of the RAM
+        upd_valid = Signal()                    # ... read by the sweep (not by the bus)
         clearing = Signal(init=1)
         incs, pends = [], []
         for c in P.COUNTERS:
             inc = Signal(c.inc_bits, name=f"inc_{c.name}_q")
-            # A counter waits at most N cycles for the sweep: N increments.
-            pend = Signal(c.inc_bits + n.bit_length(), name=f"pend_{c.name}")
+            # A counter waits at most 2N + 2 cycles for the sweep.
+            pend = Signal(c.inc_bits + (2 * n + 2).bit_length(), name=f"pend_{c.name}")
             m.d.sync += inc.eq(self.inc[c.name])
             incs.append(inc)
             pends.append(pend)
-        pend_now = Array(pends)[ptr]
+        pend_now = Array(pends)[upd]
+        counter_index = {c.name: (c.addr - P.COUNTER_BASE) // 2 for c in P.COUNTERS}
+        assert sorted(counter_index.values()) == list(range(n))
+        assert P.PARAM_BASE == 0x00 and P.INFO_BASE == 0x20 and P.COUNTER_BASE == 0x40
+        bus_counter_read = bus.r_stb & (bus.addr[6:8] != 0) & ~bus.addr[0]
         m.d.comb += [
-            sweep_rd.addr.eq(ptr), sweep_wr.addr.eq(ptr), sweep_wr.en.eq(1),
-            sweep_wr.data.eq(Mux(clearing, 0, sweep_rd.data) + pend_now),
+            rd.addr.eq(Mux(bus_counter_read, bus.addr[1:6], ptr)),
+            wr.addr.eq(upd), wr.en.eq(upd_valid),
+            wr.data.eq(Mux(clearing, 0, rd.data) + pend_now),
         ]
+        m.d.sync += [upd.eq(ptr), upd_valid.eq(~bus_counter_read)]
+        with m.If(~bus_counter_read):
+            with m.If(ptr == n - 1):
+                m.d.sync += ptr.eq(0)
+            with m.Else():
+                m.d.sync += ptr.eq(ptr + 1)
         for i, (inc, pend) in enumerate(zip(incs, pends)):
-            with m.If(ptr == i):
+            with m.If(upd_valid & (upd == i)):
                 m.d.sync += pend.eq(inc)            # the rest went into the value
             with m.Else():
                 m.d.sync += pend.eq(pend + inc)
-        with m.If(ptr == n - 1):
-            m.d.sync += [ptr.eq(0), clearing.eq(0)]
-        with m.Else():
-            m.d.sync += ptr.eq(ptr + 1)
+        with m.If(upd_valid & (upd == n - 1)):
+            m.d.sync += clearing.eq(0)
         m.d.comb += self.busy.eq(clearing | Cat(*incs, *pends).any())
-        counter_index = {c.name: (c.addr - P.COUNTER_BASE) // 2 for c in P.COUNTERS}
-        assert sorted(counter_index.values()) == list(range(n))
 
-        # Reads: one word per address region, each through a balanced
-        # multiplexer indexed by address bits (a flat case statement over
-        # every address maps to priority chains several times the size).
+        # Reads, in two stages (READ_LATENCY): the word is chosen (and a
+        # counter's value read) in the cycle after r_stb, and registered into
+        # r_data.
+        assert READ_LATENCY == 2
         def region_word(words, lsb):
             """``words``: offset -> Value; a 32-bit word for ``addr[lsb:lsb+5]``."""
             table = [C(0, 32)] * 32
@@ -157,37 +175,34 @@ class CSRBank(wiring.Component):
                 table[offset] = value
             return Array(table)[bus.addr[lsb:lsb + 5]]
 
-        assert P.PARAM_BASE == 0x00 and P.INFO_BASE == 0x20 and P.COUNTER_BASE == 0x40
-        param_word = Signal(32)
-        info_word = Signal(32)
-        counter_lo = Signal(32)
-        counter_hi = Signal(32)
-        m.d.comb += bus_rd.addr.eq(bus.addr[1:6])
-        m.d.comb += [
-            param_word.eq(region_word({p.addr: self.params[p.name] for p in P.PARAMS}, 0)),
-            info_word.eq(region_word({addr - P.INFO_BASE: (P.ID_VALUE if name == "id" else
-                                                            self.info[name])
-                                      for name, addr in P.INFO.items()}, 0)),
-            counter_lo.eq(bus_rd.data[0:32]),
-            counter_hi.eq(bus_rd.data[32:64]),
-        ]
+        param_word = region_word({p.addr: self.params[p.name] for p in P.PARAMS}, 0)
+        info_word = region_word({addr - P.INFO_BASE: (P.ID_VALUE if name == "id" else self.info[name])
+                                 for name, addr in P.INFO.items()}, 0)
         hi_latch = Signal(32)
         # An odd address reads the latched high word only where a counter is
         # (the rest of the region reads 0, as every unused address does).
         counter_at = Array([C(int(any((c.addr - P.COUNTER_BASE) // 2 == i for c in P.COUNTERS)), 1)
                             for i in range(32)])[bus.addr[1:6]]
+        word_q = Signal(32)                     # the word, unless it is a counter's low word
+        lo_q = Signal()                         # ... a counter's low word: from the RAM
+        lo_at_q = Signal()
+        read_q = Signal()
+        m.d.sync += [read_q.eq(bus.r_stb), lo_q.eq(0)]
         with m.If(bus.r_stb):
             with m.Switch(bus.addr[5:8]):
                 with m.Case(0):
-                    m.d.sync += bus.r_data.eq(param_word)
+                    m.d.sync += word_q.eq(param_word)
                 with m.Case(1):
-                    m.d.sync += bus.r_data.eq(info_word)
+                    m.d.sync += word_q.eq(info_word)
                 with m.Case(2, 3):
-                    with m.If(bus.addr[0]):
-                        m.d.sync += bus.r_data.eq(Mux(counter_at, hi_latch, 0))
-                    with m.Else():
-                        m.d.sync += [bus.r_data.eq(Mux(counter_at, counter_lo, 0)),
-                                     hi_latch.eq(Mux(counter_at, counter_hi, 0))]
+                    m.d.sync += [word_q.eq(Mux(counter_at & bus.addr[0], hi_latch, 0)),
+                                 lo_q.eq(~bus.addr[0]), lo_at_q.eq(counter_at)]
                 with m.Default():
-                    m.d.sync += bus.r_data.eq(0)
+                    m.d.sync += word_q.eq(0)
+        with m.If(read_q):
+            with m.If(lo_q):
+                m.d.sync += [bus.r_data.eq(Mux(lo_at_q, rd.data[0:32], 0)),
+                             hi_latch.eq(Mux(lo_at_q, rd.data[32:64], 0))]
+            with m.Else():
+                m.d.sync += bus.r_data.eq(word_q)
         return m

@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .. import params as P
-from ..gateware.csr import CSRBusSignature
+from ..gateware.csr import READ_LATENCY, CSRBusSignature
 from . import memmap as M
 from .bus import BusSignature
 from .uart import UARTRx, UARTTx, divisor_for
@@ -135,8 +135,9 @@ class RAM(wiring.Component):
 
 class CSRBridge(wiring.Component):
     """The bus onto the datapath's CSR bank: word ``addr`` of the region is
-    CSR ``addr``; a read takes two cycles (the bank answers a cycle after
-    ``r_stb``), a write one."""
+    CSR ``addr``; a read takes ``READ_LATENCY + 1`` cycles (the bank answers
+    ``READ_LATENCY`` cycles after ``r_stb``, which comes at most every third
+    cycle), a write one."""
 
     bus: In(BusSignature)
     csr: Out(CSRBusSignature)
@@ -144,19 +145,19 @@ class CSRBridge(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         bus, csr = self.bus, self.csr
-        wait = Signal()
+        wait = Signal(READ_LATENCY - 1)     # a read in flight: its cycles since r_stb
         ack = Signal()
         m.d.comb += [bus.ack.eq(ack), csr.addr.eq(bus.adr), csr.w_data.eq(bus.dat_w),
                      bus.dat_r.eq(csr.r_data)]
-        m.d.sync += [ack.eq(0), wait.eq(0)]
+        m.d.sync += [ack.eq(0), wait.eq(wait << 1)]
         inside = bus.adr[len(csr.addr):] == 0
-        with m.If(bus.cyc & ~ack & ~wait):
+        with m.If(bus.cyc & ~ack & ~wait.any()):
             with m.If(bus.we):
                 m.d.comb += csr.w_stb.eq(inside)
                 m.d.sync += ack.eq(1)
             with m.Else():
                 m.d.comb += csr.r_stb.eq(inside)
                 m.d.sync += wait.eq(1)
-        with m.If(wait):
+        with m.If(wait[-1]):
             m.d.sync += ack.eq(1)
         return m
