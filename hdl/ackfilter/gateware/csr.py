@@ -122,7 +122,7 @@ class CSRBank(wiring.Component):
         # increments by at most 2N + 2 cycles (N counters). After a reset
         # the first sweep writes zeros.
         n = len(P.COUNTERS)
-        values = Memory(shape=64, depth=1 << (n - 1).bit_length(), init=[])
+        values = Memory(shape=64, depth=1 << (n - 1).bit_length(), init=[], attrs={"ram_style": "block"})
         m.submodules.values = values
         rd = values.read_port(transparent_for=())
         wr = values.write_port()
