@@ -194,6 +194,20 @@ def test_markdown_has_block_and_clock_tables():
     assert "`core.manager.cam.hit_index_TRELLIS_FF_Q.CLK`" in md
 
 
+def test_synthesis_only_markdown_shows_what_nextpnr_packed():
+    # Without place and route the utilization still has the packed figures
+    # of the flat netlist (nextpnr --pack-only), besides the hierarchical sum.
+    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    parsed = R.parse_nextpnr_log(NEXTPNR_LOG)
+    packed = {"utilization": parsed["utilization"], "luts": parsed["luts"], "wall_s": 4.0}
+    md = R.format_markdown({"target": "demo", "params": {}, "blocks": rows, "total": total,
+                            "excluded": excluded, "pnr": None, "packed": packed,
+                            "synth_wall_s": 90.0, "tools": {}})
+    assert "| packed TRELLIS_COMB (flat netlist, `nextpnr --pack-only`) | 2,345 / 24,288 (10 %) |" in md
+    assert "| nextpnr RAMW LUTs (before packing) | 468 / 6,072 (8 %) |" in md
+    assert "Synthesis only" in md
+
+
 def test_markdown_leaves_small_and_deep_rows_to_the_json():
     def row(name, depth, lut, ff, dpr=0):
         return {"block": name, "depth": depth, "LUT4": lut, "FF": ff, "EBR": 0, "DSP": 0, "DPR": dpr}

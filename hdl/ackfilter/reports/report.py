@@ -457,8 +457,18 @@ def format_markdown(result):
     lines += ["## Utilization of the " + DEVICE["part"], ""]
     urows = [[c, _pct(t[c], DEVICE[c])] for c in ("LUT4", "FF", "EBR", "DSP")]
     pnr = result.get("pnr")
+    packed = result.get("packed")
+    if packed and not (pnr and pnr.get("utilization")):
+        for bel in ("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "DP16KD", "MULT18X18D"):
+            u = packed["utilization"].get(bel)
+            if u and u["used"]:
+                urows.append([f"packed {bel} (flat netlist, `nextpnr --pack-only`)",
+                              _pct(u["used"], u["available"])])
     if pnr and pnr.get("luts"):
         for name, u in pnr["luts"].items():
+            urows.append([f"nextpnr {name} (before packing)", _pct(u["used"], u["available"])])
+    elif packed and packed.get("luts"):
+        for name, u in packed["luts"].items():
             urows.append([f"nextpnr {name} (before packing)", _pct(u["used"], u["available"])])
     if pnr and pnr.get("utilization"):
         for bel in ("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "DP16KD", "MULT18X18D",
@@ -614,6 +624,22 @@ def constraints_lpf(design):
     return "\n".join(lines) + "\n"
 
 
+def pack(design, workdir, *, timeout=600):
+    """nextpnr-ecp5 ``--pack-only`` on the flat ``netlist.json`` (seconds): what the
+    device really holds (LUT slots, LUT RAM write ports, FF), which the
+    hierarchical per-block counts only approximate (synthesis across block
+    boundaries, and LUT RAM taking slots of its own). Returns
+    ``{"utilization", "luts", "wall_s"}`` (see :func:`parse_nextpnr_log`)."""
+    workdir = pathlib.Path(workdir)
+    (workdir / "constraints.lpf").write_text(constraints_lpf(design))
+    cmd = [_tool("nextpnr-ecp5"), *DEVICE["nextpnr_args"], "--json", "netlist.json",
+           "--lpf", "constraints.lpf", "--lpf-allow-unconstrained", "--pack-only",
+           "--log", "pack.log", "-q"]
+    wall = _run(cmd, cwd=workdir, log=workdir / "pack.log", timeout=timeout, what="nextpnr-ecp5 --pack-only")
+    parsed = parse_nextpnr_log((workdir / "pack.log").read_text())
+    return {"utilization": parsed["utilization"], "luts": parsed["luts"], "wall_s": round(wall, 1)}
+
+
 def place_and_route(design, workdir, *, seed=PNR_SEED, timeout=1800):
     """nextpnr-ecp5 on ``netlist.json``; returns the parsed report plus wall time."""
     workdir = pathlib.Path(workdir)
@@ -664,6 +690,11 @@ def run_target(target, *, params=None, workdir, pnr=True, seed=None, synth_timeo
     }
     log(f"[{target.name}] synthesis {synth_wall:.0f} s: " +
         ", ".join(f"{c} {total[c]}" for c in COLUMNS))
+    result["packed"] = pack(design, workdir)
+    packed = result["packed"]["utilization"]
+    log(f"[{target.name}] packed by nextpnr: " + ", ".join(
+        f"{bel} {packed[bel]['used']}" for bel in ("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW")
+        if bel in packed))
     if pnr:
         seeds = PNR_SEEDS if seed is None else (seed,)
         for i, s in enumerate(seeds):
