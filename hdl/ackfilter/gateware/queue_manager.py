@@ -32,7 +32,7 @@ from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
 from .ingress import Verdict, ingress_entry_layout
 from .parser import ip_header_layout, seg_info_layout
-from ..model.flowkey import KEY_WORDS
+from ..model.flowkey import KEY_V6_BIT, KEY_WORDS
 from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
 from ..params import ACK_SLOT_BYTES, EVENTS
 
@@ -366,7 +366,16 @@ class QueueManager(wiring.Component):
             "ae": 1, "accecn_opt": 1, "accecn_mask": 3}))
         all_cov    = Signal()                # every old SACK block is covered
         new_cov    = Signal(4)               # new SACK block k lies inside an old one
-        rk         = Signal(range(RECORD_WORDS + 1))
+        # Read-Record reads only the words the decision needs (see there):
+        # `rc` counts its cycles, `want` holds the words REC_ACK.. still to
+        # read, `rd_j`/`cmp_j` the word in the block RAM and the word
+        # compared (with their valid bits).
+        rc         = Signal(range(RECORD_WORDS + 4))
+        want       = Signal(RECORD_WORDS - REC_ACK)
+        flags_done = Signal()                    # word REC_ACK is compared: `want` is complete
+        rd_j, cmp_j = Signal(range(RECORD_WORDS)), Signal(range(RECORD_WORDS))
+        rd_v, cmp_v = Signal(), Signal()
+        key_v6     = Signal()                    # the frame's key is IPv6 (key word 0, bit 27)
         key_word   = Signal(64)                  # the record word due in rec_word next cycle
         # Decided while the record streams in, so that Decide-Hit is short.
         count_q    = Signal(range(n_slots + 1))  # flow_count[idx]
@@ -560,6 +569,8 @@ class QueueManager(wiring.Component):
 
         wk = Signal(range(RECORD_WORDS))            # record word being written
         wk_last = Signal(range(RECORD_WORDS))       # the last one to write
+        wk_newest_last = Signal(range(RECORD_WORDS))  # the last of the newest ACK's words ...
+        wk_floor = Signal()                         # ... after which the floor's follow
         done_event = Signal(Event)                  # reported when the write ends
         from_hit = Signal()                         # the arrival hit its flow's entry (or collided)
         can_depart = Signal()
@@ -590,7 +601,8 @@ class QueueManager(wiring.Component):
                 # `cur` (and the key ring) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
                 # frame is taken.
-                m.d.sync += [cur.eq(self.entry), key_ring.eq(Cat(self.entry.meta.key, C(0, 32)))]
+                m.d.sync += [cur.eq(self.entry), key_ring.eq(Cat(self.entry.meta.key, C(0, 32))),
+                             key_v6.eq(self.entry.meta.key[0][KEY_V6_BIT])]
                 with m.If(desc.r_rdy & desc_r.discard & ~self.egress_busy):
                     # (Not while a frame is sent: its words, before these,
                     # are released first.)
@@ -677,7 +689,16 @@ class QueueManager(wiring.Component):
             with m.State("Await-Lookup"):
                 # Word 0 of a hit's record is read already.
                 m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
-                m.d.sync += [rk.eq(1), key_eq.eq(1), all_cov.eq(1), new_cov.eq(0)]
+                # The words every decision reads besides the key (its ack and
+                # flags, the floor's ack; the floor's TS when the frame has
+                # TS); the results of the words that may be skipped start as
+                # a skipped word leaves them.
+                m.d.sync += [
+                    rc.eq(1), rd_j.eq(0), rd_v.eq(1), cmp_v.eq(0), flags_done.eq(0),
+                    want.eq(Cat(C(1, 1), C(0, REC_FLOOR_ACK - REC_ACK - 1), C(1, 1), meta.has_ts)),
+                    key_eq.eq(1), all_cov.eq(1), new_cov.eq(0),
+                    ts_ok_q.eq(~meta.has_ts), cnt_ok_q.eq(0b11), floor_ts_ok_q.eq(1),
+                ]
                 load_newest_words()
                 with m.If(cam.hit):
                     m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
@@ -687,22 +708,43 @@ class QueueManager(wiring.Component):
                     m.next = "Decide-Miss"
 
             with m.State("Read-Record"):
-                # Word rk is read, word rk - 1 comes out of the block RAM into
-                # a register, word rk - 2 is compared from there.
-                m.d.comb += rec_r.addr.eq(idx * RECORD_WORDS + rk)
+                # A word is read (its address here), comes out of the block RAM
+                # into `rec_word` (`rd_j`), and is compared from there a cycle
+                # later (`cmp_j`). Only the words the decision needs are read
+                # (so that a minimum ACK at line rate keeps within its 33.6
+                # cycles): key word k in cycle k, while the key ring turns
+                # (an IPv4 key's words 2 and 4 are zero, as the record's:
+                # those cycles read other words); then, lowest first, the
+                # words of `want`: REC_ACK, the floor's, and, once REC_ACK
+                # has shown the old ACK's flags, its TS, SACK and AccECN
+                # words when the decision uses them. The words not read leave
+                # the results they would have set as Await-Lookup started them.
+                key_slot = Signal()
+                any_want, pick = lowest_set(want)
+                rd_word = Signal(range(RECORD_WORDS))
+                m.d.comb += [
+                    key_slot.eq((rc < REC_ACK) & (key_v6 | rc[0])),
+                    rd_word.eq(Mux(key_slot, rc, REC_ACK + pick)),
+                    rec_r.addr.eq(idx * RECORD_WORDS + rd_word),
+                ]
+                picked = Mux(~key_slot & any_want, C(1, len(want)) << pick, 0)
+                added = Signal.like(want)
                 m.d.sync += [
-                    rk.eq(rk + 1),
+                    rc.eq(rc + 1),
+                    rd_j.eq(rd_word), rd_v.eq(key_slot | any_want),
+                    cmp_j.eq(rd_j), cmp_v.eq(rd_v),
+                    want.eq(want & ~picked | added),
                     count_q.eq(count_idx.data),
                     enough_q.eq(Mux((self.ack_mode == 2) | acc_esc, count_q >= 1, count_q >= 2)),
                     newest_q.eq(newest_idx.data),
                     old_buf_q.eq(node_new.data.buf),
                 ]
-                m.d.sync += key_word.eq(key_ring[:64])            # word rk - 1
-                with m.If(rk <= REC_ACK):
+                m.d.sync += key_word.eq(key_ring[:64])            # key word rc - 1
+                with m.If(rc <= REC_ACK):
                     turn_key_ring()
                 lo, hi = rec_word[0:32], rec_word[32:64]
-                j = rk - 2                           # the word compared now
-                with m.If(rk >= 2):
+                j = cmp_j                            # the word compared now
+                with m.If(cmp_v):
                     with m.Switch(j):
                         with m.Case(0, 1, 2, 3, 4):
                             with m.If(rec_word != key_word):
@@ -728,7 +770,18 @@ class QueueManager(wiring.Component):
                                 old_ace_q.eq(old_ace),
                                 ace_step_q.eq(new_ace - old_ace),
                                 ace_ref_q.eq(old_ace),
+                                flags_done.eq(1),
                             ]
+                            # The old ACK's words the decision uses: its TS
+                            # when both carry TS (else ts_ok is the has_ts
+                            # compare, as Await-Lookup set it), its valid SACK
+                            # blocks, its AccECN counters when both carry
+                            # the option.
+                            sack_words = Cat((of.sack_n > i) for i in range(4))
+                            m.d.comb += added.eq(Cat(
+                                C(0, 1), of.has_ts & meta.has_ts, sack_words,
+                                both, both, C(0, 2)))
+                            m.d.sync += ts_ok_q.eq(of.has_ts == meta.has_ts)
                         for w in range(2):
                             with m.Case(REC_AECN + w):
                                 # Counter i did not go back: (new - old) mod 2^24 < 2^23.
@@ -770,7 +823,9 @@ class QueueManager(wiring.Component):
                         with m.Case(REC_FLOOR_TS):
                             m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(meta.tsval, lo) &
                                                                          _within_span(meta.tsecr, hi)))
-                with m.If(rk == REC_USED + 1):
+                # Done when the compare now is the last: nothing in flight,
+                # the flags seen (their words added), nothing more wanted.
+                with m.If(flags_done & ~any_want & ~rd_v & (rc >= REC_ACK) & ~key_slot):
                     m.next = "Decide-Prep"
 
             with m.State("Decide-Prep"):
@@ -782,6 +837,22 @@ class QueueManager(wiring.Component):
                 m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q),
                              hit_q.eq(1), sel_newest_q.eq(may & enough_q & key_eq)]
                 m.next = "Decide-Hit"
+
+            # The words Write-Record writes: `first` .. `newest_last`, then,
+            # with `floor`, REC_FLOOR_ACK .. `last`.
+            def write_words(*, first, newest_last, floor, last):
+                m.d.sync += [wk.eq(first), wk_newest_last.eq(newest_last), wk_floor.eq(floor),
+                             wk_last.eq(last)]
+
+            def write_newest(*, floor):
+                """The frame's words a later decision reads (Read-Record): its
+                ack and flags, its TS word, its SACK blocks, its AccECN
+                counters (after all four SACK words, where they are); with
+                ``floor`` (a new chain) the floor's ack, and TS with TS."""
+                newest_last = Mux(meta.accecn_opt, REC_NEWEST_END - 1, REC_SACK + meta.sack_n - 1)
+                write_words(first=REC_ACK, newest_last=newest_last, floor=floor,
+                            last=Mux(floor, Mux(meta.has_ts, REC_FLOOR_TS, REC_FLOOR_ACK),
+                                     newest_last))
 
             # Where the ACK goes once it needs a queue position.
             def append(tracked, new_entry, kind, cover=False):
@@ -811,12 +882,13 @@ class QueueManager(wiring.Component):
                         # A new entry writes its whole record; an append the
                         # newest ACK's fields and, when it starts a new chain
                         # (it does not cover the old newest), the floor.
-                        last = Mux(cover, REC_NEWEST_END - 1, REC_USED - 1)
-                        m.d.sync += [
-                            grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
-                            wk.eq(0 if new_entry else REC_ACK), wk_last.eq(last),
-                            done_event.eq(kind),
-                        ]
+                        if new_entry:
+                            write_words(first=0, newest_last=REC_NEWEST_END - 1, floor=1,
+                                        last=REC_USED - 1)
+                        else:
+                            write_newest(floor=C(1, 1) if cover is False else ~cover)
+                        m.d.sync += [grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
+                                     done_event.eq(kind)]
                         # The key ring is at word 0 (a miss writes it), the
                         # newest ACK's words are in `new_sh` since Await-Lookup.
                         if new_entry:
@@ -851,8 +923,8 @@ class QueueManager(wiring.Component):
                         self.free_buf_id.eq(old_buf_q),
                         self.stat_superseded.eq(1),
                     ]
-                    m.d.sync += [wk.eq(REC_ACK), wk_last.eq(REC_NEWEST_END - 1),
-                                 done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)]
+                    write_newest(floor=C(0, 1))
+                    m.d.sync += done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)
                     m.next = "Write-Record"
                 with m.Else():
                     append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
@@ -883,7 +955,10 @@ class QueueManager(wiring.Component):
                     m.d.sync += new_sh.eq(new_sh[64:])
                 with m.Else():
                     m.d.comb += rec_w.data.eq(floor_word)
-                m.d.sync += wk.eq(wk + 1)
+                with m.If(wk == wk_newest_last):
+                    m.d.sync += wk.eq(REC_FLOOR_ACK)
+                with m.Else():
+                    m.d.sync += wk.eq(wk + 1)
                 with m.If(wk == wk_last):
                     event(done_event)
                     m.next = "Idle"

@@ -24,11 +24,14 @@ word  contents
 
 import functools
 
-__all__ = ["KEY_WORDS", "TPID_CODES", "flow_key_words", "key_fold", "tag_of_fold", "tag_matrix",
+__all__ = ["KEY_WORDS", "KEY_V6_BIT", "TPID_CODES", "flow_key_words", "key_fold", "tag_of_fold", "tag_matrix",
            "flow_tag"]
 
 #: Number of 32-bit words of a flow key.
 KEY_WORDS = 11
+#: The bit of key word 0 that says the addresses are IPv6 (an IPv4 key's
+#: words 3-5 and 7-9 are then 0: the queue manager skips them).
+KEY_V6_BIT = 27
 #: The 2-bit code of each accepted VLAN TPID in key word 0 (0 = no tag).
 TPID_CODES = {0x8100: 1, 0x88A8: 2, 0x9100: 3}
 
@@ -57,7 +60,7 @@ def flow_key_words(*, tags, pppoe_session, src, dst, ports):
     w0 = len(tags) << 24
     for i, (tpid, vid) in enumerate(tags):
         w0 |= (vid & 0xFFF) << (12 * i) | TPID_CODES[tpid] << (28 + 2 * i)
-    w0 |= (pppoe_session is not None) << 26 | (len(src) == 16) << 27
+    w0 |= (pppoe_session is not None) << 26 | (len(src) == 16) << KEY_V6_BIT
     words = [w0, pppoe_session or 0]
     for addr in (src, dst):
         addr = bytes(addr).ljust(16, b"\0")
