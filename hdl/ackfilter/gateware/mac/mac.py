@@ -109,22 +109,23 @@ class EthernetMAC(wiring.Component):
         # Speed into both PHY-side domains (quasi-static).
         m.submodules.speed_rx_cdc = cdc.FFSynchronizer(self.speed_1000, rx_conv.speed_1000,
                                                        o_domain=rx, init=1)
-        m.submodules.speed_tx_cdc = cdc.FFSynchronizer(self.speed_1000, tx_conv.speed_1000,
-                                                       o_domain=tx, init=1)
+        speed_tx = Signal(init=1)
+        m.submodules.speed_tx_cdc = cdc.FFSynchronizer(self.speed_1000, speed_tx, o_domain=tx, init=1)
+        m.d.comb += [tx_path.speed_1000.eq(speed_tx), tx_conv.speed_1000.eq(speed_tx)]
 
         # The converter sits by the pads, the transmit path by its FIFO, which
-        # may be the chip's width away: the strobe crosses as two registers,
-        # the second one by the transmit path, where it fans out.
-        tx_stb_pads, tx_stb = Signal(), Signal()
-        m.d[tx] += [tx_stb_pads.eq(tx_conv.stb_next2), tx_stb.eq(tx_stb_pads)]
+        # may be the chip's width away: its bytes (with their strobe) cross
+        # through two registers, which the placer spreads along the way.
+        tx_bytes = [Signal(11, name=f"tx_bytes{i}", reset_less=True) for i in range(2)]
+        m.d[tx] += [tx_bytes[0].eq(Cat(tx_path.data, tx_path.en, tx_path.er, tx_path.stb)),
+                    tx_bytes[1].eq(tx_bytes[0])]
         m.d.comb += [
             rx_conv.rxd_rise.eq(self.rxd_rise), rx_conv.rxd_fall.eq(self.rxd_fall),
             rx_conv.rx_ctl_rise.eq(self.rx_ctl_rise), rx_conv.rx_ctl_fall.eq(self.rx_ctl_fall),
             rx_path.valid.eq(rx_conv.valid), rx_path.data.eq(rx_conv.data),
             rx_path.dv.eq(rx_conv.dv), rx_path.er.eq(rx_conv.er),
 
-            tx_path.stb.eq(tx_stb),
-            tx_conv.data.eq(tx_path.data), tx_conv.en.eq(tx_path.en), tx_conv.er.eq(tx_path.er),
+            Cat(tx_conv.data, tx_conv.en, tx_conv.er, tx_conv.stb).eq(tx_bytes[1]),
             self.txd_rise.eq(tx_conv.txd_rise), self.txd_fall.eq(tx_conv.txd_fall),
             self.tx_ctl_rise.eq(tx_conv.tx_ctl_rise), self.tx_ctl_fall.eq(tx_conv.tx_ctl_fall),
             self.txc_rise.eq(tx_conv.txc_rise), self.txc_fall.eq(tx_conv.txc_fall),

@@ -25,7 +25,8 @@ Clocking (Colorlight 5A-75B, Broadcom B50612D PHYs):
   at 1000 Mb/s (the B50612D adds the 2 ns TX clock delay itself by default).
   At 100 Mb/s the converter sends a nibble every five TX cycles and makes
   the 25 MHz ``txc`` from the DDR pattern, its rising edge 12 ns after the
-  data change (centred enough for the PHY's setup and hold).
+  data change (centred enough for the PHY's setup and hold). The byte time
+  is the transmitter's: the converter takes each byte at its strobe.
 """
 
 from amaranth.hdl import *
@@ -109,11 +110,15 @@ class RGMIIRxConverter(wiring.Component):
         m = Module()
 
         # Input register: the pads' outputs travel some distance to here.
+        # The two nibble compares of the 100 Mb/s SFD search are taken
+        # here too, so that no decision below starts with a compare.
         rise, fall = Signal(4), Signal(4)
         ctl_rise, ctl_fall = Signal(), Signal()
+        rise_is_5, rise_is_d = Signal(), Signal()
         m.d.sync += [
             rise.eq(self.rxd_rise), fall.eq(self.rxd_fall),
             ctl_rise.eq(self.rx_ctl_rise), ctl_fall.eq(self.rx_ctl_fall),
+            rise_is_5.eq(self.rxd_rise == 0x5), rise_is_d.eq(self.rxd_rise == 0xD),
         ]
         dv = ctl_rise
         er = ctl_rise ^ ctl_fall
@@ -129,65 +134,51 @@ class RGMIIRxConverter(wiring.Component):
         synced = Signal()          # SFD seen in this frame: nibbles are paired
         high_next = Signal()       # the next nibble is a high nibble
         low = Signal(4)            # the previous nibble
+        low_is_5 = Signal()        # ... and it is 5
         low_er = Signal()
+        sfd = low_is_5 & rise_is_d
 
-        m.d.sync += self.valid.eq(0)
-        with m.If(self.speed_1000):
-            m.d.sync += [
-                self.valid.eq(1),
-                self.data.eq(Cat(rise, fall)),
-                self.dv.eq(dv),
-                self.er.eq(er),
-                synced.eq(0),
-            ]
-        with m.Elif(~dv):
-            m.d.sync += [
-                self.valid.eq(1),
-                self.dv.eq(0),
-                self.er.eq(er),
-                synced.eq(0),
-                low.eq(0),
-            ]
+        # The beat registers take a value every cycle, without an enable
+        # (`data` means something only with `valid`): at 1000 Mb/s the byte;
+        # at 100 Mb/s 0xD5 at the SFD, then each pair of nibbles; `dv` is
+        # ``ctl``'s in both.
+        m.d.sync += [
+            self.valid.eq(self.speed_1000 | ~dv | Mux(synced, high_next, sfd)),
+            self.data.eq(Mux(self.speed_1000, Cat(rise, fall), Mux(synced, Cat(low, rise), 0xD5))),
+            self.dv.eq(dv),
+            self.er.eq(Mux(self.speed_1000 | ~dv, er, low_er | er)),
+        ]
+        with m.If(self.speed_1000 | ~dv):
+            m.d.sync += [synced.eq(0), low.eq(0), low_is_5.eq(0)]
         with m.Elif(~synced):
-            m.d.sync += [low.eq(rise), low_er.eq(er)]
-            with m.If((low == 0x5) & (rise == 0xD)):
-                m.d.sync += [
-                    self.valid.eq(1),
-                    self.data.eq(0xD5),
-                    self.dv.eq(1),
-                    self.er.eq(low_er | er),
-                    synced.eq(1),
-                    high_next.eq(0),
-                ]
+            m.d.sync += [low.eq(rise), low_is_5.eq(rise_is_5), low_er.eq(er)]
+            with m.If(sfd):
+                m.d.sync += [synced.eq(1), high_next.eq(0)]
         with m.Else():
             m.d.sync += high_next.eq(~high_next)
-            with m.If(high_next):
-                m.d.sync += [
-                    self.valid.eq(1),
-                    self.data.eq(Cat(low, rise)),
-                    self.dv.eq(1),
-                    self.er.eq(low_er | er),
-                ]
-            with m.Else():
-                m.d.sync += [low.eq(rise), low_er.eq(er)]
+            with m.If(~high_next):
+                m.d.sync += [low.eq(rise), low_is_5.eq(rise_is_5), low_er.eq(er)]
         return m
 
 
 class RGMIITxConverter(wiring.Component):
     """GMII bytes -> RGMII transmit nibbles, in the 125 MHz TX domain (``sync`` here).
 
+    The transmitter keeps the byte time (:class:`~ackfilter.gateware.mac.tx.MACTx`
+    strobes its framer); the converter follows its ``stb``, so nothing but
+    registered data travels from the transmitter, which sits by its FIFO,
+    to the converter by the pads.
+
     Ports
     -----
     speed_1000 : In(1)
         1: a byte every cycle; 0: 100 Mb/s, a byte every ten cycles. Must be
         synchronous to this domain.
-    stb : Out(1)
-        The transmitter must present the next byte (``data``, ``en``, ``er``)
-        from the cycle after ``stb`` on, and hold it until the cycle after
-        the next ``stb``. Every cycle at 1000 Mb/s.
-    stb_next, stb_next2 : Out(1)
-        ``stb`` one and two cycles ahead, for a transmitter placed far away
-        to register (twice: once by the pads, once by the transmitter).
+    stb : In(1)
+        ``data``, ``en`` and ``er`` carry a new byte in this cycle: every
+        cycle at 1000 Mb/s, every tenth at 100 Mb/s. At 100 Mb/s the byte
+        goes out as two nibbles of five cycles each, low nibble first, from
+        the cycle after ``stb``.
     data, en, er : In
         The byte (bit 0 first on the wire), ``tx_en`` and ``tx_er``.
     txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : Out
@@ -198,9 +189,7 @@ class RGMIITxConverter(wiring.Component):
     def __init__(self):
         super().__init__({
             "speed_1000":  In(1),
-            "stb":         Out(1),
-            "stb_next":    Out(1),
-            "stb_next2":   Out(1),
+            "stb":         In(1),
             "data":        In(8),
             "en":          In(1),
             "er":          In(1),
@@ -215,12 +204,13 @@ class RGMIITxConverter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
-        phase = Signal(range(10))      # 100 Mb/s: position in the byte period
-        nib_phase = Signal(range(5))   # 100 Mb/s: position in the nibble period
-        high = Signal()                # 100 Mb/s: second nibble of the byte
+        # 100 Mb/s: the byte being sent and the position in its ten cycles;
+        # a strobe restarts the count with the new byte.
+        cur = Signal(8)
+        cur_en, cur_er = Signal(), Signal()
+        phase_next = Signal(range(10))
 
         with m.If(self.speed_1000):
-            m.d.comb += [self.stb.eq(1), self.stb_next.eq(1), self.stb_next2.eq(1)]
             m.d.sync += [
                 self.txd_rise.eq(self.data[0:4]),
                 self.txd_fall.eq(self.data[4:8]),
@@ -228,23 +218,25 @@ class RGMIITxConverter(wiring.Component):
                 self.tx_ctl_fall.eq(self.en ^ self.er),
                 self.txc_rise.eq(1),
                 self.txc_fall.eq(0),
-                phase.eq(0), nib_phase.eq(0), high.eq(0),
+                phase_next.eq(0),
             ]
         with m.Else():
-            m.d.comb += [self.stb.eq(phase == 9), self.stb_next.eq(phase == 8),
-                         self.stb_next2.eq(phase == 7)]
+            phase = Mux(self.stb, 0, phase_next)
+            byte = Mux(self.stb, self.data, cur)
+            en = Mux(self.stb, self.en, cur_en)
+            er = Mux(self.stb, self.er, cur_er)
+            nibble = Mux(phase >= 5, byte[4:8], byte[0:4])
             m.d.sync += [
-                phase.eq(Mux(phase == 9, 0, phase + 1)),
-                nib_phase.eq(Mux(nib_phase == 4, 0, nib_phase + 1)),
-                self.tx_ctl_rise.eq(self.en),
-                self.tx_ctl_fall.eq(self.en ^ self.er),
+                cur.eq(byte), cur_en.eq(en), cur_er.eq(er),
+                phase_next.eq(Mux(phase == 9, 0, phase + 1)),
+                self.txd_rise.eq(nibble),
+                self.txd_fall.eq(nibble),
+                self.tx_ctl_rise.eq(en),
+                self.tx_ctl_fall.eq(en ^ er),
             ]
-            with m.If(nib_phase == 4):
-                m.d.sync += high.eq(~high)
-            nibble = Mux(high, self.data[4:8], self.data[0:4])
-            m.d.sync += [self.txd_rise.eq(nibble), self.txd_fall.eq(nibble)]
-            with m.Switch(nib_phase):
-                for p, (r, f) in enumerate(TXC_100M_PATTERN):
+            with m.Switch(phase):
+                for p in range(10):
+                    r, f = TXC_100M_PATTERN[p % 5]
                     with m.Case(p):
                         m.d.sync += [self.txc_rise.eq(r), self.txc_fall.eq(f)]
         return m

@@ -145,6 +145,10 @@ class RxFramer(wiring.Component):
                      is_sfd.eq(self.data == SFD)]
         # accept & ~at_limit: the frame's bytes are still being packed.
         packing = Signal()
+        # In Frame, with a byte leaving the hold-back that is to be packed
+        # (delay_valid[-1] & packing): a register of its own, so that the
+        # packer's enables are the beat and this flag.
+        pack_ready = Signal()
 
         # The CRC runs a cycle behind: its inputs (and the byte's CRC term)
         # are registered, so the loop through the CRC register is all that
@@ -158,7 +162,7 @@ class RxFramer(wiring.Component):
             m.d.sync += [
                 count.eq(0), min_ok.eq(0), at_limit.eq(0), too_long.eq(0), er_seen.eq(0),
                 accept.eq(self.room), packing.eq(self.room), delay_valid.eq(0), lane.eq(0),
-                hold_valid.eq(0), packed_any.eq(0),
+                hold_valid.eq(0), packed_any.eq(0), pack_ready.eq(0),
             ]
 
         # What a write carries, whether or not there is one (``w_en``): in a
@@ -206,12 +210,14 @@ class RxFramer(wiring.Component):
                         m.d.sync += count.eq(count + 1)
                     with m.If(count == MIN_FRAME_BYTES_WITH_FCS - 1):
                         m.d.sync += min_ok.eq(1)
-                    with m.If(count == limit - 1):
+                    last_packed = count == limit - 1
+                    with m.If(last_packed):
                         m.d.sync += [at_limit.eq(1), packing.eq(0)]
+                    m.d.sync += pack_ready.eq(delay_valid[-2] & packing & ~last_packed)
                     with m.If(at_limit):
                         m.d.sync += too_long.eq(1)
                     # The byte leaving the hold-back is frame data.
-                    with m.If(delay_valid[-1] & packing):
+                    with m.If(pack_ready):
                         out = delay[-1]
                         m.d.sync += packed_any.eq(1)
                         with m.If((lane == 0) & hold_valid):
@@ -229,6 +235,7 @@ class RxFramer(wiring.Component):
                     with m.If(packed_any):
                         m.d.comb += self.w_en.eq(1)
                     m.d.sync += [
+                        pack_ready.eq(0),
                         end.eq(1),
                         e_accept.eq(accept), e_too_long.eq(too_long), e_runt.eq(~min_ok),
                         e_er.eq(er_seen), e_written.eq(packed_any),
@@ -310,10 +317,13 @@ class MACRx(wiring.Component):
         m = Module()
         rx = self._rx_domain
         m.submodules.framer = framer = DomainRenamer(rx)(RxFramer(max_frame_bytes=self.max_frame_bytes))
+        # No full flags: a frame is taken in only with room for all of it
+        # (`room`, below), so a write is never refused.
         m.submodules.data_fifo = data_fifo = FastAsyncFIFO(
-            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain=rx, r_domain="sync")
+            width=fifo_entry_layout.size, depth=self.fifo_words, w_domain=rx, r_domain="sync",
+            w_full=False)
         m.submodules.status_fifo = status_fifo = FastAsyncFIFO(
-            width=1, depth=self.status_entries, w_domain=rx, r_domain="sync")
+            width=1, depth=self.status_entries, w_domain=rx, r_domain="sync", w_full=False)
 
         m.d.comb += [
             framer.valid.eq(self.valid), framer.data.eq(self.data),

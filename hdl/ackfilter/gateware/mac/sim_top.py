@@ -16,7 +16,7 @@ clock as the PHY samples with it (``tx_clk`` 2 ns late) for cocotbext-eth's
 sink at 1000 Mb/s.
 
 Ports use single-underscore names (Verilator mangles ``__``). Clocks and
-resets: ``clk``/``rst`` (system, 62.5 MHz), ``rx_clk``/``rx_rst``,
+resets: ``clk``/``rst`` (system, 50 MHz), ``rx_clk``/``rx_rst``,
 ``tx_clk``/``tx_rst``.
 """
 

@@ -14,10 +14,13 @@ Two blocks:
   shifts down a byte per strobe, so nothing at 125 MHz goes through a
   counter compare or a byte multiplexer into a wide enable.
 * :class:`MACTx`: a writer and the frame buffer (block RAM, read in the
-  system domain: its 5.8 ns clock-to-data fits 16 ns, not 8), a 16-word
+  system domain: its 5.8 ns clock-to-data fits 20 ns, not 8), a 16-word
   LUT-RAM FIFO into ``tx_domain`` pumped every cycle, register stages and a
-  small queue (so the framer's decisions stay off the FIFO's pointers), and
-  the framer.
+  small queue (so the framer's decisions stay off the FIFO's pointers), the
+  framer, and the byte clock that strobes it (every cycle at 1000 Mb/s,
+  every tenth at 100 Mb/s). The RGMII converter by the pads follows the
+  strobe that comes with each byte, so no strobe crosses the chip to fan
+  out into the framer.
 
 **Store-and-forward.** The writer puts each frame's words into the frame
 buffer and, one cycle after its last word, a token into a small *token* FIFO.
@@ -346,10 +349,11 @@ class MACTx(wiring.Component):
     -----
     i : In(FrameStream), ``sync``
         Frames without FCS (``docs/spec.md`` section 1), any length >= 1.
-    stb : In(1), ``tx_domain``
-        Byte strobe of the RGMII converter.
-    data, en, er : Out, ``tx_domain``
-        GMII bytes for the converter.
+    speed_1000 : In(1), ``tx_domain``
+        1: a byte time every cycle (1000 Mb/s); 0: every tenth (100 Mb/s).
+    data, en, er, stb : Out, ``tx_domain``
+        GMII bytes for the converter (:class:`~ackfilter.gateware.mac.rgmii.RGMIITxConverter`):
+        ``stb`` marks the cycle a new byte is there; registers.
     frame_ok, oversize : Out(1), ``sync``
         Counter strobes: a frame was queued for sending / was too long and
         is dropped.
@@ -378,10 +382,11 @@ class MACTx(wiring.Component):
         self.cross_words = 16
         super().__init__({
             "i":    In(FrameStream()),
-            "stb":  In(1),
+            "speed_1000": In(1, init=1),
             "data": Out(8),
             "en":   Out(1),
             "er":   Out(1),
+            "stb":  Out(1),
             **{name: Out(1) for name in TX_STROBES},
         })
 
@@ -390,9 +395,9 @@ class MACTx(wiring.Component):
         tx = self._tx_domain
         m.submodules.framer = framer = DomainRenamer(tx)(TxFramer())
         # The frames wait in block RAM read in the system domain (its 5.8 ns
-        # clock-to-data fits 16 ns, not 8), then cross into the transmit
+        # clock-to-data fits 20 ns, not 8), then cross into the transmit
         # domain through a small FIFO in LUT RAM, pumped every cycle it has
-        # room: 2 Gb/s in against at most 1 Gb/s out, so once a frame's token
+        # room: 1.6 Gb/s in against at most 1 Gb/s out, so once a frame's token
         # (written when all of the frame is in block RAM) reaches the framer,
         # its words are ahead of it and keep ahead of the wire. The frame
         # buffer is a FastAsyncFIFO with both sides in `sync` for its
@@ -414,8 +419,19 @@ class MACTx(wiring.Component):
             m.d.comb += [pre.fifo_r_rdy.eq(f.r_rdy), pre.fifo_r_data.eq(f.r_data),
                          f.r_en.eq(pre.fifo_r_en)]
 
+        # The byte clock: `byte_stb` is a register by the framer, high every
+        # cycle at 1000 Mb/s and every tenth at 100 Mb/s. The framer's stage B
+        # holds a new byte from the cycle after it, which `self.stb` marks.
+        byte_stb = Signal(init=1)
+        phase = Signal(range(10))
+        with m.If(self.speed_1000):
+            m.d[tx] += [byte_stb.eq(1), phase.eq(0)]
+        with m.Else():
+            m.d[tx] += [byte_stb.eq(phase == 8), phase.eq(Mux(phase == 9, 0, phase + 1))]
+        m.d[tx] += self.stb.eq(byte_stb)
+
         m.d.comb += [
-            framer.stb.eq(self.stb),
+            framer.stb.eq(byte_stb),
             framer.d_rdy.eq(data_pre.r_rdy), framer.d_data.eq(data_pre.r_data),
             data_pre.r_en.eq(framer.d_en),
             framer.t_rdy.eq(token_pre.r_rdy), framer.t_drop.eq(token_pre.r_data),
