@@ -18,7 +18,7 @@ from ackfilter.model.scoreboard import check_run
 
 __all__ = ["TB", "scoreboard", "frame_words", "CLK_NS"]
 
-#: The system clock period (``params.F_SYS_HZ``: 16 ns).
+#: The system clock period in ns (``1e9 / params.F_SYS_HZ``: 20 ns at 50 MHz).
 CLK_NS = 1e9 / P.F_SYS_HZ
 
 
@@ -98,9 +98,9 @@ class TB:
 
     # --- LAN side ---------------------------------------------------------
     async def send(self, frame, *, word_interval=1, gap=0):
-        """Offer one frame: a word every ``word_interval`` cycles, then ``gap``
-        idle cycles. ``word_interval=2`` with ``gap=12`` after a frame of whole
-        words is 1 Gb/s line rate (FCS, preamble and IFG are 24 byte times)."""
+        """Offer one frame: a word every ``word_interval`` cycles (each once
+        the one before was taken), then ``gap`` idle cycles. Whole cycles only:
+        for exactly 1 Gb/s at any clock see ``tb_linerate.send_at_line_rate``."""
         dut = self.dut
         self.sent.append(frame)
         words = frame_words(frame)

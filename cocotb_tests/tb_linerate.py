@@ -7,18 +7,19 @@ that no frame is lost at 1 Gb/s line rate: every test replays the event trace th
 golden model (:func:`ackfilter_tb.scoreboard`) and ends with the core drained
 and the sink empty.
 
-1 Gb/s at 62.5 MHz: a byte lasts 8 ns, half a 16 ns cycle. A frame of ``L``
-bytes (without FCS) occupies ``L + 24`` byte times on the wire (FCS 4,
-preamble and SFD 8, inter-frame gap 12: IEEE 802.3 clauses 3 and 4), so a
-minimum frame (60 bytes + FCS) occupies 84 byte times = 42 cycles.
-:func:`send_at_line_rate` offers one word every two cycles (2 bytes per
-cycle = 1 Gb/s) and pads the gap so that every frame starts on the ideal
-1 Gb/s schedule.
+1 Gb/s at ``F_SYS_HZ``: a byte lasts 8 ns, ``F_SYS_HZ / 125e6`` cycles (0.4
+at 50 MHz). A frame of ``L`` bytes (without FCS) occupies ``L + 24`` byte
+times on the wire (FCS 4, preamble and SFD 8, inter-frame gap 12: IEEE 802.3
+clauses 3 and 4), so a minimum frame (60 bytes + FCS) occupies 84 byte times
+(33.6 cycles at 50 MHz; :mod:`ackfilter.sim.wire`). :func:`send_at_line_rate`
+offers every word from the first cycle at or after its exact 1 Gb/s wire
+time, so that each frame starts on the ideal schedule, rounded up.
 """
 
 import itertools
 import math
 import random
+from fractions import Fraction
 
 import cocotb
 from cocotb.triggers import RisingEdge
@@ -26,12 +27,9 @@ from cocotb.triggers import RisingEdge
 from ackfilter import params as P
 from ackfilter.model import FilterModel, classify
 from ackfilter.sim.traces import Flow, random_trace, tcp_frame
+from ackfilter.sim.wire import frame_cycles, word_due_cycles
 from ackfilter_tb import TB, frame_words, scoreboard
 
-#: Cycles of the system clock per byte on a 1 Gb/s wire (0.5 at 62.5 MHz).
-LINE_CYCLES_PER_BYTE = P.F_SYS_HZ / 125e6
-#: FCS (4) + preamble/SFD (8) + minimum inter-frame gap (12), IEEE 802.3.
-WIRE_OVERHEAD_BYTES = 24
 #: Data ring of the default elaboration (``DATA_BUFFER_BYTES``), in 32-bit words.
 DATA_RING_WORDS = P.DATA_BUFFER_BYTES // 4
 #: Descriptor FIFO of the default elaboration: ``DATA_BUFFER_BYTES // 64`` frames.
@@ -89,15 +87,40 @@ def min_size_acks(n_frames, n_flows, seed):
 # Drivers
 
 async def send_at_line_rate(tb, frames):
-    """Offer ``frames`` at exactly 1 Gb/s; returns the cycle each frame started."""
+    """Offer ``frames`` back to back at exactly 1 Gb/s from now: each word
+    from the first cycle at or after its wire time
+    (:func:`ackfilter.sim.wire.word_due_cycles`: the frames before it with
+    their overhead, then 4 byte times per word, ``F_SYS_HZ / 125e6`` cycles a
+    byte) until the core takes it. A word the core takes late delays no later
+    one: the wire does not wait. Returns, once the wire is free again, the
+    cycle each frame started."""
+    dut = tb.dut
+    start = Fraction(tb.cycle)          # the frame's first byte on the wire
     starts = []
-    ideal = float(tb.cycle)
     for frame in frames:
-        start = tb.cycle
-        starts.append(start)
-        ideal += (len(frame) + WIRE_OVERHEAD_BYTES) * LINE_CYCLES_PER_BYTE
-        busy = 2 * math.ceil(len(frame) / 4)       # word_interval=2
-        await tb.send(frame, word_interval=2, gap=max(0, round(ideal) - start - busy))
+        tb.sent.append(frame)
+        dues = word_due_cycles(len(frame), start)
+        for n, ((data, keep, last), due) in enumerate(zip(frame_words(frame), dues)):
+            if tb.cycle < due:
+                dut.i_valid.value = 0
+                while tb.cycle < due:
+                    await tb.edge
+            if n == 0:
+                starts.append(tb.cycle)
+            dut.i_valid.value = 1
+            dut.i_data.value = data
+            dut.i_keep.value = keep
+            dut.i_first.value = int(n == 0)
+            dut.i_last.value = int(last)
+            while True:
+                await tb.edge
+                if dut.i_ready.value:
+                    break
+        start += frame_cycles(len(frame))
+    dut.i_valid.value = 0
+    # The last frame's FCS, preamble and gap: the wire is free again after them.
+    while tb.cycle < math.ceil(start):
+        await tb.edge
     return starts
 
 
@@ -143,10 +166,11 @@ def check_output_keeps_up(tb, in_starts, frames):
     """Measure the input and output frame rates (frames per cycle, from the
     start cycles of the first and last frame on each side); returns both.
     Also checks that the driver really offered 1 Gb/s."""
-    # The driver is exact: the span is the ideal 1 Gb/s span (rounded).
-    ideal_span = sum((len(f) + WIRE_OVERHEAD_BYTES) * LINE_CYCLES_PER_BYTE for f in frames[:-1])
+    # The driver is exact: the span is the ideal 1 Gb/s span, its ends rounded up to cycles.
+    ideal_span = sum(frame_cycles(len(f)) for f in frames[:-1])
     in_span = in_starts[-1] - in_starts[0]
-    assert abs(in_span - ideal_span) <= 1, f"driver off line rate: {in_span} cycles, ideal {ideal_span}"
+    assert abs(in_span - ideal_span) <= 1, \
+        f"driver off line rate: {in_span} cycles, ideal {float(ideal_span):.1f}"
     out_starts = [c for c, _ in tb.received]
     out_span = out_starts[-1] - out_starts[0]
     in_rate = (len(frames) - 1) / in_span

@@ -26,6 +26,7 @@ Every bench ends with the core drained (``tb.drain()``): no case hangs it.
 """
 
 import itertools
+import math
 import struct
 from collections import Counter
 
@@ -35,6 +36,7 @@ from cocotb.triggers import RisingEdge
 from ackfilter import params as P
 from ackfilter.model import FilterModel
 from ackfilter.sim.traces import malformed_cases
+from ackfilter.sim.wire import frame_cycles
 from ackfilter_tb import TB, scoreboard
 
 MODES = P.ACK_FILTER_MODES
@@ -422,10 +424,10 @@ async def start_tb(dut, mode):
 
 
 def wire_cycles(frame):
-    """Cycles ``frame`` occupies at 1 Gb/s, at least a minimum frame's: 60
-    bytes + 24 bytes of FCS, preamble and gap = 84 byte times at 2 bytes per
-    cycle = 42 cycles."""
-    return max(42, (len(frame) + 24 + 1) // 2)
+    """Cycles ``frame`` occupies at 1 Gb/s, at least a minimum frame's (60
+    bytes), rounded up: its bytes + 24 of FCS, preamble and gap, at
+    ``F_SYS_HZ / 125e6`` cycles a byte (84 byte times: 34 cycles at 50 MHz)."""
+    return math.ceil(frame_cycles(max(60, len(frame))))
 
 
 async def send_spaced(tb, frame):

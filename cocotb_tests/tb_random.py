@@ -11,10 +11,13 @@ that left (bytes and order) and every counter; the test also asserts that
 the interesting paths were taken.
 
 Input pacing: frames go back to back (one word per cycle, no gap) while the
-queue manager keeps up. It needs up to ~41 cycles for one ACK (record read,
-drop from front, second record read, record write) and the FIFO in front of
+queue manager keeps up. Some ACKs take it longer than the 19 cycles a
+60-byte frame lasts at the input (record read, drop from front, second
+record read, record write: up to about 50 cycles for an IPv6 ACK with SACK
+blocks, timestamps and the AccECN option) and the FIFO in front of
 it holds :data:`ENTRY_FIFO_DEPTH` frames, so a run of 60-byte ACKs back to
-back (19 cycles each, 2.2x line rate) would overflow it (``drop_overrun``,
+back (19 cycles each, faster than line rate's 84 byte times: 33.6 cycles
+at 50 MHz) would overflow it (``drop_overrun``,
 which spec section 5 allows above line rate). So the next frame waits while
 ``sent - reported`` (frames sent minus arrival events reported) exceeds
 ``ENTRY_FIFO_DEPTH - 1``: every reported frame has left the FIFO, so it then

@@ -303,7 +303,7 @@ def check_gcra(dut, rows, *, cpb, burst_bytes, accounting, latency=SHAPER_LATENC
 
 @cocotb.test(timeout_time=1, timeout_unit="sec")
 async def test_shaper_departures_follow_gcra_at_10_mbps(dut):
-    """10 Mb/s (cpb_q16 = 3276800, 50 cycles per byte), burst 2000 bytes,
+    """10 Mb/s (cpb_q16 = 2621440: 40 cycles of 50 MHz per byte), burst 2000 bytes,
     overhead 38 bytes on the frame: 18 data frames of 60..400 bytes sent at
     once. The first ones go on the burst, the rest one GCRA step apart;
     every departure within 0..17 cycles of ``gcra_departures`` (see
@@ -314,20 +314,20 @@ async def test_shaper_departures_follow_gcra_at_10_mbps(dut):
     rate, burst, acc = 10_000_000, 2000, LinkAccounting(overhead_bytes=38)
     sizes = [400, 60, 64, 128, 300, 60, 90, 400, 60, 200, 61, 333, 60, 150, 64, 250, 60, 399]
     cpb, rows = await shaped_burst(dut, rate_bps=rate, burst_bytes=burst, accounting=acc, sizes=sizes)
-    assert cpb == 3_276_800
+    assert P.F_SYS_HZ == 50_000_000 and cpb == 40 << 16
     check_gcra(dut, rows, cpb=cpb, burst_bytes=burst, accounting=acc)
     check_rate(dut, rows, accounting=acc, rate_bps=rate, burst_bytes=burst)
 
 
 @cocotb.test(timeout_time=1, timeout_unit="sec")
 async def test_shaper_departures_follow_gcra_at_a_fractional_rate(dut):
-    """33 Mb/s: cpb_q16 = 992970 (15.15 cycles per byte, the fraction in the
-    16 low bits), burst 1514 bytes, the default accounting (the frame + 24):
+    """33 Mb/s: cpb_q16 = 794376 (12.12 cycles of 50 MHz per byte, the fraction
+    in the 16 low bits), burst 1514 bytes, the default accounting (the frame + 24):
     14 frames of 60..1514 bytes; same checks."""
     rate, burst, acc = 33_000_000, 1514, LinkAccounting()
     sizes = [1514, 60, 1514, 700, 64, 1514, 1000, 60, 1514, 128, 1514, 61, 999, 1514]
     cpb, rows = await shaped_burst(dut, rate_bps=rate, burst_bytes=burst, accounting=acc, sizes=sizes)
-    assert cpb == 992_970 and cpb & 0xFFFF
+    assert P.F_SYS_HZ == 50_000_000 and cpb == 794_376 and cpb & 0xFFFF
     check_gcra(dut, rows, cpb=cpb, burst_bytes=burst, accounting=acc)
     check_rate(dut, rows, accounting=acc, rate_bps=rate, burst_bytes=burst)
 

@@ -46,12 +46,12 @@ LETTER = {"ARRIVE_ACK_NEW": "N", "ARRIVE_ACK_SUPERSEDE": "S", "ARRIVE_ACK_UNTRAC
           "DROP_OVERSIZE": "o",
           "DROP_DATA_FULL": "d"}
 ARRIVAL_KINDS = ARRIVAL_EVENTS
-#: Idle cycles after each frame. The queue manager needs up to ~41 cycles
-#: for an ACK (record read, drop from front, second lookup and record read,
+#: Idle cycles after each frame. The queue manager needs more than 19 cycles
+#: for some ACKs (record read, drop from front, second lookup and record read,
 #: record write) and its input FIFO holds 4 frames; 60-byte frames sent back
 #: to back (19 cycles each) would overflow it (``drop_overrun``, allowed above
 #: line rate by spec section 5). 19 + 30 = 49 cycles per minimum frame is
-#: slower than line rate (42).
+#: slower than line rate (84 byte times: 33.6 cycles at 50 MHz).
 PACE_GAP = 30
 
 #: A base ack number far from the wrap; ``M`` one full segment.

@@ -4,7 +4,8 @@ import struct
 
 import pytest
 
-from ackfilter import cli
+from ackfilter import cli, params
+from ackfilter.units import format_rate
 from ackfilter.sim import pcap
 
 
@@ -155,7 +156,8 @@ def test_a_rate_the_shaper_cannot_take_is_an_error_naming_it_and_the_range(eth_p
                      f"--uplink-rate={rate}"], capsys)
     assert code == 2
     assert "--uplink-rate" in err and repr(rate) in err and says in err
-    assert "7.63kbit .. 32.77tbit" in err and "unshaped" in err
+    lo, hi = params.rate_limits_bps()             # 6.104kbit .. 26.21tbit at 50 MHz
+    assert f"{format_rate(lo)} .. {format_rate(hi)}" in err and "unshaped" in err
     assert "Traceback" not in err
 
 
@@ -165,13 +167,16 @@ def test_only_zero_or_unshaped_means_unshaped(text):
 
 
 def test_the_python_api_takes_the_same_rates():
-    from ackfilter import params
+    lo, hi = params.rate_limits_bps()             # 6104 .. 26214400000000 at 50 MHz
     for bad in (0.4, float("inf"), float("nan"), -1, 10**30):
-        with pytest.raises(ValueError, match="7630 .. 32768000000000 bit/s"):
+        with pytest.raises(ValueError, match=f"{lo} .. {hi} bit/s"):
             params.cpb_q16_for_rate(bad)
     with pytest.raises(TypeError):
         params.cpb_q16_for_rate("1mbit")
-    assert params.cpb_q16_for_rate(0) == 0 and params.cpb_q16_for_rate(10_000_000) == 3_276_800
+    # 10 Mb/s: 8 * F_SYS_HZ / 1e7 cycles per byte, a whole number (40 at 50 MHz), in Q16.
+    assert 8 * params.F_SYS_HZ % 10_000_000 == 0
+    assert params.cpb_q16_for_rate(0) == 0
+    assert params.cpb_q16_for_rate(10_000_000) == (8 * params.F_SYS_HZ // 10_000_000) << 16
 
 
 # --- truncated captures ----------------------------------------------------------

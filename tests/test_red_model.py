@@ -22,6 +22,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.layers.ppp import PPPoED
 
+from ackfilter import params
 from ackfilter.model.pktparse import ones_complement_sum
 from ackfilter.model.red import (COUNT_MAX, ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, P_ONE,
                                  RED_COUNTERS, RED_PARAMS, RED_PRNG_SEED, Red, checksum_update,
@@ -667,8 +668,11 @@ def test_the_ends_of_every_range_are_accepted():
 
 
 def test_idle_shift_for_rate_is_log2_of_a_500_byte_packet_time_clamped():
-    assert idle_shift_for_rate(1e6) == 18             # 500 bytes at 1 Mb/s: 250000 cycles
-    assert idle_shift_for_rate(10e6) == 15
+    # At 50 MHz (hand numbers): 500 bytes at 1 Mb/s are 200000 cycles (2^17.6),
+    # at 10 Mb/s 20000 (2^14.3), at 1 Gb/s 200 (2^7.6); 64 bytes 25.6 (2^4.7).
+    assert params.F_SYS_HZ == 50_000_000
+    assert idle_shift_for_rate(1e6) == 18
+    assert idle_shift_for_rate(10e6) == 14
     assert idle_shift_for_rate(1e9) == 8
     assert idle_shift_for_rate(1e9, packet_bytes=64) == 5
     assert idle_shift_for_rate(1) == 31               # clamped

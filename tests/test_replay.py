@@ -70,6 +70,38 @@ def test_a_lone_frame_leaves_at_once_not_when_the_next_one_arrives(flags, payloa
     assert 0.001 < second < 0.001 + 2e-6
 
 
+def _data_frames_of(lengths):
+    """Data frames (PSH|ACK with payload, one flow) of exactly these lengths, all at t = 0."""
+    flow = traces.Flow(src="10.0.0.2", dst="203.0.113.5", sport=5000, dport=80)
+    hdr = len(traces.tcp_frame(flow, flags="PA", pad_to=0))
+    frames = [(0.0, traces.tcp_frame(flow, seq=1 + 1460 * i, ack=1, flags="PA",
+                                     payload=bytes(n - hdr), ip_id=i, pad_to=0))
+              for i, n in enumerate(lengths)]
+    assert [len(f) for _t, f in frames] == lengths
+    return frames
+
+
+def test_back_to_back_frames_come_and_go_at_exactly_one_gigabit():
+    """The harness's MACs run at 1 Gb/s whatever the core's clock: a frame of L
+    bytes takes (L + 24) byte times, F_SYS_HZ / 125e6 cycles each, with the
+    fractions carried on (a short last word counts its bytes only). Frames of
+    one length come and go exactly that far apart on average; of mixed lengths
+    none leaves sooner after the one before than that one's wire time."""
+    from ackfilter.sim.wire import frame_cycles
+    same = _data_frames_of([62] * 200)              # 86 byte times: 34.4 cycles at 50 MHz
+    res = replay(same, uplink_rate_bps=0)
+    assert [f for _t, f in res.frames_out] == [f for _t, f in same]
+    starts = res.out_cycles
+    assert abs(starts[-1] - starts[0] - 199 * frame_cycles(62)) <= 1, (starts[0], starts[-1])
+    lengths = [60, 61, 62, 63, 64, 99, 555, 1514] * 10
+    mixed = _data_frames_of(lengths)
+    res = replay(mixed, uplink_rate_bps=0)
+    assert [f for _t, f in res.frames_out] == [f for _t, f in mixed]
+    starts = res.out_cycles
+    for a, b, n in zip(starts, starts[1:], lengths):
+        assert b - a >= int(frame_cycles(n)), (a, b, n)
+
+
 def _mixed_data_frames(n, seed):
     """``n`` data frames (PSH|ACK, so none is a pure ACK) of 60..1514 bytes
     from one flow, all offered at once, with their IP packet lengths."""
@@ -86,8 +118,12 @@ def _mixed_data_frames(n, seed):
 
 @pytest.mark.parametrize("words", [None, "docsis", "pppoe-ptm ether-vlan", "pppoa-vcmux", "overhead -30"])
 def test_output_times_follow_the_charged_bytes(words):
-    # 10 Mb/s is 50 cycles per byte exactly; with no burst each frame starts
-    # its predecessor's charge later (plus the 0..3 cycles of the grant).
+    # 10 Mb/s is a whole number of cycles per byte (F_SYS_HZ * 8 / 1e7: 40 at
+    # 50 MHz); with no burst each frame starts its predecessor's charge later,
+    # never sooner, plus the 0..3 cycles of the grant and, while frames still
+    # arrive, the data arrival the queue manager may be handling when the
+    # shaper opens (its RED decision: RED_DECISION_LEAD + 2 cycles; the
+    # scheduler's cocotb bench measures the same bound).
     from ackfilter.model.cake import cake_accounting
     from ackfilter.model.shaper import LinkAccounting
     acc = LinkAccounting() if words is None else cake_accounting(words)
@@ -100,8 +136,12 @@ def test_output_times_follow_the_charged_bytes(words):
     out = res.frames_out
     assert len(out) == 60 - res.counters["drop_data_full"] >= 20
     gaps = [(b[0] - a[0], acc.charge(a[1]) * 8 / rate) for a, b in zip(out, out[1:])]
-    worst = max(abs(got - want) for got, want in gaps)
-    assert worst <= 4 / params.F_SYS_HZ, (worst, gaps[:5])
+    cycle = 1 / params.F_SYS_HZ
+    late_max = (3 + params.RED_DECISION_LEAD + 2) * cycle
+    assert all(want - cycle / 2 <= got <= want + late_max for got, want in gaps), \
+        [(round((got - want) / cycle), n) for n, (got, want) in enumerate(gaps) if got - want > 3 * cycle]
+    # Once every frame has arrived, only the grant's 0..3 cycles remain.
+    assert all(abs(got - want) <= 4 * cycle for got, want in gaps[-10:]), gaps[-10:]
     # The charges differ from the default's where they should (the registers took).
     if words is not None:
         assert any(acc.charge(f) != LinkAccounting().charge(f) for _t, f in out)

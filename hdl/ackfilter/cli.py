@@ -267,7 +267,8 @@ def cmd_replay(args, parser):
         if msg not in early:
             print(msg, file=sys.stderr)
 
-    # Egress times: the input's first timestamp + start cycle (exact: 16 ns/cycle).
+    # Egress times: the input's first timestamp + start cycle (exact in ns while
+    # 1e9 / F_SYS_HZ is: 20 ns at 50 MHz; else rounded to the ns).
     ns_per_cycle = Fraction(10**9, params.F_SYS_HZ)
     out = [(t0 + round(cyc * ns_per_cycle), data)
            for cyc, (_, data) in zip(result.out_cycles, result.frames_out)]

@@ -24,9 +24,11 @@ __all__ = [
     "rate_limits_bps",
 ]
 
-#: System clock of the core: a 32-bit word per cycle at 62.5 MHz is 2 Gb/s,
-#: twice a 1 Gb/s port (docs/design.md, "Clocks").
-F_SYS_HZ = 62_500_000
+#: System clock of the core: a 32-bit word per cycle at 50 MHz is 1.6 Gb/s,
+#: 1.6 times a 1 Gb/s port; a minimum frame at line rate leaves 33.6 cycles
+#: for work the core needs 17 for (docs/design.md, "Clocks": why 50 and
+#: not 62.5 MHz).
+F_SYS_HZ = 50_000_000
 
 #: Elaboration defaults of the uplink core (docs/design.md, "Sizes"): ACK
 #: queue positions, flow table entries and the data ring in bytes (a power of two).

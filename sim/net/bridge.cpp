@@ -48,6 +48,7 @@
 #include "Vackfilter_core.h"
 #include "ackfilter_regs.h"
 #include "verilated.h"
+#include "wire_pace.h"
 
 #include <fcntl.h>
 #include <linux/if.h>
@@ -78,8 +79,6 @@
 namespace {
 
 constexpr double kFsys = ACKFILTER_F_SYS_HZ;
-constexpr uint64_t kInterFrameGap = 12;    // FCS + preamble + IFG = 24 byte times at 1 Gb/s
-constexpr uint64_t kCyclesPerWord = 2;     // 1 Gb/s on a 32-bit bus at 62.5 MHz
 constexpr int kResetCycles = 4;
 constexpr int kRstLatency = 1;             // the core-replay top registers rst
 constexpr uint64_t kPollCycles = 256;      // read the TAPs at least this often
@@ -388,14 +387,15 @@ int main(int argc, char** argv) {
     auto to_cycles = [](int64_t ns) { return uint64_t(double(ns) * kFsys / 1e9); };
     auto to_ns = [](uint64_t cyc) { return int64_t(double(cyc) * 1e9 / kFsys); };
 
-    // Core input (the LAN MAC at 1 Gb/s) and output state.
+    // Core input (the LAN MAC at 1 Gb/s) and output (the modem-side MAC at
+    // 1 Gb/s) state: both exact at any clock (wire_pace.h), as the replay harness's.
+    const wire::Pace line = wire::Pace::line_rate(ACKFILTER_F_SYS_HZ);
+    wire::Pacer in_mac(line, /*catch_up=*/true), out_mac(line, /*catch_up=*/false);
     std::deque<Frame> lan_in;          // frames read from the LAN TAP, t_ns = read time
     uint64_t now = 0;
     Frame cur;
     bool in_frame = false;
-    uint64_t cur_start = 0, wire_free = 0;
     size_t cur_word = 0, cur_words = 0;
-    uint64_t o_ready_at = 0;
     bool out_open = false;
     uint64_t out_start = 0;
     std::vector<uint8_t> out_bytes;
@@ -467,21 +467,20 @@ int main(int argc, char** argv) {
             while (since_poll < kPollCycles) {
                 if (!in_frame && !lan_in.empty()) {
                     uint64_t arr = to_cycles(lan_in.front().t_ns);
-                    uint64_t start = std::max(arr, wire_free);
-                    if (start <= now) {
+                    if (std::max(arr, in_mac.due()) <= now) {
                         cur = std::move(lan_in.front());
                         lan_in.pop_front();
-                        cur_start = start;
+                        in_mac.not_before(arr);
                         cur_words = (cur.bytes.size() + 3) / 4;
                         cur_word = 0;
                         in_frame = true;
                     }
                 }
-                bool offering = in_frame && now >= cur_start + kCyclesPerWord * cur_word;
+                bool offering = in_frame && now >= in_mac.due();
                 if (!offering && !in_frame && top->idle && !out_open) {
                     uint64_t target = UINT64_MAX;
                     if (!lan_in.empty())
-                        target = std::max(to_cycles(lan_in.front().t_ns), wire_free);
+                        target = std::max(to_cycles(lan_in.front().t_ns), in_mac.due());
                     if (top->backlog && top->wake_at < target) target = top->wake_at;
                     if (target > now + 2) {
                         uint64_t to = std::min(target, std::max(wc, now));
@@ -506,18 +505,20 @@ int main(int argc, char** argv) {
                 } else {
                     top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
                 }
-                top->o_ready = now >= o_ready_at;
+                top->o_ready = now >= out_mac.due();
                 tick([&] {
                     if (offering && top->i_ready) {
                         cur_word++;
-                        if (cur_word == cur_words) {
+                        bool last = cur_word == cur_words;
+                        in_mac.moved(now, last, unsigned(cur.bytes.size() - 4 * (cur_words - 1)));
+                        if (last) {
                             in_frame = false;
                             core_in++;
-                            wire_free = now + kCyclesPerWord + kInterFrameGap;
                         }
                     }
                     if (top->o_valid && top->o_ready) {
                         uint32_t keep = top->o_keep, d = top->o_data;
+                        bool last = top->o_last;
                         if (!out_open) {
                             if (!top->o_first) protocol_errors++;
                             out_open = true;
@@ -526,15 +527,13 @@ int main(int argc, char** argv) {
                         }
                         for (int k = 0; k < 4; k++)
                             if (keep & (1u << k)) out_bytes.push_back(uint8_t(d >> (8 * k)));
-                        if (top->o_last) {
+                        if (last) {
                             out_open = false;
                             core_out++;
                             up.offer(to_ns(out_start), std::move(out_bytes), Nolose{});
                             out_bytes = std::vector<uint8_t>();
-                            o_ready_at = now + 1 + kInterFrameGap;
-                        } else {
-                            o_ready_at = now + kCyclesPerWord;
                         }
+                        out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));
                     }
                     if (top->ev_valid) events++;
                     if (top->ev_overrun) overruns++;

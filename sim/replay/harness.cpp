@@ -4,7 +4,7 @@
 // Usage:
 //   replay IN OUT [--events EVFILE] [--csr ADDR=VALUE]... [--max-cycles N]
 //                 [--csr-read-last ADDR] [--progress-s SECONDS]
-//                 [--in-cycles-per-word N] [--in-gap N]
+//                 [--in-cycles-per-word N --in-gap N]
 //
 // File formats (all integers little-endian):
 //   IN     records [u64 arrival_cycle][u32 len][len bytes], arrival_cycle counted
@@ -36,14 +36,23 @@
 //     (the top is gen_verilog's `core-replay`, which registers rst on its
 //     way into the core, so rst is driven one cycle less and the core still
 //     sees 4 reset cycles);
-//   * input (1 Gb/s MAC): a frame starts at max(arrival_cycle, previous frame's
-//     wire end + 12); word k of it is available 2k cycles after its start and is
-//     offered (i_valid) from then until the core takes it (i_ready); the wire end
-//     is the cycle after the last word was taken + 1 (i.e. 2 cycles per word);
-//     --in-cycles-per-word and --in-gap change the 2 and the 12 (faster than
-//     line rate: `--in-cycles-per-word 1 --in-gap 0` offers words back to back);
-//   * output (1 Gb/s MAC): o_ready is high, after a transfer it is low for one
-//     cycle, after a transfer with o_last low for 12 cycles (FCS, IFG, preamble);
+//   * both MACs run at exactly 1 Gb/s (sim/common/wire_pace.h): a byte is
+//     F_SYS / 125 MHz cycles (ACKFILTER_F_SYS_HZ; 0.4 at 50 MHz, 0.5 at
+//     62.5 MHz), a frame of L bytes takes L + 24 byte times (FCS, preamble,
+//     IFG), kept exactly as a cycle and a fraction; a word moves in the first
+//     cycle at or after its wire time, never earlier;
+//   * input (1 Gb/s MAC): a frame starts on the wire at max(arrival_cycle, the
+//     previous frame's wire end); word k of it is due 4k byte times after its
+//     start and is offered (i_valid) from its due cycle until the core takes it
+//     (i_ready); a late word does not delay the words after it (the MAC's
+//     bytes keep coming), a late last word moves the wire end with it;
+//     `--in-cycles-per-word N --in-gap M` instead offers a word every N cycles
+//     and M cycles more after a frame's last word (faster than line rate:
+//     `--in-cycles-per-word 1 --in-gap 0` offers words back to back);
+//   * output (1 Gb/s MAC): o_ready is high from the cycle the wire is free for
+//     the next word (4 byte times after a word, its bytes + 24 after a
+//     frame's last word), counted from the word's wire time, or from the cycle
+//     it moved in if the core was late with it;
 //   * fast-forward: when the core reports `idle`, no input word is offered and
 //     the next input frame is more than 2 cycles away, `now` jumps to
 //     min(next frame start, wake_at if backlog) (never backwards);
@@ -55,6 +64,7 @@
 #include "Vackfilter_core.h"
 #include "ackfilter_regs.h"
 #include "verilated.h"
+#include "wire_pace.h"
 
 #include <cerrno>
 #include <chrono>
@@ -70,8 +80,6 @@
 
 namespace {
 
-constexpr uint64_t kInterFrameGap = 12;    // FCS + preamble + IFG = 24 byte times, either wire
-constexpr uint64_t kCyclesPerWord = 2;     // 1 Gb/s on a 32-bit bus at 62.5 MHz
 constexpr int kResetCycles = 4;
 constexpr int kRstLatency = 1;             // cycles from the top's rst to the core's
 constexpr uint64_t kDrainCycles = 16;
@@ -165,8 +173,8 @@ int main(int argc, char** argv) {
     const char* out_path = nullptr;
     const char* ev_path = nullptr;
     uint64_t max_cycles = UINT64_MAX;
-    uint64_t in_cycles_per_word = kCyclesPerWord;   // input MAC speed (default 1 Gb/s)
-    uint64_t in_gap = kInterFrameGap;
+    uint64_t in_cycles_per_word = 0;   // 0: the input MAC at 1 Gb/s
+    uint64_t in_gap = UINT64_MAX;
     uint32_t csr_read_last = ACKFILTER_CSR_LAST;
     double progress_s = 1.0;
     std::vector<std::pair<uint32_t, uint32_t>> csr_writes;
@@ -203,7 +211,7 @@ int main(int argc, char** argv) {
         } else if (a == "-h" || a == "--help") {
             std::printf("usage: %s IN OUT [--events EVFILE] [--csr ADDR=VALUE]... "
                         "[--max-cycles N] [--csr-read-last ADDR] [--progress-s S] "
-                        "[--in-cycles-per-word N] [--in-gap N]\n", argv[0]);
+                        "[--in-cycles-per-word N --in-gap N]\n", argv[0]);
             return 0;
         } else if (!a.empty() && a[0] == '-') {
             die("unknown option %s", a.c_str());
@@ -216,6 +224,12 @@ int main(int argc, char** argv) {
         }
     }
     if (!in_path || !out_path) die("usage: replay IN OUT [options] (see --help)");
+    if ((in_cycles_per_word == 0) != (in_gap == UINT64_MAX))
+        die("--in-cycles-per-word and --in-gap go together");
+    const wire::Pace line = wire::Pace::line_rate(ACKFILTER_F_SYS_HZ);
+    wire::Pacer in_mac(in_cycles_per_word ? wire::Pace::whole_words(in_cycles_per_word, in_gap) : line,
+                       /*catch_up=*/true);
+    wire::Pacer out_mac(line, /*catch_up=*/false);
 
     FrameReader reader(in_path);
     Writer out(out_path);
@@ -265,14 +279,11 @@ int main(int argc, char** argv) {
     bool have_next = false;           // `next` holds an unread frame
     Frame next;
     bool in_frame = false;
-    uint64_t cur_start = 0;           // cycle the current frame started on the wire
     size_t cur_word = 0;              // index of the word to offer
     size_t cur_words = 0;
-    uint64_t wire_free = 0;           // earliest start of the next frame
     uint64_t frames_in = 0;
     have_next = reader.next(next);
     // output side
-    uint64_t o_ready_at = 0;          // o_ready is high from this cycle on
     bool out_open = false;
     uint64_t out_start = 0;
     std::vector<uint8_t> out_bytes;
@@ -293,21 +304,22 @@ int main(int argc, char** argv) {
     bool draining = false;
     uint64_t end_cycle = 0;
 
+    // First cycle the next frame's first word may be offered.
     auto next_start = [&]() -> uint64_t {
-        return next.arrival > wire_free ? next.arrival : wire_free;
+        return next.arrival > in_mac.due() ? next.arrival : in_mac.due();
     };
 
     for (;;) {
         // Load the next frame when its time has come.
         if (!in_frame && have_next && next_start() <= now) {
-            cur_start = next_start();
+            in_mac.not_before(next.arrival);
             std::swap(cur, next);
             cur_words = (cur.bytes.size() + 3) / 4;
             cur_word = 0;
             in_frame = true;
             have_next = reader.next(next);
         }
-        bool offering = in_frame && now >= cur_start + in_cycles_per_word * cur_word;
+        bool offering = in_frame && now >= in_mac.due();
 
         // Fast-forward over idle time.
         if (!offering && !in_frame && top->idle && !out_open) {
@@ -360,15 +372,16 @@ int main(int argc, char** argv) {
         } else {
             top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
         }
-        top->o_ready = now >= o_ready_at;
+        top->o_ready = now >= out_mac.due();
 
         tick([&] {
             if (offering && top->i_ready) {
                 cur_word++;
-                if (cur_word == cur_words) {
+                bool last = cur_word == cur_words;
+                in_mac.moved(now, last, unsigned(cur.bytes.size() - 4 * (cur_words - 1)));
+                if (last) {
                     in_frame = false;
                     frames_in++;
-                    wire_free = now + in_cycles_per_word + in_gap;
                 }
             }
             if (top->o_valid && top->o_ready) {
@@ -395,10 +408,8 @@ int main(int argc, char** argv) {
                     put_u32(out_buf, uint32_t(out_bytes.size()));
                     out_buf.insert(out_buf.end(), out_bytes.begin(), out_bytes.end());
                     out.write(out_buf);
-                    o_ready_at = now + 1 + kInterFrameGap;
-                } else {
-                    o_ready_at = now + kCyclesPerWord;
                 }
+                out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));
             }
             if (top->ev_valid) {
                 events++;

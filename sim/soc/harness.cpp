@@ -9,9 +9,10 @@
 //   * the datapath's streams on TCP port --frames-port (default port + 1,
 //     0 = off): the client sends records [u32 len][len bytes] (little-endian),
 //     each fed to the core as a frame from a 1 Gb/s MAC as soon as the wire
-//     is free; every frame the core sends back is returned as
+//     is free; every frame the core sends back (to a 1 Gb/s MAC: both paced
+//     exactly at the core's clock, sim/common/wire_pace.h) is returned as
 //     [u64 start_cycle][u32 len][len bytes], start_cycle being `now` when its
-//     first word left (the core's cycles, 62.5 MHz);
+//     first word left (the core's cycles, ACKFILTER_F_SYS_HZ);
 //   * an SPI flash (W25Q32JV: 4 MiB, 4 KiB sectors, 256-byte pages) on the
 //     flash pins, kept in --flash FILE when given (created erased), so saved
 //     parameters survive a restart like on the board.
@@ -26,7 +27,9 @@
 // --max-seconds or SIGTERM/SIGINT, 1 on a usage or socket error.
 
 #include "Vsoc_top.h"
+#include "ackfilter_regs.h"
 #include "verilated.h"
+#include "wire_pace.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -349,15 +352,16 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 4; i++) tick();
     top->rst = 0;
 
-    // Input frame being fed: words of the current frame; pacing as the replay harness's.
+    // Input frame being fed: words of the current frame; both MACs at 1 Gb/s,
+    // paced as the replay harness's.
+    const wire::Pace line = wire::Pace::line_rate(ACKFILTER_F_SYS_HZ);
+    wire::Pacer in_mac(line, /*catch_up=*/true), out_mac(line, /*catch_up=*/false);
     std::vector<uint8_t> cur;
     size_t cur_word = 0;
-    uint64_t next_word_at = 0, wire_free_at = 0;
     bool feeding = false;
     // Output frame being collected.
     std::vector<uint8_t> out;
     uint64_t out_start = 0;
-    uint64_t out_hold = 0;                          // cycles o_ready stays low
 
     auto start = std::chrono::steady_clock::now();
     auto last_progress = start;
@@ -401,8 +405,9 @@ int main(int argc, char** argv) {
         }
         top->flash_do = static_cast<uint8_t>(flash.tick(top->flash_cs_n, top->flash_sck, top->flash_di));
 
-        // Input: a new frame when the wire is free and a record is complete.
-        if (!feeding && cycle >= wire_free_at && frames_in_raw.size() >= 4) {
+        // Input: a new frame when a record is complete; its first word when
+        // the wire is free (and not before the frame is here).
+        if (!feeding && frames_in_raw.size() >= 4) {
             uint32_t len = le32(frames_in_raw, 0);
             if (len == 0 || len > 16384) {
                 std::fprintf(stderr, "warning: frame record of %u bytes dropped\n", len);
@@ -410,10 +415,10 @@ int main(int argc, char** argv) {
             } else if (frames_in_raw.size() >= 4 + len) {
                 cur.assign(frames_in_raw.begin() + 4, frames_in_raw.begin() + 4 + len);
                 frames_in_raw.erase(frames_in_raw.begin(), frames_in_raw.begin() + 4 + len);
-                feeding = true; cur_word = 0; next_word_at = cycle;
+                feeding = true; cur_word = 0; in_mac.not_before(cycle);
             }
         }
-        if (feeding && cycle >= next_word_at) {
+        if (feeding && cycle >= in_mac.due()) {
             size_t nwords = (cur.size() + 3) / 4;
             uint32_t data = 0, keep = 0;
             for (int k = 0; k < 4; k++) {
@@ -425,26 +430,27 @@ int main(int argc, char** argv) {
         } else {
             top->i_valid = 0;
         }
-        // Output: 1 Gb/s pacing (o_ready low a cycle after each word, 12 after a frame).
-        top->o_ready = out_hold == 0;
+        // Output: 1 Gb/s pacing.
+        top->o_ready = cycle >= out_mac.due();
         top->eval();
         bool in_taken = top->i_valid && top->i_ready;
         bool out_taken = top->o_valid && top->o_ready;
         uint32_t o_data = top->o_data, o_keep = top->o_keep;
         bool o_first = top->o_first, o_last = top->o_last;
+        const uint64_t moved_at = cycle;                // `now` of the transfers
         tick();
-        if (out_hold) out_hold--;
         if (in_taken) {
             size_t nwords = (cur.size() + 3) / 4;
             cur_word++;
-            next_word_at = cycle + 1;                  // 2 cycles a word
-            if (cur_word == nwords) { feeding = false; wire_free_at = cycle + 12; }
+            bool last = cur_word == nwords;
+            in_mac.moved(moved_at, last, static_cast<unsigned>(cur.size() - 4 * (nwords - 1)));
+            if (last) feeding = false;
         }
         if (out_taken) {
-            if (o_first) { out.clear(); out_start = cycle - 1; }
+            if (o_first) { out.clear(); out_start = moved_at; }
             for (int k = 0; k < 4; k++)
                 if (o_keep & (1u << k)) out.push_back(static_cast<uint8_t>(o_data >> (8 * k)));
-            out_hold = o_last ? 12 : 1;
+            out_mac.moved(moved_at, o_last, static_cast<unsigned>(__builtin_popcount(o_keep)));
             if (o_last && frames_port && frame_srv.fd >= 0) {
                 put_le(frames_out_raw, out_start, 8);
                 put_le(frames_out_raw, out.size(), 4);

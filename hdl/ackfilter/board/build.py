@@ -348,7 +348,8 @@ def main(argv=None):
     if args.spi and not args.flash:
         ap.error("--spi needs --flash")
 
-    out = Path(args.out) if args.out else REPO / "build" / "bitstream" / args.board
+    # Absolute: the toolchain scripts run in the build directory.
+    out = Path(args.out).resolve() if args.out else REPO / "build" / "bitstream" / args.board
     bitstream = out / "top.bit"
     if not args.flash or not bitstream.is_file():
         try:

@@ -6,7 +6,7 @@ only the pads and the PLL of :class:`~ackfilter.board.top.BoardTop` are left out
 Ports (single underscores; Verilator mangles ``__``): per port ``P`` in
 ``lan``/``modem``: ``P_rxd``, ``P_rx_ctl`` (in, ``P_rx_clk`` domain),
 ``P_txd``, ``P_tx_ctl``, ``P_txc`` (out, ``tx_clk`` domain),
-``P_rx_clk``/``P_rx_rst``; ``clk``/``rst`` (system, 62.5 MHz), ``tx_clk``/``tx_rst``
+``P_rx_clk``/``P_rx_rst``; ``clk``/``rst`` (system, 50 MHz), ``tx_clk``/``tx_rst``
 (125 MHz); ``phy_txc`` (ignored inside: the testbench's 2 ns-late copy of
 ``tx_clk`` that the PHY models sample with); ``led``, ``lan_link_up``,
 ``modem_link_up``.

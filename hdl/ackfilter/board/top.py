@@ -7,11 +7,11 @@ Split in two so the simulators run everything but the pads and the PLL:
   (LAN MAC rx -> core -> modem MAC tx), the downlink passthrough (modem MAC
   rx -> LAN MAC tx), the free-running ``now`` counter, the CSR bus tied to
   its defaults and the link/activity LED. It uses the domains ``sync``
-  (system, 62.5 MHz), ``lan_tx`` / ``modem_tx`` (each MAC's transmitter,
+  (system, ``params.F_SYS_HZ``: 50 MHz), ``lan_tx`` / ``modem_tx`` (each MAC's transmitter,
   both on the one 125 MHz clock, each with a reset of its own) and
   ``lan_rx`` / ``modem_rx`` (each PHY's RXC), which the user creates.
 * :class:`BoardTop` (hardware only): the clock generation (25 MHz -> ECP5
-  ``EHXPLLL`` -> 125 / 62.5 MHz), resets, the pads (:class:`RGMIIPads`), the
+  ``EHXPLLL`` -> 125 / 50 MHz), resets, the pads (:class:`RGMIIPads`), the
   PHY management pins and the LED pin, around a :class:`BoardDatapath`.
 
 PHY reset (board facts: both B50612Ds share one reset line on P5, and the
@@ -47,6 +47,10 @@ TX_HZ = 125_000_000
 RXC_HZ = 125_000_000
 #: Domain -> frequency the build must close timing at.
 CLOCK_TARGETS_HZ = {"sync": SYS_HZ, "tx": TX_HZ, "lan_rx": RXC_HZ, "modem_rx": RXC_HZ}
+#: The PLL's VCO (25 MHz x 20) and the system clock's output divider.
+VCO_HZ = 500_000_000
+SYS_DIV = VCO_HZ // SYS_HZ
+assert SYS_DIV * SYS_HZ == VCO_HZ, "the system clock must divide the PLL's 500 MHz VCO"
 
 #: LED activity stretch: 2**21 system cycles = 34 ms, long enough to see.
 LED_STRETCH_BITS = 21
@@ -62,7 +66,7 @@ _MAC_TX_PORTS = tuple(name for name, member in PHY_SIDE.members.items() if membe
 class BoardDatapath(wiring.Component):
     """Everything of the board top that runs in a simulator.
 
-    Domains: ``sync`` (62.5 MHz), ``lan_tx`` and ``modem_tx`` (125 MHz, one
+    Domains: ``sync`` (50 MHz), ``lan_tx`` and ``modem_tx`` (125 MHz, one
     clock, a reset each: the PHYs are at opposite edges of the chip, and one
     reset net across it does not reach every flip-flop in 8 ns), ``lan_rx``
     and ``modem_rx`` (the PHYs' RXC), all created by the user.
@@ -250,7 +254,7 @@ class BoardTop(Elaboratable):
 
     Clocks: the 25 MHz input (P6) feeds one ``EHXPLLL``: VCO 500 MHz,
     CLKOP / 4 = 125 MHz (``lan_tx`` and ``modem_tx``, also the feedback),
-    CLKOS / 8 = 62.5 MHz (``sync``). Every domain is held in reset until the
+    CLKOS / 10 = 50 MHz (``sync``, :data:`SYS_DIV`). Every domain is held in reset until the
     PLL locks (each reset released synchronously to its own clock); the RX
     domains additionally until their RXC runs.
     """
@@ -268,7 +272,7 @@ class BoardTop(Elaboratable):
             raise TypeError("BoardTop needs a platform: simulate BoardDatapath instead")
         m = Module()
 
-        # Clocks: 25 MHz -> PLL -> 125 MHz (tx) and 62.5 MHz (sync).
+        # Clocks: 25 MHz -> PLL -> 125 MHz (tx) and 50 MHz (sync).
         clk25 = platform.request("clk25", 0)
         clk_tx, clk_sys, locked = Signal(), Signal(), Signal()
         m.submodules.pll = Instance("EHXPLLL",
@@ -279,8 +283,10 @@ class BoardTop(Elaboratable):
             p_OUTDIVIDER_MUXC="DIVC", p_OUTDIVIDER_MUXD="DIVD",
             p_CLKI_DIV=1, p_FEEDBK_PATH="CLKOP", p_CLKFB_DIV=5,
             p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=4, p_CLKOP_CPHASE=3, p_CLKOP_FPHASE=0,
-            p_CLKOS_ENABLE="ENABLED", p_CLKOS_DIV=8, p_CLKOS_CPHASE=7, p_CLKOS_FPHASE=0,
-            a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP="125", a_FREQUENCY_PIN_CLKOS="62.5",
+            p_CLKOS_ENABLE="ENABLED", p_CLKOS_DIV=SYS_DIV, p_CLKOS_CPHASE=SYS_DIV - 1,
+            p_CLKOS_FPHASE=0,
+            a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP="125",
+            a_FREQUENCY_PIN_CLKOS=f"{SYS_HZ / 1e6:g}",
             a_ICP_CURRENT="12", a_LPF_RESISTOR="8",
             a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
             i_CLKI=clk25.i, i_CLKFB=clk_tx, i_RST=0, i_STDBY=0,

@@ -20,7 +20,7 @@ the parser realigns the stream by two bytes once and then works on whole
 header words, one per cycle. TCP options, which are byte-aligned, are walked
 two bytes per cycle by a chain of two byte steps, so each options word takes
 two cycles (``ready`` is low for the first): at most ten extra cycles for 40
-bytes of options, well inside the 42 cycles of a minimum frame at line rate,
+bytes of options, well inside the 33.6 cycles a minimum frame lasts at line rate,
 and half the logic depth of a four-byte chain.
 """
 

@@ -175,7 +175,7 @@ def _build_uplink_core(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
 
 register_target(Target(
     name="uplink-core",
-    description="UplinkCore (system domain, 62.5 MHz) in a 4-pin harness",
+    description=f"UplinkCore (system domain, {P.F_SYS_HZ / 1e6:g} MHz) in a 4-pin harness",
     build=_build_uplink_core, sweepable=True))
 
 

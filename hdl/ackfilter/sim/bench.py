@@ -5,7 +5,8 @@ Everything runs the Verilated core through the C++ replay harness:
 1. **Line rate**: minimum-size frames (60 bytes + FCS = 84 byte times on the
    wire) back to back at 1 Gb/s, half pure ACKs of many flows, half data, the
    shaper open: every frame must be accounted for with no drop, and the
-   cycles per frame show the budget used (42 cycles at 62.5 MHz).
+   cycles per frame show the budget used (84 byte times: 33.6 cycles at
+   50 MHz, :func:`ackfilter.sim.wire.frame_cycles`).
 2. **Capacity**: the same frames offered one word per cycle, faster than any
    1 Gb/s MAC can deliver: the cycles per frame the ingress and queue manager
    take them in (from the queue manager's arrival events) without an overrun (the output is still a 1 Gb/s MAC, so the
@@ -24,6 +25,7 @@ from .. import params
 from .demo import run_modes
 from .replay import replay
 from .traces import Flow, demo_scenario, tcp_frame
+from .wire import OVERHEAD_BYTES, frame_cycles
 from ..units import format_rate
 
 __all__ = ["line_rate_frames", "main"]
@@ -74,7 +76,8 @@ def main(args):
     log(f"generating {args.frames} minimum-size frames ...")
     frames = line_rate_frames(args.frames)
     n = len(frames)
-    wire_bytes = 60 + 4 + 8 + 12          # frame, FCS, preamble, IFG
+    wire_bytes = 60 + OVERHEAD_BYTES      # frame, FCS, preamble, IFG
+    line_cycles = float(frame_cycles(60))  # a frame's cycles at 1 Gb/s
 
     print("ackfilter bench (RTL in Verilator, system clock "
           f"{params.F_SYS_HZ / 1e6:g} MHz, 32-bit datapath)")
@@ -91,7 +94,7 @@ def main(args):
     _line("frames dropped (loss)", f"{drops} ({100 * drops / n:.3f} %)")
     _line("every frame accounted for", "yes" if accounted == n else f"NO ({accounted} of {n})")
     cyc = res.cycles / n
-    _line("cycles per frame (84 byte times at 1 Gb/s: 42)", f"{cyc:.2f}")
+    _line(f"cycles per frame ({wire_bytes} byte times at 1 Gb/s: {line_cycles:g})", f"{cyc:.2f}")
     _line("offered rate", f"{n / (res.cycles / params.F_SYS_HZ) / 1e6:.3f} Mpps = "
                           f"{format_rate(n * wire_bytes * 8 / (res.cycles / params.F_SYS_HZ))} "
                           "on the wire")
@@ -110,7 +113,7 @@ def main(args):
     _line("ACKs superseded while the output was busy", f"{fc['acks_superseded']}")
     _line("dropped for the 1 Gb/s output (data buffer)", f"{fc['drop_data_full']}")
     _line("cycles per frame taken in (capacity)", f"{arrivals[-1] / len(arrivals):.2f} "
-                                                   f"(= {42 * len(arrivals) / arrivals[-1]:.2f} x line rate)")
+                                                   f"(= {line_cycles * len(arrivals) / arrivals[-1]:.2f} x line rate)")
     _line("simulation speed", f"{n / fast.wallclock_s:,.0f} frames/s, "
                               f"{fast.cycles / fast.wallclock_s / 1e6:.2f} M cycles/s")
     print()

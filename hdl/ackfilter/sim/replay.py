@@ -4,8 +4,9 @@ The per-cycle loop is C++ (``sim/replay/harness.cpp``); Python only writes the
 input file, starts the binary and reads its results. The Verilog comes from
 :func:`ackfilter.sim.verilog.verilog` (cached per sizes and RTL sources); the
 harness binary is cached under ``build/replay/<key>/`` (key: hash of the
-Verilog text, ``harness.cpp``, the generated ``ackfilter_regs.h`` and the
-build command) and rebuilt only when one of them changes.
+Verilog text, ``harness.cpp``, the generated ``ackfilter_regs.h``,
+``sim/common/wire_pace.h`` and the build command) and rebuilt only when one
+of them changes.
 
     >>> res = replay([(0.0, frame0), (0.001, frame1)], uplink_rate_bps=1_000_000)
     >>> res.frames_out[0]      # (time_s, bytes), time in the input's time base
@@ -26,6 +27,7 @@ from pathlib import Path
 from .. import params
 from ..model.shaper import LinkAccounting
 from .verilog import REPO_ROOT, VerilogError, build_dir, verilator_env, verilog, verilog_path
+from .wire import OVERHEAD_BYTES, cycles_per_byte
 
 __all__ = [
     "ReplayResult", "ReplayError",
@@ -39,10 +41,10 @@ F_SYS_HZ = params.F_SYS_HZ
 HARNESS_CPP = REPO_ROOT / "sim" / "replay" / "harness.cpp"
 #: The generated register map the harness includes (``python -m ackfilter.regmap``).
 REGS_H = REPO_ROOT / "firmware" / "include" / "ackfilter_regs.h"
-
-# Harness timing constants (harness.cpp), for the --max-cycles bound.
-_IFG_CYCLES = 12
-_CYCLES_PER_WORD = 2
+#: The 1 Gb/s MAC models the harness (and the net bridge) includes.
+WIRE_PACE_H = REPO_ROOT / "sim" / "common" / "wire_pace.h"
+#: The headers copied next to a harness to build it (part of its cache key).
+HARNESS_HEADERS = (REGS_H, WIRE_PACE_H)
 
 _VERILATOR_FLAGS = [
     "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
@@ -153,8 +155,8 @@ def _prune(parent, keep):
 
 
 def _harness_path(verilog, harness=HARNESS_CPP):
-    key = _hash(Path(verilog).read_bytes(), Path(harness).read_bytes(), REGS_H.read_bytes(),
-                " ".join(_VERILATOR_FLAGS))
+    key = _hash(Path(verilog).read_bytes(), Path(harness).read_bytes(),
+                *(h.read_bytes() for h in HARNESS_HEADERS), " ".join(_VERILATOR_FLAGS))
     return build_dir() / "replay" / key / "replay"
 
 
@@ -174,7 +176,8 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
     try:
         (work / "ackfilter_core.v").write_bytes(vtext)
         (work / "harness.cpp").write_bytes(htext)
-        (work / REGS_H.name).write_bytes(REGS_H.read_bytes())
+        for header in HARNESS_HEADERS:
+            (work / header.name).write_bytes(header.read_bytes())
         cmd = (["verilator"] + _VERILATOR_FLAGS +
                ["-CFLAGS", f"-I{work}", "-Mdir", "obj", "-o", "../replay", "ackfilter_core.v",
                 "harness.cpp"])
@@ -257,7 +260,9 @@ def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
 
     ``csr_writes``: (addr, value) pairs. ``progress(frames_in, frames_out, cycle)``
     is called about once a second. The harness reads the CSR words 0 ..
-    ``read_last`` at the end (default: the parameter table's last address)."""
+    ``read_last`` at the end (default: the parameter table's last address).
+    ``feed``: None (the LAN side at 1 Gb/s) or ``(cycles_per_word, gap_cycles)``
+    (see :func:`replay`)."""
     cmd = [str(binary), str(in_path), str(out_path),
            "--csr-read-last", f"{params.csr_last() if read_last is None else read_last:#x}"]
     if events_path is not None:
@@ -333,13 +338,22 @@ def _read_events(path):
             for cyc, kind in struct.iter_unpack("<QB", data)]
 
 
-def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values):
+def _wire_cycles(frame_bytes, feed):
+    """Cycles (whole, rounded up) the harness's LAN side takes to feed a frame."""
+    if feed is None:                          # 1 Gb/s: ceil((L + 24) * cycles per byte)
+        cpb = cycles_per_byte()
+        return -(-(frame_bytes + OVERHEAD_BYTES) * cpb.numerator // cpb.denominator)
+    cycles_per_word, gap = feed
+    return cycles_per_word * ((frame_bytes + 3) // 4) + gap
+
+
+def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values, feed=None):
     """A generous upper bound on the cycles a correct core needs."""
     # Charged on the frame: never less than on its IP packet (which is shorter).
     acc = LinkAccounting.from_registers(csr_values)
     acc = LinkAccounting(overhead_bytes=acc.overhead_bytes, mpu_bytes=acc.mpu_bytes,
                          link_layer=acc.link_layer)
-    wire = sum(_CYCLES_PER_WORD * ((len(f) + 3) // 4) + 2 + _IFG_CYCLES for f in frames)
+    wire = sum(_wire_cycles(len(f), feed) + 2 for f in frames)
     shaped = sum(acc.charged_bytes(len(f)) * cpb_q16 for f in frames) >> 16
     last = max(arrivals, default=0)
     return 2 * (last + 2 * wire + shaped) + 1_000_000
@@ -371,10 +385,16 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
     * ``max_cycles``: give up (``ReplayError``) past this cycle (default: a
       generous bound from the input);
     * ``keep_files``: a directory to keep the harness's input/output files in;
-    * ``feed``: ``(cycles_per_word, gap_cycles)`` of the LAN-side MAC model
-      (default ``(2, 12)``: 1 Gb/s, 84 byte times per 64-byte frame; ``(1, 0)`` offers words back to back).
+    * ``feed``: the LAN-side MAC model. None (the default): exactly 1 Gb/s at
+      the core's clock, a frame of ``L`` bytes taking ``L + 24`` byte times
+      (:mod:`ackfilter.sim.wire`; 84 byte times = 33.6 cycles for a 60-byte
+      frame at 50 MHz), each word offered from the first cycle at or after its
+      wire time; ``(cycles_per_word, gap_cycles)``: a word every
+      ``cycles_per_word`` cycles and ``gap_cycles`` more after a frame
+      (``(1, 0)`` offers words back to back, faster than any 1 Gb/s MAC).
 
-    Frame times are rounded to cycles of 16 ns, counted from the first frame.
+    Frame times are rounded to cycles of the core's clock (``1 / F_SYS_HZ``),
+    counted from the first frame.
     """
     if ack_mode not in params.ACK_FILTER_MODES:
         raise ValueError(f"ack_mode must be one of {', '.join(params.ACK_FILTER_MODES)}, "
@@ -409,7 +429,7 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
     t0 = times[0] if times else 0.0
     arrivals = [max(0, round((t - t0) * F_SYS_HZ)) for t in times]
     if max_cycles is None:
-        max_cycles = _max_cycles_bound(arrivals, frames, cpb, csr_values)
+        max_cycles = _max_cycles_bound(arrivals, frames, cpb, csr_values, feed)
 
     verilog = generate_verilog(elab)
     binary = build_harness(verilog)

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .replay import HARNESS_HEADERS
 from .verilog import REPO_ROOT, build_dir, rtl_digest, verilator_env, VerilogError
 
 __all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "HARNESS_CPP"]
@@ -65,7 +66,8 @@ def build(progress=print):
     from ..soc.cpu import serv_sources
     serv = serv_sources()
     h = hashlib.sha256()
-    for part in (image, rtl_digest().encode(), HARNESS_CPP.read_bytes(), " ".join(_FLAGS).encode(),
+    for part in (image, rtl_digest().encode(), HARNESS_CPP.read_bytes(),
+                 *(header.read_bytes() for header in HARNESS_HEADERS), " ".join(_FLAGS).encode(),
                  *(t.encode() for _, t in serv)):
         h.update(part)
         h.update(b"\0")
@@ -82,13 +84,16 @@ def build(progress=print):
         for name, text in serv:
             (work / name).write_text(text)
         shutil.copy(HARNESS_CPP, work / "harness.cpp")
+        for header in HARNESS_HEADERS:
+            shutil.copy(header, work / header.name)
         progress("sim-soc: building the Verilator model (a few minutes) ...")
         t0 = time.monotonic()
         try:
             env = verilator_env()
         except VerilogError as e:
             raise SoCSimError(str(e)) from None
-        cmd = ["verilator"] + _FLAGS + ["-Mdir", "obj", "-o", "../soc_sim", *files, "harness.cpp"]
+        cmd = ["verilator"] + _FLAGS + ["-CFLAGS", f"-I{work}", "-Mdir", "obj", "-o", "../soc_sim",
+                                        *files, "harness.cpp"]
         proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
         (work / "build.log").write_text(proc.stdout + proc.stderr)
         if proc.returncode != 0 or not (work / "soc_sim").exists():

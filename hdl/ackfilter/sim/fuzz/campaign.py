@@ -86,7 +86,7 @@ class Settings:
 class Chunk:
     index: int
     source: str                # e.g. "capture ecn [1200:21200]"
-    frames: list               # [(time_s, bytes)], times on the 16 ns cycle grid
+    frames: list               # [(time_s, bytes)], times on the core's cycle grid (1 / F_SYS_HZ)
     mutations: list            # per frame: None or the mutation names
     settings: Settings
 
@@ -217,7 +217,7 @@ def make_chunk(seed, index, captures, n_frames=CHUNK_FRAMES):
     frames = [f for _t, f in timed]
     applied = mutate.mutate_trace(frames, rng, share=rng.choice((0.1, 0.25, 0.4)))
     frames = mutate.stamp_unique(frames, index << 20)
-    # Times on the core's 16 ns cycle grid, so a pcap of the chunk replays exactly.
+    # Times on the core's cycle grid (1 / F_SYS_HZ), so a pcap of the chunk replays exactly.
     out = [(round(t * time_scale * F_SYS_HZ) / F_SYS_HZ, f) for (t, _old), f in zip(timed, frames)]
     settings = _settings(rng, out, 1.0)
     settings.time_scale = time_scale
