@@ -41,8 +41,8 @@ bench: venv ## throughput/latency benchmark of the RTL in Verilator
 reports: venv ## area per block, Fmax per clock of the board (+ flow-table sweep, NO_SWEEP=1 skips it; ~50 min on 2 cores) -> build/reports/
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.reports colorlight-5a-75b $(if $(NO_SWEEP),,--sweep --sweep-pnr)
 
-bitstream: venv ## build build/bitstream/$(BOARD)/top.bit; fails when a clock misses timing (SWAP_PORTS=1: port 1 = LAN; SOC=1: with the control plane)
-	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) $(if $(SWAP_PORTS),--swap-ports) $(if $(SOC),--control-plane)
+bitstream: venv ## build build/bitstream/$(BOARD)/top.bit; fails when a clock misses timing (SWAP_PORTS=1: port 1 = LAN; SOC=0: without the control plane)
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) $(if $(SWAP_PORTS),--swap-ports) $(if $(filter 0,$(SOC)),--no-control-plane)
 
 flash: venv ## load the bitstream with openFPGALoader (SRAM; SPI=1 writes the SPI flash; CABLE=ft232)
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) --flash --cable $(CABLE) $(if $(SPI),--spi)

@@ -135,9 +135,12 @@ class RAM(wiring.Component):
 
 class CSRBridge(wiring.Component):
     """The bus onto the datapath's CSR bank: word ``addr`` of the region is
-    CSR ``addr``; a read takes ``READ_LATENCY + 1`` cycles (the bank answers
-    ``READ_LATENCY`` cycles after ``r_stb``, which comes at most every third
-    cycle), a write one."""
+    CSR ``addr``. The bank's bus is driven from registers (the CPU's address
+    decode and the bank's write clamp would otherwise be one path across the
+    chip): a write is acknowledged in the cycle its strobe reaches the bank,
+    a read ``READ_LATENCY`` cycles after its strobe, with the bank's word
+    (so a read takes ``READ_LATENCY + 2`` cycles, a write two, and the bank
+    sees a strobe at most every other cycle)."""
 
     bus: In(BusSignature)
     csr: Out(CSRBusSignature)
@@ -145,19 +148,20 @@ class CSRBridge(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         bus, csr = self.bus, self.csr
-        wait = Signal(READ_LATENCY - 1)     # a read in flight: its cycles since r_stb
+        busy = Signal()                     # a transaction is under way
+        wait = Signal(READ_LATENCY)         # a read in flight: its cycles since r_stb
         ack = Signal()
-        m.d.comb += [bus.ack.eq(ack), csr.addr.eq(bus.adr), csr.w_data.eq(bus.dat_w),
-                     bus.dat_r.eq(csr.r_data)]
-        m.d.sync += [ack.eq(0), wait.eq(wait << 1)]
+        m.d.comb += [bus.ack.eq(ack), bus.dat_r.eq(csr.r_data)]
+        m.d.sync += [ack.eq(0), csr.w_stb.eq(0), csr.r_stb.eq(0), wait.eq(wait << 1)]
         inside = bus.adr[len(csr.addr):] == 0
-        with m.If(bus.cyc & ~ack & ~wait.any()):
+        with m.If(bus.cyc & ~busy & ~ack):
+            m.d.sync += [busy.eq(1), csr.addr.eq(bus.adr), csr.w_data.eq(bus.dat_w)]
             with m.If(bus.we):
-                m.d.comb += csr.w_stb.eq(inside)
-                m.d.sync += ack.eq(1)
+                m.d.sync += [csr.w_stb.eq(inside), ack.eq(1)]
             with m.Else():
-                m.d.comb += csr.r_stb.eq(inside)
-                m.d.sync += wait.eq(1)
+                m.d.sync += [csr.r_stb.eq(inside), wait.eq(1)]
         with m.If(wait[-1]):
             m.d.sync += ack.eq(1)
+        with m.If(ack):
+            m.d.sync += busy.eq(0)
         return m

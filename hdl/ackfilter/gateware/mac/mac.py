@@ -113,6 +113,13 @@ class EthernetMAC(wiring.Component):
         m.submodules.speed_tx_cdc = cdc.FFSynchronizer(self.speed_1000, speed_tx, o_domain=tx, init=1)
         m.d.comb += [tx_path.speed_1000.eq(speed_tx), tx_conv.speed_1000.eq(speed_tx)]
 
+        # The RX converter sits by the pads, the framer by its FIFO's block
+        # RAM, which may be the chip's width away: the beats cross through
+        # two registers (no reset), which the placer spreads along the way.
+        rx_beats = [Signal(11, name=f"rx_beats{i}", reset_less=True) for i in range(2)]
+        m.d[rx] += [rx_beats[0].eq(Cat(rx_conv.valid, rx_conv.data, rx_conv.dv, rx_conv.er)),
+                    rx_beats[1].eq(rx_beats[0])]
+
         # The converter sits by the pads, the transmit path by its FIFO, which
         # may be the chip's width away: its bytes (with their strobe) cross
         # through two registers, which the placer spreads along the way.
@@ -122,8 +129,7 @@ class EthernetMAC(wiring.Component):
         m.d.comb += [
             rx_conv.rxd_rise.eq(self.rxd_rise), rx_conv.rxd_fall.eq(self.rxd_fall),
             rx_conv.rx_ctl_rise.eq(self.rx_ctl_rise), rx_conv.rx_ctl_fall.eq(self.rx_ctl_fall),
-            rx_path.valid.eq(rx_conv.valid), rx_path.data.eq(rx_conv.data),
-            rx_path.dv.eq(rx_conv.dv), rx_path.er.eq(rx_conv.er),
+            Cat(rx_path.valid, rx_path.data, rx_path.dv, rx_path.er).eq(rx_beats[-1]),
 
             Cat(tx_conv.data, tx_conv.en, tx_conv.er, tx_conv.stb).eq(tx_bytes[1]),
             self.txd_rise.eq(tx_conv.txd_rise), self.txd_fall.eq(tx_conv.txd_fall),

@@ -109,12 +109,19 @@ class RGMIIRxConverter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
+        # No register here has a reset: each follows the pads within a few
+        # cycles, and the domain's reset net (its synchronizer sits by the
+        # logic the reset matters to, maybe the chip's width away) reaches
+        # none of the flip-flops by the pads.
+        def reg(shape=1, name=None):
+            return Signal(shape, name=name, reset_less=True)
+
         # Input register: the pads' outputs travel some distance to here.
         # The two nibble compares of the 100 Mb/s SFD search are taken
         # here too, so that no decision below starts with a compare.
-        rise, fall = Signal(4), Signal(4)
-        ctl_rise, ctl_fall = Signal(), Signal()
-        rise_is_5, rise_is_d = Signal(), Signal()
+        rise, fall = reg(4, "rise"), reg(4, "fall")
+        ctl_rise, ctl_fall = reg(name="ctl_rise"), reg(name="ctl_fall")
+        rise_is_5, rise_is_d = reg(name="rise_is_5"), reg(name="rise_is_d")
         m.d.sync += [
             rise.eq(self.rxd_rise), fall.eq(self.rxd_fall),
             ctl_rise.eq(self.rx_ctl_rise), ctl_fall.eq(self.rx_ctl_fall),
@@ -123,30 +130,31 @@ class RGMIIRxConverter(wiring.Component):
         dv = ctl_rise
         er = ctl_rise ^ ctl_fall
 
+        status = reg(4, "status")
+        m.d.comb += [self.link_up.eq(status[0]), self.speed.eq(status[1:3]),
+                     self.full_duplex.eq(status[3])]
         with m.If(~ctl_rise & ~ctl_fall):
-            m.d.sync += [
-                self.link_up.eq(rise[0]),
-                self.speed.eq(rise[1:3]),
-                self.full_duplex.eq(rise[3]),
-            ]
+            m.d.sync += status.eq(rise)
 
         # 100 Mb/s nibble pairing.
-        synced = Signal()          # SFD seen in this frame: nibbles are paired
-        high_next = Signal()       # the next nibble is a high nibble
-        low = Signal(4)            # the previous nibble
-        low_is_5 = Signal()        # ... and it is 5
-        low_er = Signal()
+        synced = reg(name="synced")        # SFD seen in this frame: nibbles are paired
+        high_next = reg(name="high_next")  # the next nibble is a high nibble
+        low = reg(4, "low")                # the previous nibble
+        low_is_5 = reg(name="low_is_5")    # ... and it is 5
+        low_er = reg(name="low_er")
         sfd = low_is_5 & rise_is_d
 
         # The beat registers take a value every cycle, without an enable
         # (`data` means something only with `valid`): at 1000 Mb/s the byte;
         # at 100 Mb/s 0xD5 at the SFD, then each pair of nibbles; `dv` is
         # ``ctl``'s in both.
+        valid, data, dv_q, er_q = reg(name="valid"), reg(8, "data"), reg(name="dv_q"), reg(name="er_q")
+        m.d.comb += [self.valid.eq(valid), self.data.eq(data), self.dv.eq(dv_q), self.er.eq(er_q)]
         m.d.sync += [
-            self.valid.eq(self.speed_1000 | ~dv | Mux(synced, high_next, sfd)),
-            self.data.eq(Mux(self.speed_1000, Cat(rise, fall), Mux(synced, Cat(low, rise), 0xD5))),
-            self.dv.eq(dv),
-            self.er.eq(Mux(self.speed_1000 | ~dv, er, low_er | er)),
+            valid.eq(self.speed_1000 | ~dv | Mux(synced, high_next, sfd)),
+            data.eq(Mux(self.speed_1000, Cat(rise, fall), Mux(synced, Cat(low, rise), 0xD5))),
+            dv_q.eq(dv),
+            er_q.eq(Mux(self.speed_1000 | ~dv, er, low_er | er)),
         ]
         with m.If(self.speed_1000 | ~dv):
             m.d.sync += [synced.eq(0), low.eq(0), low_is_5.eq(0)]
