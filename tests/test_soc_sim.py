@@ -110,3 +110,44 @@ def test_saved_parameters_survive_a_restart_on_the_same_flash(binary, tmp_path, 
         assert rc == 0, err
         assert json.loads(out) == {"chunk_bytes": 512, "ared_interval_ms": 2000,
                                    "ack_mode": P.param("ack_mode").default}
+
+
+def test_adaptive_red_raises_max_p_while_the_queue_holds_red_above_its_band(binary):
+    """Adaptive RED on SERV, under traffic: RED on (min 2000, max 6000 bytes,
+    w_q = 1/2, so the average follows the queue closely), the shaper nearly
+    shut (10 kb/s: a 1000-byte frame takes 0.8 s) so the data queue stays,
+    ten 1000-byte frames sent. RED's average then sits above the band's top
+    (min + 0.6 (max - min) = 4400 bytes), and every ared_interval_ms (100)
+    the firmware raises red_max_p by min(max_p / 4, 1 %) (Floyd, Gummadi and
+    Shenker 2001, Figure 3; in 1/65536: 6554 -> 7209 -> 7864 ...)."""
+    from ackfilter_ctl.device import Device
+    from ackfilter_ctl.link import TcpLink
+    with SimSoC(binary=binary) as soc:
+        dev = Device(TcpLink("127.0.0.1", soc.port), timeout=float(TIMEOUT)).open()
+        try:
+            for name, value in (("shaper_cpb_q16", P.cpb_q16_for_rate(10_000)), ("shaper_burst_bytes", 0),
+                                ("red_min_bytes", 2000), ("red_max_bytes", 6000), ("red_wq_shift", 1),
+                                ("ared_interval_ms", 100), ("red_enable", 1)):
+                dev.set(name, value)
+            assert dev.get("ared_enable") == 1 and dev.get("red_max_p") == 6554
+            soc.send_frames(frames(10, 1000))
+            seen = []
+            for _ in range(60):
+                stats = dev.stats()
+                seen.append((stats["info.red_avg_bytes"], stats["ared_adjustments"]))
+                if seen[-1][1] >= 2:
+                    break
+            dev.set("ared_enable", 0)                # no step between the two reads below
+            stats = dev.stats()
+            avg, steps, max_p = stats["info.red_avg_bytes"], stats["ared_adjustments"], dev.get("red_max_p")
+            assert avg > 4400, seen
+            assert steps >= 2, seen
+            # Each step adds min(max_p // 4, 655): from 6554, 655 a step up to 65536 // 2.
+            want = 6554
+            for _ in range(steps):
+                want += min(want // 4, 655)
+            assert max_p == want, seen
+            # Nothing left the queue meanwhile: the shaper holds it, RED only drops arrivals.
+            assert stats["frames_out"] <= 1, stats
+        finally:
+            dev.close()

@@ -273,7 +273,7 @@ class BoardTop(Elaboratable):
         m = Module()
 
         # Clocks: 25 MHz -> PLL -> 125 MHz (tx) and 50 MHz (sync).
-        clk25 = platform.request("clk25", 0)
+        m.submodules.clk25 = clk25 = io.Buffer("i", platform.request("clk25", 0, dir="-"))
         clk_tx, clk_sys, locked = Signal(), Signal(), Signal()
         m.submodules.pll = Instance("EHXPLLL",
             # Lattice TN1263 / ecppll: fVCO = 25 MHz * CLKFB_DIV * CLKOP_DIV = 500 MHz.
