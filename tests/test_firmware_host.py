@@ -117,6 +117,18 @@ def test_the_riscv_image_builds_and_fits_the_ram_with_its_stack():
     assert re.search(r"^firmware.bin: \d+ bytes", r.stdout, re.M)     # the size is printed
 
 
+def test_the_image_builds_under_a_make_that_sets_board(monkeypatch):
+    """`make bitstream BOARD=...` runs the board build, which runs the
+    firmware's make: the outer make's variables (MAKEFLAGS) must not reach
+    it (BOARD once named the firmware's list of SoC sources)."""
+    if shutil.which(CROSS_GCC) is None:
+        pytest.fail(f"{CROSS_GCC} is required")
+    monkeypatch.setenv("MAKEFLAGS", " -- BOARD=colorlight-5a-75b SOC=0")
+    monkeypatch.setenv("MAKELEVEL", "1")
+    r = make_firmware()
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_the_link_fails_when_the_image_and_the_stack_do_not_fit(tmp_path):
     if shutil.which(CROSS_GCC) is None:
         pytest.fail(f"{CROSS_GCC} is required")

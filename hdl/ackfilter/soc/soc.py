@@ -6,6 +6,7 @@ SPI flash's (:data:`.periph.PinsSignature`). ``firmware`` is the image the RAM
 starts with (``firmware/build/firmware.bin``, :func:`firmware_image`).
 """
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -37,9 +38,12 @@ def make_firmware(*targets):
     this checkout (pytest-xdist workers), so no one runs a file another is
     still writing. Returns the ``CompletedProcess``."""
     from ..sim.verilog import build_dir, file_lock
+    # Not the variables of a make that runs us (`make bitstream BOARD=...`
+    # passes BOARD down through MAKEFLAGS): the firmware's make has its own.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     with file_lock(build_dir() / "firmware.lock"):
         return subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), *targets],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=env)
 
 
 def build_firmware():
