@@ -83,6 +83,14 @@ def test_tune_prints_reasons_and_values_and_json(capsys):
     rc, out, err = run(capsys, "--json", "tune", "--up", "64k", "--down", "10M")
     doc = json.loads(out)
     assert rc == 0 and doc["applied"] is False and doc["registers"]["ack_mode"] == 2
+    # The round-trip time as a person writes it: the same settings each way.
+    for same in (("40", "40ms", "0.04s"), ("400", "400ms", "0.4s")):
+        runs = [json.loads(run(capsys, "--json", "tune", "--up", "1M", "--down", "16M", "--rtt", rtt)[1])
+                for rtt in same]
+        assert runs[0] == runs[1] == runs[2]
+    with pytest.raises(SystemExit) as e:
+        run(capsys, "tune", "--up", "1M", "--down", "8M", "--rtt", "soon")
+    assert e.value.code == 2 and "not a time: 'soon'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, code, text", [

@@ -255,6 +255,23 @@ def _tune(args, regmap, dev):
 
 # --- main ---------------------------------------------------------------------------
 
+def _milliseconds(text):
+    """``40``, ``40ms``, ``0.04s`` -> 40.0 (ms), for argparse."""
+    t = text.strip().lower()
+    scale = 1.0
+    if t.endswith("ms"):
+        t = t[:-2]
+    elif t.endswith("s"):
+        t, scale = t[:-1], 1000.0
+    try:
+        value = float(t) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (e.g. 40, 40ms, 0.04s)") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text!r}")
+    return value
+
+
 def _parser():
     ap = argparse.ArgumentParser(prog="ackfilter-ctl", description=__doc__.split("\n\n")[0],
                                  epilog="Exit status: 0 done, 1 device or link failure, 2 bad "
@@ -302,8 +319,9 @@ def _parser():
                            "(--apply writes them to the device)", device=False)
     p.add_argument("--up", required=True, metavar="RATE", help="uplink rate, e.g. 1M, 64k")
     p.add_argument("--down", required=True, metavar="RATE", help="downlink rate, e.g. 16M")
-    p.add_argument("--rtt", type=float, default=50.0, metavar="MS",
-                   help="typical round-trip time to the servers, ms (default 50)")
+    p.add_argument("--rtt", type=_milliseconds, default=50.0, metavar="TIME",
+                   help="typical round-trip time to the servers: 40, 40ms or 0.04s (a bare "
+                        "number is ms; default 50)")
     p.add_argument("--link", default="ethernet", metavar="TYPE",
                    help="ethernet, docsis, adsl-pppoe, adsl-pppoa, adsl-bridged, vdsl-pppoe, "
                         "vdsl-bridged, unknown (default ethernet)")
