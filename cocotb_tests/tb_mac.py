@@ -8,12 +8,13 @@ cocotbext-eth's RGMII PHY models.
 * TX: the system-side stream sends frames; ``RgmiiSink`` must see preamble,
   SFD, the frame padded to 60 bytes, a correct FCS and 12-byte gaps.
 
-Clocks: system 62.5 MHz; RX ``rxc`` 125 MHz (1000 Mb/s) or 25 MHz (100 Mb/s),
+Clocks: system 50 MHz; RX ``rxc`` 125, 25 or 2.5 MHz (1000, 100, 10 Mb/s),
 TX 125 MHz, each optionally off by +-100 ppm (1 fs simulator precision).
 At 1000 Mb/s the sink samples the TX pins with ``tx_clk`` delayed by 2 ns
 (``phy_txc``), as the B50612D does with its internal TX clock delay; at
-100 Mb/s with the modelled 25 MHz ``txc`` itself (its edges lie inside the
-data eye). cocotbext-eth's frame times are in simulator steps (fs here).
+10 and 100 Mb/s with the modelled 2.5 or 25 MHz ``txc`` itself (its edges
+lie inside the data eye). The MAC runs at the speed its RXC measures
+(``rxc_speed``), as the board top runs it. cocotbext-eth's frame times are in simulator steps (fs here).
 """
 
 import itertools
@@ -31,11 +32,14 @@ from scapy.packet import Raw
 from ackfilter import params as P
 from ackfilter.gateware.mac.sim_top import STROBES
 
-#: The system clock period (``params.F_SYS_HZ``: 16 ns).
+#: The system clock period (``params.F_SYS_HZ``: 20 ns).
 SYS_PERIOD_PS = round(1e12 / P.F_SYS_HZ)
-#: Byte period at 1000 Mb/s and the RX clock period at 100 Mb/s (a nibble a cycle).
+#: Byte period at 1000 Mb/s, and the RX clock period at each speed (a
+#: nibble a cycle at 10 and 100 Mb/s).
 BYTE_1000_PS = 8_000
-RXC_100_PS = 40_000
+RXC_PS = {1000: 8_000, 100: 40_000, 10: 400_000}
+#: The MAC's speed codes (``gateware.mac.speed``).
+SPEED_CODE = {10: 0, 100: 1, 1000: 2}
 #: Preamble + SFD, FCS, minimum inter-frame gap (IEEE 802.3 clauses 3 and 4).
 PREAMBLE_BYTES, FCS_BYTES, IFG_BYTES = 8, 4, 12
 #: The B50612D's internal TX clock delay (RGMII v2.0 "RGMII-ID").
@@ -95,12 +99,11 @@ class TB:
         self.tx_done = 0
         self.strobes = dict.fromkeys(STROBES, 0)
 
-        rxc_ps = BYTE_1000_PS if speed == 1000 else RXC_100_PS
-        self.rx_period_ps = ppm_period(rxc_ps, rx_ppm)
+        self.rx_period_ps = ppm_period(RXC_PS[speed], rx_ppm)
         self.tx_period_ps = ppm_period(BYTE_1000_PS, tx_ppm)
-        self.tx_byte_ps = self.tx_period_ps * (1 if speed == 1000 else 10)
+        self.tx_byte_ps = self.tx_period_ps * (1000 // speed)
 
-        dut.speed_1000.value = int(speed == 1000)
+        dut.speed.value = SPEED_CODE[speed]
         dut.rx_ready.value = 0
         dut.tx_valid.value = 0
         dut.rgmii_rxd.value = 0
@@ -108,19 +111,20 @@ class TB:
         for rst in (dut.rst, dut.rx_rst, dut.tx_rst):
             rst.value = 1
         cocotb.start_soon(Clock(dut.clk, SYS_PERIOD_PS, unit="ps").start())
-        cocotb.start_soon(Clock(dut.rx_clk, self.rx_period_ps, unit="ps").start())
+        self.rx_clock = Clock(dut.rx_clk, self.rx_period_ps, unit="ps")
+        self.rx_clock.start()
         cocotb.start_soon(Clock(dut.tx_clk, self.tx_period_ps, unit="ps").start())
 
         self.source = None
         if with_source:
             self.source = RgmiiSource(dut.rgmii_rxd, dut.rgmii_rx_ctl, dut.rx_clk, dut.rx_rst)
-            self.source.mii_mode = speed == 100
+            self.source.mii_mode = speed != 1000
         dut.phy_txc.value = 0
         if speed == 1000:
             cocotb.start_soon(self._phy_txc(self.tx_period_ps))
         self.sink = RgmiiSink(dut.rgmii_txd, dut.rgmii_tx_ctl,
                               dut.phy_txc if speed == 1000 else dut.rgmii_txc, dut.tx_rst)
-        self.sink.mii_mode = speed == 100
+        self.sink.mii_mode = speed != 1000
         for model in (self.source, self.sink):
             if model is not None:
                 model.log.setLevel(logging.WARNING)   # one line a frame otherwise
@@ -134,6 +138,10 @@ class TB:
         dut = self.dut
         for rst in (dut.rst, dut.rx_rst, dut.tx_rst):
             rst.value = 1
+        # Every domain sees its reset for a few of its own cycles (the RX
+        # clock at 10 Mb/s is 2.5 MHz: eight system cycles are less than one).
+        for _ in range(4):
+            await RisingEdge(dut.rx_clk)
         for _ in range(8):
             await self.edge
         for rst in (dut.rst, dut.rx_rst, dut.tx_rst):
@@ -194,6 +202,13 @@ class TB:
             else:
                 tx_valid.value = 0
 
+    def set_rx_clock(self, period_ps):
+        """The PHY's RXC changes (a new link speed), or stops (``None``)."""
+        self.rx_clock.stop()
+        if period_ps is not None:
+            self.rx_clock = Clock(self.dut.rx_clk, period_ps, unit="ps")
+            self.rx_clock.start()
+
     async def cycles(self, n):
         for _ in range(n):
             await self.edge
@@ -205,7 +220,7 @@ class TB:
             if len(self.received) >= count:
                 return
             await Timer(step_ns, "ns")
-        raise AssertionError(f"only {len(self.received)} of {count} frames received")
+        raise AssertionError(f"only {len(self.received)} of {count} frames received; strobes {self.strobes}")
 
     async def wait_tx(self, count, *, timeout_us=20_000):
         """Until the sink holds ``count`` frames; returns them."""
@@ -260,7 +275,7 @@ def frames_for(sizes, base=0):
 # RX
 
 @cocotb.test(**TEST_TIMEOUT)
-@cocotb.parametrize(speed=named(1000, 100), rx_ppm=named(0, 100, -100))
+@cocotb.parametrize(speed=named(1000, 100, 10), rx_ppm=named(0, 100, -100))
 async def test_rx_frame_sizes_arrive_intact_without_fcs(dut, speed, rx_ppm):
     """Sizes 60..127, 512, 1514 and ten back-to-back 60s at line rate, with
     the system side taking 3 words of 4: all delivered, in order, spec-conform."""
@@ -276,7 +291,7 @@ async def test_rx_frame_sizes_arrive_intact_without_fcs(dut, speed, rx_ppm):
 
 
 @cocotb.test(**TEST_TIMEOUT)
-@cocotb.parametrize(speed=named(1000, 100))
+@cocotb.parametrize(speed=named(1000, 100, 10))
 async def test_rx_crc_errors_runts_rx_er_and_oversize_are_dropped_and_counted(dut, speed):
     """Bad frames in between good ones: only the good ones arrive, each bad
     one is counted once under its reason."""
@@ -340,6 +355,106 @@ async def test_rx_stalled_system_side_drops_whole_frames_and_counts_overflows(du
     assert not tb.rx_violations
 
 
+#: A speed measurement (RxClockSpeed: 2^12 system cycles) in ps, and the
+#: longest a new speed takes to show: the window it starts in, two more
+#: that agree (hysteresis), the synchronizer.
+WINDOW_PS = 4096 * SYS_PERIOD_PS
+SPEED_SETTLE_PS = 3 * WINDOW_PS + 10 * SYS_PERIOD_PS
+
+
+@cocotb.test(**TEST_TIMEOUT)
+async def test_the_speed_is_measured_from_rxc_and_a_change_mid_traffic_recovers(dut):
+    """The link renegotiates 1000 -> 100 -> 10 -> 1000 while frames flow,
+    the MAC following its RXC (``speed`` = ``rxc_speed``, as the board runs
+    it). At each change the PHY cuts the frame it is receiving (it arrives
+    short, with a bad FCS: dropped and counted) and a long frame is being
+    sent: it finishes at the speed it started with, intact. RXC at 125, 25
+    and 2.5 MHz reads as 1000, 100 and 10 Mb/s within three measurement
+    windows, one ``speed_changed`` strobe each; then frames cross both ways
+    intact at the new speed. A stopped RXC clears ``rxc_ok`` and keeps the
+    speed."""
+    tb = TB(dut, speed=1000)
+    await tb.reset()
+    changes = []
+
+    async def follow():
+        strobed = False
+        while True:
+            await tb.edge
+            if strobed:                 # `rxc_speed` is the new one from the cycle after
+                changes.append(int(dut.rxc_speed.value))
+            strobed = bool(dut.speed_changed.value)
+            dut.speed.value = dut.rxc_speed.value
+    cocotb.start_soon(follow())
+    await Timer(SPEED_SETTLE_PS, "ps")
+    assert (int(dut.rxc_speed.value), int(dut.rxc_ok.value)) == (SPEED_CODE[1000], 1)
+    assert changes == []
+    # One sink per clock the PHY samples with: the delayed 125 MHz at 1000,
+    # the MAC's TXC at 10 and 100 (each also sees garbage at the other speeds).
+    sinks = {1000: tb.sink, "mii": RgmiiSink(dut.rgmii_txd, dut.rgmii_tx_ctl, dut.rgmii_txc, dut.tx_rst)}
+    sinks["mii"].mii_mode = True
+    sinks["mii"].log.setLevel(logging.WARNING)
+
+    def sink_for(speed):
+        return sinks[1000 if speed == 1000 else "mii"]
+
+    def drain(sink):
+        while not sink.empty():
+            sink.recv_nowait()
+
+    async def frames_from(sink, count, *, timeout_us=20_000):
+        got = []
+        for _ in range(timeout_us):
+            while not sink.empty():
+                got.append(sink.recv_nowait())
+            if len(got) >= count:
+                return got
+            await Timer(1000, "ns")
+        raise AssertionError(f"only {len(got)} of {count} frames left the TX pins")
+
+    cut_frames = 0
+    for n, speed in enumerate((100, 10, 1000)):
+        old = tb.speed
+        # The PHY cuts the frame it receives (renegotiation), and a long
+        # frame is on its way out when RXC changes.
+        drain(sink_for(old))
+        long_tx = frame(1514, 3000 + n)
+        tb.tx_queue.append(long_tx)
+        await Timer(20 * RXC_PS[old], "ps")
+        cut = frame(300, 900 + n)
+        await tb.source.send(GmiiFrame.from_raw_payload(cut[:150]))
+        await tb.source.wait()
+        cut_frames += 1
+        tb.set_rx_clock(RXC_PS[speed])
+        tb.source.mii_mode = speed != 1000
+        draining = await frames_from(sink_for(old), 1)
+        assert bytes(draining[0].get_payload()) == long_tx and draining[0].check_fcs(), (old, speed)
+        await Timer(SPEED_SETTLE_PS, "ps")
+        assert (int(dut.rxc_speed.value), int(dut.rxc_ok.value)) == (SPEED_CODE[speed], 1), speed
+        assert changes == [SPEED_CODE[s] for s in (100, 10, 1000)[:n + 1]], changes
+        tb.speed = speed
+        drain(sink_for(speed))
+        before_rx = len(tb.received)
+        rx_frames = frames_for([60, 300, 61], base=1000 + 10 * n)
+        tx_frames = frames_for([64, 200], base=2000 + 10 * n)
+        tb.tx_queue.extend(tx_frames)
+        for f in rx_frames:
+            await tb.source.send(GmiiFrame.from_payload(f))
+        got = await frames_from(sink_for(speed), len(tx_frames))
+        await tb.wait_rx(before_rx + len(rx_frames))
+        assert tb.received[before_rx:] == rx_frames, speed
+        assert [bytes(g.get_payload()) for g in got] == tx_frames, speed
+        assert all(g.check_fcs() for g in got), speed
+    # Every cut frame was counted, none delivered.
+    assert tb.strobes["rx_crc_errors"] == cut_frames, tb.strobes
+    assert tb.strobes["rx_frames"] == len(tb.received) == 3 * 3
+    assert not tb.rx_violations
+    tb.set_rx_clock(None)
+    await Timer(SPEED_SETTLE_PS, "ps")
+    assert (int(dut.rxc_speed.value), int(dut.rxc_ok.value)) == (SPEED_CODE[1000], 0)
+    assert len(changes) == 3
+
+
 @cocotb.test(**TEST_TIMEOUT)
 async def test_in_band_link_status_is_decoded_between_frames(dut):
     tb = TB(dut, with_source=False)
@@ -357,7 +472,7 @@ async def test_in_band_link_status_is_decoded_between_frames(dut):
 # TX
 
 @cocotb.test(**TEST_TIMEOUT)
-@cocotb.parametrize(speed=named(1000, 100), tx_ppm=named(0, 100, -100))
+@cocotb.parametrize(speed=named(1000, 100, 10), tx_ppm=named(0, 100, -100))
 async def test_tx_frames_leave_with_preamble_padding_fcs_and_12_byte_gaps(dut, speed, tx_ppm):
     """Sizes 1..59 (padded), 60..127, 512, 1514 and ten 60s, offered with idle
     cycles: each leaves intact, back to back with exactly 12-byte gaps."""

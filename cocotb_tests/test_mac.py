@@ -15,6 +15,7 @@ TESTS = [
     "test_rx_frame_sizes_arrive_intact_without_fcs",
     "test_rx_crc_errors_runts_rx_er_and_oversize_are_dropped_and_counted",
     "test_rx_stalled_system_side_drops_whole_frames_and_counts_overflows",
+    "test_the_speed_is_measured_from_rxc_and_a_change_mid_traffic_recovers",
     "test_in_band_link_status_is_decoded_between_frames",
     "test_tx_frames_leave_with_preamble_padding_fcs_and_12_byte_gaps",
     "test_tx_oversize_frames_are_dropped_and_counted",

@@ -21,6 +21,7 @@ from ackfilter.gateware.mac.crc import (CRC32, CRC32_INIT, CRC32_RESIDUE, crc32,
                                fcs_bytes)
 from ackfilter.gateware.mac.rgmii import RGMIIRxConverter, RGMIITxConverter
 from ackfilter.gateware.mac.rx import RxFramer
+from ackfilter.gateware.mac.speed import SPEED_10, SPEED_100, SPEED_1000, RxClockSpeed
 from ackfilter.gateware.mac.tx import TxFramer
 from ackfilter.gateware.mac.mac import EthernetMAC
 
@@ -295,37 +296,45 @@ def test_rgmii_rx_converter_1000m_is_a_byte_a_cycle_and_reads_in_band_status():
     simulate(dut, tb, name="rgmii_rx_1000m")
 
 
-def test_rgmii_tx_converter_100m_sends_nibbles_with_a_centred_25mhz_clock():
+@pytest.mark.parametrize("mbps", [100, 10])
+def test_rgmii_tx_converter_10_100m_sends_nibbles_with_a_centred_clock(mbps):
+    """25 MHz (2.5 MHz) TXC: a nibble per TXC period, low nibble first, the
+    nibble stable from at least 12 ns (96 ns) before each rising edge to the
+    falling edge after it; a strobe every 10 (100) cycles as MACTx makes them."""
     dut = RGMIITxConverter()
     halves = []     # (txc, txd, ctl) per half cycle
+    byte_cycles = 1000 // mbps
+    to_send = [0xA5, 0x3C, 0x96]
 
     async def tb(ctx):
-        ctx.set(dut.speed_1000, 0)
-        to_send = [0xA5, 0x3C, 0x96]
-        for cycle in range(60):
+        ctx.set(dut.speed, SPEED_100 if mbps == 100 else SPEED_10)
+        for cycle in range(6 * byte_cycles):
             halves.append((ctx.get(dut.txc_rise), ctx.get(dut.txd_rise), ctx.get(dut.tx_ctl_rise)))
             halves.append((ctx.get(dut.txc_fall), ctx.get(dut.txd_fall), ctx.get(dut.tx_ctl_fall)))
-            # A byte every ten cycles, as MACTx strobes it; garbage between.
-            stb = cycle % 10 == 3 and bool(to_send)
+            # A byte every byte time, as MACTx strobes it; garbage between.
+            stb = cycle % byte_cycles == 3 and bool(to_send)
             ctx.set(dut.stb, stb)
             ctx.set(dut.data, to_send.pop(0) if stb else 0xFF)
             ctx.set(dut.en, 1 if stb else 0)
             await ctx.tick()
 
-    simulate(dut, tb, name="rgmii_tx_100m")
+    simulate(dut, tb, name=f"rgmii_tx_{mbps}m")
     txc = [h[0] for h in halves]
     # From the first strobe on (cycle 3; its nibble is out from cycle 4,
     # half 8): before it the converter's count ran on its own since reset.
     rises = [i for i in range(8, len(txc)) if txc[i] and not txc[i - 1]]
-    assert all(b - a == 10 for a, b in zip(rises, rises[1:])), rises     # 25 MHz: 40 ns
+    falls = [i for i in range(8, len(txc)) if not txc[i] and txc[i - 1]]
+    period = byte_cycles           # in half cycles: two nibbles a byte, two halves a cycle
+    assert all(b - a == period for a, b in zip(rises, rises[1:])), rises      # 25 / 2.5 MHz
+    high = [f - r for r, f in zip(rises, [f for f in falls if f > rises[0]])]
+    assert all(h == period // 2 for h in high), high                          # 50 % duty
+    setup = 3 if mbps == 100 else 24                                           # half cycles: 12 / 96 ns
     for i in rises:
-        # The nibble is stable from 3 half-cycles (12 ns) before the rising
-        # edge to the falling edge 5 half-cycles (20 ns) after it.
-        window = {halves[j][1:] for j in range(i - 3, i + 5)}
+        window = {halves[j][1:] for j in range(i - setup, i + period // 2)}
         assert len(window) == 1, (i, window)
     sent = [halves[i][1:] for i in rises]
     # 0xA5, 0x3C, 0x96, low nibble first, tx_en high (the strobe's en is
-    # held for the byte's ten cycles).
+    # held for the byte's cycles).
     start = sent.index((0x5, 1))
     assert sent[start:start + 6] == [(0x5, 1), (0xA, 1), (0xC, 1), (0x3, 1), (0x6, 1), (0x9, 1)], sent
 
@@ -334,7 +343,7 @@ def test_rgmii_tx_converter_1000m_sends_a_byte_a_cycle():
     dut = RGMIITxConverter()
 
     async def tb(ctx):
-        ctx.set(dut.speed_1000, 1)
+        ctx.set(dut.speed, SPEED_1000)
         for byte in (0x5A, 0xC3):
             ctx.set(dut.stb, 1)
             ctx.set(dut.data, byte)
@@ -346,6 +355,77 @@ def test_rgmii_tx_converter_1000m_sends_a_byte_a_cycle():
             assert (ctx.get(dut.txc_rise), ctx.get(dut.txc_fall)) == (1, 0)
 
     simulate(dut, tb, name="rgmii_tx_1000m")
+
+
+# --------------------------------------------------------------------------
+# The speed from RXC
+
+def run_rxc_speed(schedule, *, window_bits=8, sys_hz=50e6):
+    """RxClockSpeed with RXC following ``schedule`` [(period_s or None, windows)];
+    returns (speed, rxc_ok, changed) sampled at the end of each window."""
+    dut = RxClockSpeed(rx_domain="rx", clk_hz=int(sys_hz), window_bits=window_bits)
+    m = Module()
+    m.domains.rx = ClockDomain("rx")
+    m.submodules.dut = dut
+    rxc = Signal()
+    m.d.comb += ClockSignal("rx").eq(rxc)
+    window_s = (1 << window_bits) / sys_hz
+    seen = []
+
+    async def rx_clock(ctx):
+        for period, windows in schedule:
+            t_end = windows * window_s
+            t = 0.0
+            if period is None:
+                await ctx.delay(t_end)
+                continue
+            while t < t_end:
+                ctx.set(rxc, 1)
+                await ctx.delay(period / 2)
+                ctx.set(rxc, 0)
+                await ctx.delay(period / 2)
+                t += period
+
+    async def probe(ctx):
+        changed = 0
+        total = sum(w for _p, w in schedule)
+        for _ in range(total):
+            for _ in range(1 << window_bits):
+                await ctx.tick()
+                changed += ctx.get(dut.changed)
+            seen.append((ctx.get(dut.speed), ctx.get(dut.rxc_ok), changed))
+
+    sim = Simulator(m)
+    sim.add_clock(1 / sys_hz)
+    sim.add_testbench(rx_clock, background=True)
+    sim.add_testbench(probe)
+    sim.run()
+    return seen
+
+
+def test_rxc_speed_classifies_each_rgmii_clock_after_two_agreeing_windows():
+    # window_bits 8 at 50 MHz: 5.1 us, 0.4 edges at 10 Mb/s: too short, refused.
+    with pytest.raises(TypeError, match="window_bits 8 is too short to see a 2.5 MHz RXC"):
+        RxClockSpeed(window_bits=8)
+    seen = run_rxc_speed([(8e-9, 4), (40e-9, 4), (400e-9, 4), (8e-9, 4)], window_bits=12)
+    speeds = [s for s, _ok, _c in seen]
+    # Each new clock: one window spans the change, the next measures it, the
+    # one after agrees: the speed changes within three windows, then holds.
+    assert speeds[:4][-1] == SPEED_1000 and speeds[4:8][-2:] == [SPEED_100] * 2
+    assert speeds[8:12][-2:] == [SPEED_10] * 2 and speeds[12:16][-2:] == [SPEED_1000] * 2
+    assert all(ok for _s, ok, _c in seen)
+    assert seen[-1][2] == 3                               # one strobe per change
+    # Within a class, a clock 30 % off still reads as its speed.
+    assert [s for s, _o, _c in run_rxc_speed([(40e-9 * 1.3, 3)], window_bits=12)][-1] == SPEED_100
+
+
+def test_rxc_speed_ignores_a_one_window_glitch_and_a_stopped_clock_keeps_the_speed():
+    seen = run_rxc_speed([(40e-9, 4), (8e-9, 1), (40e-9, 3), (None, 3)], window_bits=12)
+    # The 125 MHz window (and the one spanning its start) never agree twice.
+    assert all(s == SPEED_100 for s, _ok, _c in seen[3:])
+    assert seen[-1][2] == 1                               # 1000 -> 100 at the start only
+    # RXC stopped: not ok, speed unchanged.
+    assert seen[-1][:2] == (SPEED_100, 0)
 
 
 def test_ethernet_mac_rejects_bad_parameters():

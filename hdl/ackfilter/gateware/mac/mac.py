@@ -7,13 +7,14 @@ from amaranth.lib.wiring import In, Out
 from ..lib.stream import FrameStream
 from .rgmii import RGMIIPinSignature, RGMIIRxConverter, RGMIITxConverter
 from .rx import DEFAULT_MAX_FRAME_BYTES, MACRx
+from .speed import SPEED_1000, RxClockSpeed
 from .tx import MACTx
 
 __all__ = ["EthernetMAC"]
 
 
 class EthernetMAC(wiring.Component):
-    """A 1000/100 Mb/s Ethernet MAC on plain RGMII-side signals.
+    """A 10/100/1000 Mb/s Ethernet MAC on plain RGMII-side signals.
 
     The frame streams and status are in ``sync`` (the system domain); the
     RGMII side is in the two PHY-side domains, which the user creates and
@@ -46,10 +47,16 @@ class EthernetMAC(wiring.Component):
         edge after it (``IDDRX1F`` ``Q0``/``Q1``).
     txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : Out, ``tx_domain``
         What the DDR outputs drive after the rising and the falling edge.
-    speed_1000 : In(1), ``sync``
-        1: 1000 Mb/s, 0: 100 Mb/s (10 Mb/s is not supported). Set from the
-        PHY (MDIO) or from ``link_speed``; change it only while the link is
-        down.
+    speed : In(2), ``sync``
+        The speed to run at (``SPEED_10``, ``SPEED_100``, ``SPEED_1000``:
+        :mod:`~ackfilter.gateware.mac.speed`), usually ``rxc_speed``. A
+        change mid-frame costs the frame in flight each way (received: it
+        fails its FCS and is counted; sent: it finishes at the speed it
+        started with, which the PHY garbles) and nothing else.
+    rxc_speed, rxc_ok, speed_changed : Out, ``sync``
+        The speed the PHY's RXC runs at (:class:`~ackfilter.gateware.mac.speed.RxClockSpeed`),
+        whether RXC ran in the last measurement, and a strobe when
+        ``rxc_speed`` changes.
     rx : Out(FrameStream), ``sync``
         Received frames with a good FCS, without preamble and FCS
         (``docs/spec.md`` section 1), each once entirely received.
@@ -86,7 +93,10 @@ class EthernetMAC(wiring.Component):
         self._tx_fifo_words = tx_fifo_words
         super().__init__({
             **RGMIIPinSignature.members,
-            "speed_1000":  In(1, init=1),
+            "speed":       In(2, init=SPEED_1000),
+            "rxc_speed":   Out(2, init=SPEED_1000),
+            "rxc_ok":      Out(1),
+            "speed_changed": Out(1),
             "rx":          Out(FrameStream()),
             "tx":          In(FrameStream()),
             "link_up":     Out(1),
@@ -106,12 +116,22 @@ class EthernetMAC(wiring.Component):
         m.submodules.tx_path = tx_path = MACTx(
             tx_domain=tx, max_frame_bytes=self._max_frame_bytes, fifo_words=self._tx_fifo_words)
 
-        # Speed into both PHY-side domains (quasi-static).
-        m.submodules.speed_rx_cdc = cdc.FFSynchronizer(self.speed_1000, rx_conv.speed_1000,
+        # The speed of the PHY's RXC.
+        m.submodules.rxc_speed = rxc = RxClockSpeed(rx_domain=rx)
+        m.d.comb += [self.rxc_speed.eq(rxc.speed), self.rxc_ok.eq(rxc.rxc_ok),
+                     self.speed_changed.eq(rxc.changed)]
+
+        # The speed into both PHY-side domains (quasi-static). Its two bits
+        # may cross a cycle apart: the transmitter takes a value only once
+        # two cycles agree on it.
+        m.submodules.speed_rx_cdc = cdc.FFSynchronizer(self.speed == SPEED_1000, rx_conv.speed_1000,
                                                        o_domain=rx, init=1)
-        speed_tx = Signal(init=1)
-        m.submodules.speed_tx_cdc = cdc.FFSynchronizer(self.speed_1000, speed_tx, o_domain=tx, init=1)
-        m.d.comb += [tx_path.speed_1000.eq(speed_tx), tx_conv.speed_1000.eq(speed_tx)]
+        speed_tx_sync, speed_tx_prev = Signal(2, init=SPEED_1000), Signal(2, init=SPEED_1000)
+        m.submodules.speed_tx_cdc = cdc.FFSynchronizer(self.speed, speed_tx_sync, o_domain=tx,
+                                                       init=SPEED_1000)
+        m.d[tx] += speed_tx_prev.eq(speed_tx_sync)
+        with m.If(speed_tx_sync == speed_tx_prev):
+            m.d[tx] += tx_path.speed.eq(speed_tx_sync)
 
         # The RX converter sits by the pads, the framer by its FIFO's block
         # RAM, which may be the chip's width away: the beats cross through
@@ -123,15 +143,16 @@ class EthernetMAC(wiring.Component):
         # The converter sits by the pads, the transmit path by its FIFO, which
         # may be the chip's width away: its bytes (with their strobe) cross
         # through two registers, which the placer spreads along the way.
-        tx_bytes = [Signal(11, name=f"tx_bytes{i}", reset_less=True) for i in range(2)]
-        m.d[tx] += [tx_bytes[0].eq(Cat(tx_path.data, tx_path.en, tx_path.er, tx_path.stb)),
+        tx_bytes = [Signal(13, name=f"tx_bytes{i}", reset_less=True) for i in range(2)]
+        m.d[tx] += [tx_bytes[0].eq(Cat(tx_path.data, tx_path.en, tx_path.er, tx_path.stb,
+                                       tx_path.speed_out)),
                     tx_bytes[1].eq(tx_bytes[0])]
         m.d.comb += [
             rx_conv.rxd_rise.eq(self.rxd_rise), rx_conv.rxd_fall.eq(self.rxd_fall),
             rx_conv.rx_ctl_rise.eq(self.rx_ctl_rise), rx_conv.rx_ctl_fall.eq(self.rx_ctl_fall),
             Cat(rx_path.valid, rx_path.data, rx_path.dv, rx_path.er).eq(rx_beats[-1]),
 
-            Cat(tx_conv.data, tx_conv.en, tx_conv.er, tx_conv.stb).eq(tx_bytes[1]),
+            Cat(tx_conv.data, tx_conv.en, tx_conv.er, tx_conv.stb, tx_conv.speed).eq(tx_bytes[1]),
             self.txd_rise.eq(tx_conv.txd_rise), self.txd_fall.eq(tx_conv.txd_fall),
             self.tx_ctl_rise.eq(tx_conv.tx_ctl_rise), self.tx_ctl_fall.eq(tx_conv.tx_ctl_fall),
             self.txc_rise.eq(tx_conv.txc_rise), self.txc_fall.eq(tx_conv.txc_fall),

@@ -33,6 +33,10 @@ from amaranth.hdl import *
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
+# The speed codes (also the in-band status nibble's speed field, RGMII v2.0
+# section 3.4.1): one definition, in speed.py.
+from .speed import SPEED_10, SPEED_100, SPEED_1000
+
 __all__ = ["RGMIIPinSignature", "RGMIIRxConverter", "RGMIITxConverter", "RGMIIPads",
            "RX_DELAY_TAPS"]
 
@@ -56,13 +60,15 @@ RGMIIPinSignature = wiring.Signature({
 #: (Lattice TN1265; LiteEth ``ecp5rgmii`` uses the same value).
 RX_DELAY_TAPS = 80
 
-#: In-band status nibble (RGMII v2.0 section 3.4.1): speed field values.
-SPEED_10, SPEED_100, SPEED_1000 = 0, 1, 2
 
 # 100 Mb/s TX clock: five 125 MHz cycles per 25 MHz nibble period, ``txc`` as
 # (rising-edge half, falling-edge half) per cycle. High during half-cycles 3..7
 # of the 10: rises 12 ns after the data changes (at half 0), falls 20 ns later.
 TXC_100M_PATTERN = ((0, 0), (0, 1), (1, 1), (1, 1), (0, 0))
+# 10 Mb/s TX clock: fifty 125 MHz cycles per 2.5 MHz nibble period, ``txc``
+# high from cycle 12 to 36 of the 50 (rises 96 ns after the data change).
+TXC_10M_PERIOD = 50
+TXC_10M_RISE = 12
 
 
 class RGMIIRxConverter(wiring.Component):
@@ -179,14 +185,14 @@ class RGMIITxConverter(wiring.Component):
 
     Ports
     -----
-    speed_1000 : In(1)
-        1: a byte every cycle; 0: 100 Mb/s, a byte every ten cycles. Must be
-        synchronous to this domain.
+    speed : In(2)
+        ``SPEED_1000``: a byte every cycle; ``SPEED_100``: a byte every ten
+        cycles, ``SPEED_10`` every hundred. Must be synchronous to this domain.
     stb : In(1)
         ``data``, ``en`` and ``er`` carry a new byte in this cycle: every
-        cycle at 1000 Mb/s, every tenth at 100 Mb/s. At 100 Mb/s the byte
-        goes out as two nibbles of five cycles each, low nibble first, from
-        the cycle after ``stb``.
+        cycle at 1000 Mb/s, every tenth at 100 Mb/s, every hundredth at 10.
+        At 10 and 100 Mb/s the byte goes out as two nibbles (five or fifty
+        cycles each), low nibble first, from the cycle after ``stb``.
     data, en, er : In
         The byte (bit 0 first on the wire), ``tx_en`` and ``tx_er``.
     txd_rise, txd_fall, tx_ctl_rise, tx_ctl_fall, txc_rise, txc_fall : Out
@@ -196,7 +202,7 @@ class RGMIITxConverter(wiring.Component):
 
     def __init__(self):
         super().__init__({
-            "speed_1000":  In(1),
+            "speed":       In(2),
             "stb":         In(1),
             "data":        In(8),
             "en":          In(1),
@@ -212,13 +218,15 @@ class RGMIITxConverter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
-        # 100 Mb/s: the byte being sent and the position in its ten cycles;
-        # a strobe restarts the count with the new byte.
+        # 10/100 Mb/s: the byte being sent and the position in it (cycle
+        # `nib` of nibble `high`, for the cycle after this one); a strobe
+        # restarts the count with the new byte.
         cur = Signal(8)
         cur_en, cur_er = Signal(), Signal()
-        phase_next = Signal(range(10))
+        nib_next = Signal(range(TXC_10M_PERIOD))
+        high_next = Signal()
 
-        with m.If(self.speed_1000):
+        with m.If(self.speed == SPEED_1000):
             m.d.sync += [
                 self.txd_rise.eq(self.data[0:4]),
                 self.txd_fall.eq(self.data[4:8]),
@@ -226,27 +234,35 @@ class RGMIITxConverter(wiring.Component):
                 self.tx_ctl_fall.eq(self.en ^ self.er),
                 self.txc_rise.eq(1),
                 self.txc_fall.eq(0),
-                phase_next.eq(0),
+                nib_next.eq(0), high_next.eq(0),
             ]
         with m.Else():
-            phase = Mux(self.stb, 0, phase_next)
+            at_10 = self.speed == SPEED_10
+            nib = Mux(self.stb, 0, nib_next)
+            high = Mux(self.stb, 0, high_next)
             byte = Mux(self.stb, self.data, cur)
             en = Mux(self.stb, self.en, cur_en)
             er = Mux(self.stb, self.er, cur_er)
-            nibble = Mux(phase >= 5, byte[4:8], byte[0:4])
+            nibble = Mux(high, byte[4:8], byte[0:4])
+            nib_end = Mux(at_10, nib == TXC_10M_PERIOD - 1, nib == len(TXC_100M_PATTERN) - 1)
             m.d.sync += [
                 cur.eq(byte), cur_en.eq(en), cur_er.eq(er),
-                phase_next.eq(Mux(phase == 9, 0, phase + 1)),
+                nib_next.eq(Mux(nib_end, 0, nib + 1)),
+                high_next.eq(high ^ nib_end),
                 self.txd_rise.eq(nibble),
                 self.txd_fall.eq(nibble),
                 self.tx_ctl_rise.eq(en),
                 self.tx_ctl_fall.eq(en ^ er),
             ]
-            with m.Switch(phase):
-                for p in range(10):
-                    r, f = TXC_100M_PATTERN[p % 5]
-                    with m.Case(p):
-                        m.d.sync += [self.txc_rise.eq(r), self.txc_fall.eq(f)]
+            with m.If(at_10):
+                # 2.5 MHz: high from 96 ns after the nibble changes for 200 ns.
+                txc = (nib >= TXC_10M_RISE) & (nib < TXC_10M_RISE + TXC_10M_PERIOD // 2)
+                m.d.sync += [self.txc_rise.eq(txc), self.txc_fall.eq(txc)]
+            with m.Else():
+                with m.Switch(nib):
+                    for p, (r, f) in enumerate(TXC_100M_PATTERN):
+                        with m.Case(p):
+                            m.d.sync += [self.txc_rise.eq(r), self.txc_fall.eq(f)]
         return m
 
 

@@ -26,6 +26,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .mac import EthernetMAC
+from .speed import SPEED_1000
 
 __all__ = ["MACSimTop", "STROBES"]
 
@@ -46,7 +47,10 @@ class MACSimTop(wiring.Component):
             # Unused inside: the testbench drives the TX clock as the PHY sees
             # it (2 ns late, the B50612D's internal delay) for its RGMII sink.
             "phy_txc":      In(1),
-            "speed_1000":   In(1, init=1),
+            "speed":        In(2, init=SPEED_1000),
+            "rxc_speed":    Out(2),
+            "rxc_ok":       Out(1),
+            "speed_changed": Out(1),
             "rx_valid":     Out(1),
             "rx_ready":     In(1),
             "rx_data":      Out(32),
@@ -97,7 +101,9 @@ class MACSimTop(wiring.Component):
         ]
 
         m.d.comb += [
-            mac.speed_1000.eq(self.speed_1000),
+            mac.speed.eq(self.speed),
+            self.rxc_speed.eq(mac.rxc_speed), self.rxc_ok.eq(mac.rxc_ok),
+            self.speed_changed.eq(mac.speed_changed),
             self.rx_valid.eq(mac.rx.valid), mac.rx.ready.eq(self.rx_ready),
             self.rx_data.eq(mac.rx.payload.data), self.rx_keep.eq(mac.rx.payload.keep),
             self.rx_first.eq(mac.rx.payload.first), self.rx_last.eq(mac.rx.payload.last),

@@ -44,6 +44,7 @@ from ..lib.stream import FrameStream, WORD_BYTES
 from .afifo import FastAsyncFIFO
 from .crc import CRC32, crc32_data_term
 from .rx import DEFAULT_MAX_FRAME_BYTES, FCS_BYTES, SFD, fifo_entry_layout
+from .speed import SPEED_10, SPEED_1000
 
 __all__ = ["TxFramer", "MACTx", "TX_STROBES"]
 
@@ -75,6 +76,9 @@ class TxFramer(wiring.Component):
     t_rdy, t_drop, t_en : token FIFO read port (one entry per frame).
     data, en, er : Out
         Stage B: the byte for the converter, held between strobes.
+    between : Out(1)
+        No frame is on the wire (idle, inter-frame gap, or a dropped frame
+        being read out): the byte clock may change speed.
     """
 
     def __init__(self):
@@ -89,6 +93,7 @@ class TxFramer(wiring.Component):
             "data":   Out(8),
             "en":     Out(1),
             "er":     Out(1),
+            "between": Out(1),
         })
 
     def elaborate(self, platform):
@@ -190,6 +195,7 @@ class TxFramer(wiring.Component):
             # overtake it on the way from the system domain; once the first
             # word is here the rest keeps ahead of the wire.
             with m.State("Idle"):
+                m.d.comb += self.between.eq(1)
                 with m.If(stb):
                     emit(_Slot.IDLE)
                     with m.If(self.t_rdy & nxt_valid):
@@ -230,6 +236,7 @@ class TxFramer(wiring.Component):
                         m.d.sync += [gap_count.eq(0), gap_last.eq(0)]
                         m.next = "Gap"
             with m.State("Gap"):
+                m.d.comb += self.between.eq(1)
                 with m.If(stb):
                     emit(_Slot.IDLE)
                     m.d.sync += [gap_count.eq(gap_count + 1),
@@ -240,6 +247,7 @@ class TxFramer(wiring.Component):
                         with m.Else():
                             m.next = "Idle"
             with m.State("Drain"):
+                m.d.comb += self.between.eq(1)
                 with m.If(stb):
                     emit(_Slot.IDLE)
                 with m.If(nxt_valid):
@@ -349,11 +357,16 @@ class MACTx(wiring.Component):
     -----
     i : In(FrameStream), ``sync``
         Frames without FCS (``docs/spec.md`` section 1), any length >= 1.
-    speed_1000 : In(1), ``tx_domain``
-        1: a byte time every cycle (1000 Mb/s); 0: every tenth (100 Mb/s).
-    data, en, er, stb : Out, ``tx_domain``
+    speed : In(2), ``tx_domain``
+        The link's speed (``SPEED_1000``: a byte time every cycle;
+        ``SPEED_100``: every tenth; ``SPEED_10``: every hundredth). A change
+        takes effect between frames: a frame on the wire finishes at the
+        speed it started with (the PHY, already at the new speed, makes
+        garbage of it, which the far end drops as a bad frame).
+    data, en, er, stb, speed_out : Out, ``tx_domain``
         GMII bytes for the converter (:class:`~ackfilter.gateware.mac.rgmii.RGMIITxConverter`):
-        ``stb`` marks the cycle a new byte is there; registers.
+        ``stb`` marks the cycle a new byte is there, ``speed_out`` the speed
+        the byte clock runs at; registers.
     frame_ok, oversize : Out(1), ``sync``
         Counter strobes: a frame was queued for sending / was too long and
         is dropped.
@@ -382,11 +395,12 @@ class MACTx(wiring.Component):
         self.cross_words = 16
         super().__init__({
             "i":    In(FrameStream()),
-            "speed_1000": In(1, init=1),
+            "speed": In(2, init=SPEED_1000),
             "data": Out(8),
             "en":   Out(1),
             "er":   Out(1),
             "stb":  Out(1),
+            "speed_out": Out(2, init=SPEED_1000),
             **{name: Out(1) for name in TX_STROBES},
         })
 
@@ -420,15 +434,24 @@ class MACTx(wiring.Component):
                          f.r_en.eq(pre.fifo_r_en)]
 
         # The byte clock: `byte_stb` is a register by the framer, high every
-        # cycle at 1000 Mb/s and every tenth at 100 Mb/s. The framer's stage B
-        # holds a new byte from the cycle after it, which `self.stb` marks.
+        # cycle at 1000 Mb/s, every tenth at 100 Mb/s, every hundredth at 10.
+        # The framer's stage B holds a new byte from the cycle after it,
+        # which `self.stb` marks. The speed it runs at follows `speed`
+        # between frames only.
         byte_stb = Signal(init=1)
-        phase = Signal(range(10))
-        with m.If(self.speed_1000):
+        speed = Signal(2, init=SPEED_1000)
+        phase = Signal(range(100))
+        last_phase = Mux(speed == SPEED_10, 99, 9)
+        # A new speed starts with a byte: at a strobe between frames while
+        # an idle byte is on the wire (the frame's last byte went out whole).
+        with m.If(framer.between & ~framer.en & byte_stb):
+            m.d[tx] += speed.eq(self.speed)
+        with m.If(speed == SPEED_1000):
             m.d[tx] += [byte_stb.eq(1), phase.eq(0)]
         with m.Else():
-            m.d[tx] += [byte_stb.eq(phase == 8), phase.eq(Mux(phase == 9, 0, phase + 1))]
-        m.d[tx] += self.stb.eq(byte_stb)
+            m.d[tx] += [byte_stb.eq(phase == last_phase - 1),
+                        phase.eq(Mux(phase >= last_phase, 0, phase + 1))]
+        m.d[tx] += [self.stb.eq(byte_stb), self.speed_out.eq(speed)]
 
         m.d.comb += [
             framer.stb.eq(byte_stb),
