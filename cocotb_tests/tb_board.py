@@ -1,5 +1,7 @@
 """End to end through the board (``board_top``: BoardDatapath with modelled DDR
-pins) against cocotbext-eth's RGMII PHY models on both ports, at 1000 Mb/s.
+pins) against cocotbext-eth's RGMII PHY models on both ports, at 1000 Mb/s,
+and at 10, 100 and 1000 Mb/s mixed (the PHYs send no in-band status: each
+MAC runs at the speed its RXC runs at).
 
 * Uplink: frames sent into the LAN port's RX pins leave the modem port's TX
   pins through the uplink core, with the CSR defaults (shaper open,
@@ -13,9 +15,15 @@ pins) against cocotbext-eth's RGMII PHY models on both ports, at 1000 Mb/s.
 * Downlink: frames sent into the modem port come out of the LAN port
   unchanged and in order, while the uplink is busy.
 
-Clocks: system 62.5 MHz, TX 125 MHz, each port's RXC 125 MHz (the two RXCs
-and the TX clock are unrelated in phase). The sinks sample with ``phy_txc``,
-``tx_clk`` 2 ns late (the B50612D's internal TX clock delay), as in ``tb_mac``.
+* Mixed speeds: frames cross both ways byte-exact, the board's registers
+  (``lan_link``, ``modem_link``) read each port's speed, the shaper holds
+  the uplink to its rate, and a port whose link renegotiates to another
+  speed mid-traffic recovers.
+
+Clocks: system 50 MHz, TX 125 MHz, each port's RXC 125, 25 or 2.5 MHz (the
+two RXCs and the TX clock are unrelated in phase). At 1000 Mb/s the sinks
+sample with ``phy_txc``, ``tx_clk`` 2 ns late (the B50612D's internal TX
+clock delay), at 10 and 100 with the port's own TXC, as in ``tb_mac``.
 """
 
 import logging
@@ -23,6 +31,7 @@ import logging
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
+from cocotb.utils import get_time_from_sim_steps
 from cocotbext.eth import GmiiFrame, RgmiiSink, RgmiiSource
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
@@ -30,15 +39,24 @@ from scapy.packet import Padding, Raw
 
 from ackfilter import params as P
 
-#: The system clock period (``params.F_SYS_HZ``: 16 ns).
+#: The system clock period (``params.F_SYS_HZ``: 20 ns).
 SYS_PERIOD_PS = round(1e12 / P.F_SYS_HZ)
 BYTE_1000_PS = 8_000
-#: RXC periods of the two PHYs: a few ps apart so their phases drift.
-LAN_RXC_PS, MODEM_RXC_PS = 8_000, 8_002
+#: RXC periods at each speed; the modem PHY's a few ps off so the phases drift.
+RXC_PS = {1000: 8_000, 100: 40_000, 10: 400_000}
+MODEM_RXC_OFFSET_PS = 2
+SPEED_CODE = {10: 0, 100: 1, 1000: 2}
+#: The longest a port takes to run at its RXC's speed (gateware.mac.speed:
+#: three windows of 4096 system cycles, and the synchronizers).
+SPEED_SETTLE_PS = 3 * 4096 * SYS_PERIOD_PS + 20 * SYS_PERIOD_PS
 PHY_TXC_DELAY_PS = 2_000
 TEST_TIMEOUT = dict(timeout_time=20, timeout_unit="ms")
 
 LAN_MAC, MODEM_MAC = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
+
+
+def get_sim_time_ps(steps):
+    return get_time_from_sim_steps(steps, "ps")
 
 
 def pad60(raw):
@@ -74,26 +92,87 @@ def udp_frame(n, size, *, src=LAN_MAC, dst=MODEM_MAC):
 class TB:
     """Clocks, resets and the four RGMII PHY models (a source and a sink per port)."""
 
-    def __init__(self, dut):
+    def __init__(self, dut, *, lan=1000, modem=1000):
         self.dut = dut
+        self.speeds = {"lan": lan, "modem": modem}
         for p in ("lan", "modem"):
             getattr(dut, f"{p}_rxd").value = 0
             getattr(dut, f"{p}_rx_ctl").value = 0
+        dut.mdio_i.value = 1                  # no PHY answers MDIO (the pull-up)
+        dut.csr_r_stb.value = 0
+        dut.csr_w_stb.value = 0
         self.resets = (dut.rst, dut.tx_rst, dut.lan_rx_rst, dut.modem_rx_rst)
         for rst in self.resets:
             rst.value = 1
         cocotb.start_soon(Clock(dut.clk, SYS_PERIOD_PS, unit="ps").start())
         cocotb.start_soon(Clock(dut.tx_clk, BYTE_1000_PS, unit="ps").start())
-        cocotb.start_soon(Clock(dut.lan_rx_clk, LAN_RXC_PS, unit="ps").start())
-        cocotb.start_soon(Clock(dut.modem_rx_clk, MODEM_RXC_PS, unit="ps").start())
+        self.rx_clocks = {}
+        for p in ("lan", "modem"):
+            self._start_rx_clock(p)
         dut.phy_txc.value = 0
         cocotb.start_soon(self._phy_txc())
-        self.lan_source = RgmiiSource(dut.lan_rxd, dut.lan_rx_ctl, dut.lan_rx_clk, dut.lan_rx_rst)
-        self.modem_source = RgmiiSource(dut.modem_rxd, dut.modem_rx_ctl, dut.modem_rx_clk, dut.modem_rx_rst)
-        self.lan_sink = RgmiiSink(dut.lan_txd, dut.lan_tx_ctl, dut.phy_txc, dut.tx_rst)
-        self.modem_sink = RgmiiSink(dut.modem_txd, dut.modem_tx_ctl, dut.phy_txc, dut.tx_rst)
-        for model in (self.lan_source, self.modem_source, self.lan_sink, self.modem_sink):
-            model.log.setLevel(logging.WARNING)
+        self.sinks = {}
+        for p in ("lan", "modem"):
+            source = RgmiiSource(getattr(dut, f"{p}_rxd"), getattr(dut, f"{p}_rx_ctl"),
+                                 getattr(dut, f"{p}_rx_clk"), getattr(dut, f"{p}_rx_rst"))
+            source.mii_mode = self.speeds[p] != 1000
+            source.log.setLevel(logging.WARNING)
+            setattr(self, f"{p}_source", source)
+        self._make_sinks()
+
+    def _start_rx_clock(self, p):
+        period = RXC_PS[self.speeds[p]] + (MODEM_RXC_OFFSET_PS if p == "modem" else 0)
+        self.rx_clocks[p] = Clock(getattr(self.dut, f"{p}_rx_clk"), period, unit="ps")
+        self.rx_clocks[p].start()
+
+    def _make_sinks(self):
+        """A sink per port for its speed: at 1000 Mb/s sampling with the
+        delayed TX clock, at 10/100 with the port's TXC."""
+        dut = self.dut
+        for p in ("lan", "modem"):
+            key = (p, self.speeds[p] == 1000)
+            if key not in self.sinks:
+                clock = dut.phy_txc if key[1] else getattr(dut, f"{p}_txc")
+                sink = RgmiiSink(getattr(dut, f"{p}_txd"), getattr(dut, f"{p}_tx_ctl"), clock, dut.tx_rst)
+                sink.mii_mode = not key[1]
+                sink.log.setLevel(logging.WARNING)
+                self.sinks[key] = sink
+            setattr(self, f"{p}_sink", self.sinks[key])
+            while not self.sinks[key].empty():           # garbage from another speed
+                self.sinks[key].recv_nowait()
+
+    def set_speed(self, p, speed):
+        """Port ``p``'s PHY renegotiates: its RXC runs at ``speed``'s rate."""
+        self.rx_clocks[p].stop()
+        self.speeds[p] = speed
+        self._start_rx_clock(p)
+        getattr(self, f"{p}_source").mii_mode = speed != 1000
+        self._make_sinks()
+
+    async def read_csr(self, addr):
+        dut = self.dut
+        await RisingEdge(dut.clk)
+        dut.csr_addr.value = addr
+        dut.csr_r_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr_r_stb.value = 0
+        for _ in range(P.CSR_READ_LATENCY):
+            await RisingEdge(dut.clk)
+        return int(dut.csr_r_data.value)
+
+    async def write_csr(self, addr, value):
+        dut = self.dut
+        await RisingEdge(dut.clk)
+        dut.csr_addr.value = addr
+        dut.csr_w_data.value = value
+        dut.csr_w_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr_w_stb.value = 0
+
+    async def link(self, p):
+        """Port ``p``'s ``LINK_FIELDS``, by name."""
+        word = await self.read_csr(P.BOARD_REGS[f"{p}_link"])
+        return {name: (word >> lsb) & ((1 << bits) - 1) for name, lsb, bits in P.LINK_FIELDS}
 
     async def _phy_txc(self):
         await Timer(PHY_TXC_DELAY_PS, "ps")
@@ -102,6 +181,11 @@ class TB:
     async def reset(self):
         for rst in self.resets:
             rst.value = 1
+        # Each RX domain sees its reset for a few of its own cycles (2.5 MHz
+        # at 10 Mb/s: eight system cycles are less than one).
+        for p in ("lan", "modem"):
+            for _ in range(4):
+                await RisingEdge(getattr(self.dut, f"{p}_rx_clk"))
         for _ in range(8):
             await RisingEdge(self.dut.clk)
         for rst in self.resets:
@@ -208,3 +292,107 @@ async def test_downlink_passes_unchanged_while_uplink_is_busy(dut):
     check_in_order(got_down, down, "downlink")
     got_up = check_frames(await TB.collect(tb.modem_sink, len(up)), "modem")
     assert sorted(got_up) == sorted(pad60(f) for f in up), "uplink frames differ"
+
+
+# --------------------------------------------------------------------------
+# Mixed speeds
+
+@cocotb.test(timeout_time=60, timeout_unit="ms")
+@cocotb.parametrize(speeds=[cocotb.Param((1000, 100), "lan1000_modem100"),
+                            cocotb.Param((100, 1000), "lan100_modem1000"),
+                            cocotb.Param((10, 100), "lan10_modem100")])
+async def test_mixed_speeds_cross_both_ways_and_the_link_registers_read_them(dut, speeds):
+    """The LAN and the modem PHY at different speeds, no in-band status:
+    after the speed measurement settles, each port's ``*_link`` register
+    reads its speed with ``rxc_ok`` and no in-band link, and frames of 60..1514
+    bytes cross both ways byte-exact and in order."""
+    lan, modem = speeds
+    tb = TB(dut, lan=lan, modem=modem)
+    await tb.reset()
+    await Timer(SPEED_SETTLE_PS, "ps")
+    for p, speed in (("lan", lan), ("modem", modem)):
+        link = await tb.link(p)
+        assert (link["speed"], link["rxc_ok"], link["inband_link"]) == (SPEED_CODE[speed], 1, 0), (p, link)
+        assert link["speed_changes"] == (0 if speed == 1000 else 1), (p, link)
+    sizes = [60, 61, 64, 100, 127, 512, 1514]
+    up = [udp_frame(n, s) for n, s in enumerate(sizes)]
+    down = [udp_frame(100 + n, s, src=MODEM_MAC, dst=LAN_MAC) for n, s in enumerate(sizes)]
+    for f in up:
+        tb.lan_source.send_nowait(GmiiFrame.from_payload(f))
+    for f in down:
+        tb.modem_source.send_nowait(GmiiFrame.from_payload(f))
+    slow_us = 2000 * 1000 // min(lan, modem)
+    check_in_order(check_frames(await TB.collect(tb.modem_sink, len(up), timeout_us=slow_us), "modem"),
+                   up, "uplink")
+    check_in_order(check_frames(await TB.collect(tb.lan_sink, len(down), timeout_us=slow_us), "lan"),
+                   down, "downlink")
+
+
+@cocotb.test(timeout_time=60, timeout_unit="ms")
+async def test_the_shaper_holds_a_100_mbps_modem_port_to_its_rate(dut):
+    """Modem port at 100 Mb/s, LAN at 1000, the shaper set to 20 Mb/s over
+    the register bus: 1000-byte frames leave one charge apart (the frame +
+    24 bytes at 20 Mb/s: 409.6 us), within a few system cycles, never sooner."""
+    tb = TB(dut, lan=1000, modem=100)
+    await tb.reset()
+    await Timer(SPEED_SETTLE_PS, "ps")
+    rate = 20_000_000
+    cpb = P.cpb_q16_for_rate(rate)
+    await tb.write_csr(P.param("shaper_cpb_q16").addr, cpb)
+    await tb.write_csr(P.param("shaper_burst_bytes").addr, 0)
+    assert await tb.read_csr(P.param("shaper_cpb_q16").addr) == cpb
+    frames = [udp_frame(200 + n, 1000) for n in range(6)]
+    for f in frames:
+        tb.lan_source.send_nowait(GmiiFrame.from_payload(f))
+    got = await TB.collect(tb.modem_sink, len(frames), timeout_us=5000)
+    check_in_order(check_frames(got, "modem"), frames, "shaped")
+    starts_ps = [get_sim_time_ps(f.sim_time_sfd) for f in got]
+    gaps_us = [(b - a) / 1e6 for a, b in zip(starts_ps, starts_ps[1:])]
+    want_us = (1000 + 24) * 8 / rate * 1e6
+    # Each departure's grant waits for whole system cycles and a TX byte slot.
+    assert all(want_us - 0.1 <= g <= want_us + 0.5 for g in gaps_us), (gaps_us, want_us)
+
+
+@cocotb.test(timeout_time=80, timeout_unit="ms")
+async def test_a_port_that_renegotiates_mid_traffic_recovers(dut):
+    """Traffic both ways at 1000 Mb/s; the modem PHY renegotiates to 100
+    (its RXC slows down) while frames flow. Frames caught in the change may
+    be lost (counted by the MACs), none is delivered altered, and once the
+    new speed is read (``modem_link``: 100, one change) frames cross both
+    ways again, byte-exact."""
+    tb = TB(dut)
+    await tb.reset()
+    before = [udp_frame(300 + n, 512) for n in range(10)]
+    for f in before:
+        tb.lan_source.send_nowait(GmiiFrame.from_payload(f))
+        tb.modem_source.send_nowait(GmiiFrame.from_payload(f))
+    await Timer(5, "us")
+    tb.set_speed("modem", 100)
+    await Timer(SPEED_SETTLE_PS, "ps")
+    link = await tb.link("modem")
+    assert (link["speed"], link["rxc_ok"], link["speed_changes"]) == (SPEED_CODE[100], 1, 1), link
+    # What left before and during the change: unaltered, in order (a subsequence).
+    for name, sink in (("lan", tb.sinks[("lan", True)]), ("modem", tb.sinks[("modem", True)])):
+        payloads = []
+        while not sink.empty():
+            f = sink.recv_nowait()
+            if f.check_fcs():
+                payloads.append(bytes(f.get_payload()))
+        idx = [before.index(p) for p in payloads if p in before]
+        assert idx == sorted(set(idx)), (name, idx)
+    await tb.lan_source.wait()
+    await tb.modem_source.wait()
+    tb.set_speed("modem", 100)        # fresh sinks, the source already at 100
+    after_up = [udp_frame(400 + n, s) for n, s in enumerate([60, 300, 1514])]
+    after_down = [udp_frame(500 + n, s, src=MODEM_MAC, dst=LAN_MAC) for n, s in enumerate([60, 300, 1514])]
+    for f in after_up:
+        tb.lan_source.send_nowait(GmiiFrame.from_payload(f))
+    for f in after_down:
+        tb.modem_source.send_nowait(GmiiFrame.from_payload(f))
+    # (Frames sent before the change may still be on their way out: whole.)
+    old = {pad60(f) for f in before}
+    for name, sink, want in (("modem", tb.modem_sink, after_up), ("lan", tb.lan_sink, after_down)):
+        def done(frames, want=want):
+            return sum(bytes(f.get_payload()) not in old for f in frames) >= len(want)
+        got = check_frames(await TB.collect(sink, 0, timeout_us=3000, done=done), name)
+        check_in_order([g for g in got if g not in old], want, f"{name} after")

@@ -39,8 +39,8 @@ def no_firmware_build(monkeypatch):
 def fake_toolchain(monkeypatch, platform, run):
     """The board build with ``platform`` for Amaranth's and ``run`` for
     every later tool call (nextpnr, ecppack)."""
-    from ackfilter.board import top as T
-    monkeypatch.setattr(T, "Colorlight5A75BR70Platform", platform)
+    from ackfilter.board import revisions as R, top as T
+    monkeypatch.setattr(R, "platform_class", lambda name: platform)
     monkeypatch.setattr(T, "BoardTop", lambda **kw: None)
     monkeypatch.setattr(B.subprocess, "run", run)
     monkeypatch.setenv("NEXTPNR_ECP5", "nextpnr")

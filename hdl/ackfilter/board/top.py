@@ -1,29 +1,30 @@
-"""The Colorlight 5A-75B rev 7.0 board top: two RGMII ports, the uplink core between them.
+"""The Colorlight 5A-75B board top (every revision of :mod:`.revisions`):
+two RGMII ports, the uplink core between them.
 
 Split in two so the simulators run everything but the pads and the PLL:
 
 * :class:`BoardDatapath` (simulable): both :class:`~ackfilter.gateware.mac.mac.EthernetMAC`
-  cores on plain RGMII-side signals, the :class:`~ackfilter.gateware.core.UplinkCore`
-  (LAN MAC rx -> core -> modem MAC tx), the downlink passthrough (modem MAC
-  rx -> LAN MAC tx), the free-running ``now`` counter, the CSR bus tied to
-  its defaults and the link/activity LED. It uses the domains ``sync``
-  (system, ``params.F_SYS_HZ``: 50 MHz), ``lan_tx`` / ``modem_tx`` (each MAC's transmitter,
-  both on the one 125 MHz clock, each with a reset of its own) and
-  ``lan_rx`` / ``modem_rx`` (each PHY's RXC), which the user creates.
+  cores on plain RGMII-side signals, each at the speed its PHY's RX clock
+  runs at, the :class:`~ackfilter.gateware.core.UplinkCore` (LAN MAC rx ->
+  core -> modem MAC tx), the downlink passthrough (modem MAC rx -> LAN MAC
+  tx), the free-running ``now`` counter, the MDIO poller and the board's
+  registers (:mod:`.regs`), the control plane when given a firmware, and
+  the link/activity LED. It uses the domains ``sync`` (system,
+  ``params.F_SYS_HZ``: 50 MHz), ``lan_tx`` / ``modem_tx`` (each MAC's
+  transmitter, both on the one 125 MHz clock, each with a reset of its own)
+  and ``lan_rx`` / ``modem_rx`` (each PHY's RXC), which the user creates.
 * :class:`BoardTop` (hardware only): the clock generation (25 MHz -> ECP5
   ``EHXPLLL`` -> 125 / 50 MHz), resets, the pads (:class:`RGMIIPads`), the
-  PHY management pins and the LED pin, around a :class:`BoardDatapath`.
+  PHY management pins, the LED or UART pins, around a :class:`BoardDatapath`.
 
-PHY reset (board facts: both B50612Ds share one reset line on P5, and the
-FPGA's 25 MHz clock on P6 comes from a PHY's crystal output): the FPGA
+PHY reset (board facts, :mod:`.revisions`: both PHYs share one reset line,
+and the FPGA's 25 MHz clock comes from or with the PHYs' crystal): the FPGA
 **never asserts** the PHY reset. It drives ``rst_n`` high (inactive) from
 the moment it is configured, so the 25 MHz clock the PLL needs is never
 stopped by the FPGA; the PHYs rely on their own power-on reset, as the LiteX
-target for this board does at boot (LiteEth's reset CSR defaults to 0).
-A reset pulse timed by the ECP5 ``OSCG`` would be the fallback if a PHY ever
-needed one; nothing here needs MDIO (the B50612D's power-on defaults give
-RGMII with the TX clock delay inside the PHY), so MDC is held low and MDIO
-is left released.
+target for this board does. Nothing depends on MDIO: the speed comes from
+each PHY's RX clock; the MDIO poller only reports what the PHYs say, and
+writes only what the control plane asks for.
 """
 
 from amaranth.hdl import *
@@ -33,11 +34,15 @@ from amaranth.lib.wiring import In, Out
 from .. import params as P
 from ..gateware.core import UplinkCore
 from ..gateware.mac.mac import EthernetMAC
-from ..gateware.mac.rgmii import RX_DELAY_TAPS, SPEED_100, RGMIIPads, RGMIIPinSignature
+from ..gateware.mac.rgmii import RX_DELAY_TAPS, RGMIIPads, RGMIIPinSignature
+from ..gateware.csr import CSRBusSignature
+from ..gateware.mac.speed import SPEED_1000
+from ..gateware.mdio import PHYPoller
+from .regs import BoardRegs, CSRSplit
 from ..gateware.lib.stream import StreamRegister
 from ..soc.periph import PinsSignature
 
-__all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop", "Colorlight5A75BR70Platform",
+__all__ = ["PHY_SIDE", "BoardDatapath", "BoardTop",
            "SYS_HZ", "TX_HZ", "RXC_HZ", "CLOCK_TARGETS_HZ"]
 
 #: Clock targets. System: the core's clock (``params.F_SYS_HZ``); TX: the
@@ -74,10 +79,9 @@ class BoardDatapath(wiring.Component):
     Parameters
     ----------
     auto_speed : bool
-        ``True`` (default): each MAC runs at 100 Mb/s while its PHY's RGMII
-        in-band status says "link up at 100 Mb/s", at 1000 Mb/s otherwise (so
-        a PHY that sends no in-band status runs at 1000). ``False``: always
-        1000 Mb/s.
+        ``True`` (default): each MAC runs at the speed its PHY's RXC runs at
+        (:class:`~ackfilter.gateware.mac.speed.RxClockSpeed`: no in-band
+        status or MDIO needed). ``False``: always 1000 Mb/s.
     firmware : bytes or None
         The control plane's firmware image: with it, the SoC
         (:class:`~ackfilter.soc.soc.SoC`, in ``sync``) owns the core's CSR
@@ -99,12 +103,21 @@ class BoardDatapath(wiring.Component):
         In-band link status of each PHY.
     soc_pins : Out(:data:`~ackfilter.soc.periph.PinsSignature`), ``sync``
         The SoC's UART and SPI flash pins (idle without a firmware).
+    csr : In(CSRBusSignature), ``sync``
+        Without a firmware, the register bus from outside (a simulation's
+        testbench; the board top ties it idle): the core's bank and the
+        board's registers (:mod:`.regs`). With one, unused: the SoC owns it.
+    mdc, mdio_o, mdio_oe, mdio_i : ``sync``
+        The PHYs' shared management pins, driven by the MDIO poller
+        (:class:`~ackfilter.gateware.mdio.PHYPoller`, PHYs at addresses 0
+        and 1).
     """
 
-    def __init__(self, *, auto_speed=True, firmware=None, **core_params):
+    def __init__(self, *, auto_speed=True, firmware=None, mdc_period_cycles=None, **core_params):
         if not isinstance(auto_speed, bool):
             raise TypeError(f"auto_speed must be a bool, not {auto_speed!r}")
         self._auto_speed = auto_speed
+        self._mdc_period_cycles = mdc_period_cycles
         self._core_params = core_params
         self.soc = None
         if firmware is not None:
@@ -117,6 +130,11 @@ class BoardDatapath(wiring.Component):
             "lan_link_up":   Out(1),
             "modem_link_up": Out(1),
             "soc_pins":      Out(PinsSignature),
+            "csr":           In(CSRBusSignature),
+            "mdc":           Out(1),
+            "mdio_o":        Out(1),
+            "mdio_oe":       Out(1),
+            "mdio_i":        In(1, init=1),
         })
 
     def elaborate(self, platform):
@@ -131,11 +149,11 @@ class BoardDatapath(wiring.Component):
             for name in _MAC_TX_PORTS:
                 m.d.comb += getattr(port, name).eq(getattr(mac, name))
             if self._auto_speed:
-                # In-band status changes with the link, so the speed changes
-                # while the link is (just) down, as EthernetMAC requires.
-                m.d.sync += mac.speed_1000.eq(~(mac.link_up & (mac.link_speed == SPEED_100)))
+                # The speed the PHY's RXC runs at (RGMII: 125 / 25 / 2.5 MHz
+                # at 1000 / 100 / 10 Mb/s), whatever else the PHY reports.
+                m.d.comb += mac.speed.eq(mac.rxc_speed)
             else:
-                m.d.comb += mac.speed_1000.eq(1)
+                m.d.comb += mac.speed.eq(SPEED_1000)
         m.d.comb += [self.lan_link_up.eq(lan_mac.link_up), self.modem_link_up.eq(modem_mac.link_up)]
 
         # Uplink: LAN MAC rx -> UplinkCore -> modem MAC tx.
@@ -153,16 +171,40 @@ class BoardDatapath(wiring.Component):
         m.d.sync += now.eq(now + 1)
         m.d.comb += core.now.eq(now)
 
+        # The PHYs over MDIO, and the board's registers beside the core's.
+        m.submodules.mdio = poller = PHYPoller(phy_addrs=(0, 1),
+                                               mdc_period_cycles=self._mdc_period_cycles)
+        m.d.comb += [self.mdc.eq(poller.mdc), self.mdio_o.eq(poller.mdio_o),
+                     self.mdio_oe.eq(poller.mdio_oe), poller.mdio_i.eq(self.mdio_i)]
+        m.submodules.board_regs = regs = BoardRegs()
+        for role, mac in (("lan", lan_mac), ("modem", modem_mac)):
+            link = getattr(regs, role)
+            m.d.comb += [link.speed.eq(mac.speed), link.rxc_ok.eq(mac.rxc_ok),
+                         link.speed_changed.eq(mac.speed_changed), link.inband_link.eq(mac.link_up),
+                         link.inband_speed.eq(mac.link_speed),
+                         link.inband_full_duplex.eq(mac.full_duplex)]
+        for i in range(2):
+            m.d.comb += regs.phy_status[i].eq(poller.status[i].as_value())
+        m.d.comb += [
+            poller.req_start.eq(regs.mdio.start), poller.req_write.eq(regs.mdio.write),
+            poller.req_phy_addr.eq(regs.mdio.phy_addr), poller.req_reg_addr.eq(regs.mdio.reg_addr),
+            poller.req_w_data.eq(regs.mdio.w_data), regs.mdio.busy.eq(poller.req_busy),
+            regs.mdio.done.eq(poller.req_done), regs.mdio.r_data.eq(poller.req_r_data),
+            regs.mdio.no_phy.eq(poller.req_no_phy),
+        ]
+        m.submodules.csr_split = split = CSRSplit()
+        wiring.connect(m, split.core, core.csr)
+        wiring.connect(m, split.board, regs.bus)
+
         if self.soc is not None:
             # The control plane owns the parameters.
             m.submodules.soc = soc = self.soc
-            wiring.connect(m, soc.csr, core.csr)
+            wiring.connect(m, soc.csr, split.bus)
             wiring.connect(m, soc.pins, wiring.flipped(self.soc_pins))
         else:
-            # CSR bus idle: every parameter keeps its reset value (the params
-            # table's defaults).
-            m.d.comb += [core.csr.addr.eq(0), core.csr.r_stb.eq(0), core.csr.w_stb.eq(0),
-                         core.csr.w_data.eq(0)]
+            # The bus from outside (idle on the board: every parameter keeps
+            # its reset value, the params table's default).
+            wiring.connect(m, wiring.flipped(self.csr), split.bus)
 
         # LED: link XOR activity.
         activity = Signal(LED_STRETCH_BITS)
@@ -175,78 +217,26 @@ class BoardDatapath(wiring.Component):
         return m
 
 
-def _colorlight_r70_resources():
-    from amaranth.build import Attrs, Pins, PinsN, Resource, Subsignal
-    from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
-
-    def rgmii(number, tx_clk, tx_ctl, tx_data, rx_clk, rx_ctl, rx_data):
-        return Resource("eth_rgmii", number,
-            Subsignal("tx_clk",  Pins(tx_clk, dir="o")),
-            Subsignal("tx_ctl",  Pins(tx_ctl, dir="o")),
-            Subsignal("tx_data", Pins(tx_data, dir="o")),
-            Subsignal("rx_clk",  Pins(rx_clk, dir="i")),
-            Subsignal("rx_ctl",  Pins(rx_ctl, dir="i")),
-            Subsignal("rx_data", Pins(rx_data, dir="i")),
-            Attrs(IO_TYPE="LVCMOS33", SLEWRATE="FAST"))
-
-    # amaranth-boards lists rst/mdc/mdio in both eth_rgmii resources (the
-    # PHYs share them), so requesting both ports would claim the pins twice:
-    # here they are one resource of their own. Pins as amaranth-boards 0.0.21
-    # and LiteX's colorlight_5a_75b v7.0 (same values).
-    base = [r for r in Colorlight_5A75B_R70Platform.resources if r.name != "eth_rgmii"]
-    return base + [
-        rgmii(0, "M2", "M3", "L1 L3 P2 L4", "M1", "N6", "N1 M5 N5 M6"),
-        rgmii(1, "M12", "R15", "T14 R12 R13 R14", "M16", "L15", "P13 N13 P14 M15"),
-        Resource("eth_mgmt", 0,
-            Subsignal("rst",  PinsN("P5", dir="o")),
-            Subsignal("mdc",  Pins("P3", dir="o")),
-            Subsignal("mdio", Pins("T2", dir="io")),
-            Attrs(IO_TYPE="LVCMOS33")),
-        # The W25Q32JV configuration flash with its directions as the chip
-        # has them (amaranth-boards 0.0.21 names T8 "cipo" although it is the
-        # flash's DI, IO0): CS# N8, DI T8, DO T7; SCK is the configuration
-        # clock pin, reached through USRMCLK.
-        Resource("config_flash", 0,
-            Subsignal("cs", PinsN("N8", dir="o")),
-            Subsignal("di", Pins("T8", dir="o")),
-            Subsignal("do", Pins("T7", dir="i")),
-            Attrs(IO_TYPE="LVCMOS33")),
-    ]
-
-
-def _platform_class():
-    from amaranth_boards.colorlight_5a75b_r7_0 import Colorlight_5A75B_R70Platform
-
-    class Colorlight5A75BR70Platform(Colorlight_5A75B_R70Platform):
-        """amaranth-boards' 5A-75B rev 7.0 with the PHYs' shared management
-        pins split out into ``eth_mgmt`` (see :func:`_colorlight_r70_resources`).
-        Building needs Yosys, nextpnr-ecp5 and ecppack only; openFPGALoader
-        is checked when flashing (``build.flash``), not for a build."""
-        resources = _colorlight_r70_resources()
-
-        @property
-        def required_tools(self):
-            return [t for t in super().required_tools if t != "openFPGALoader"]
-
-    return Colorlight5A75BR70Platform
-
-
 def __getattr__(name):
-    # The platform class needs amaranth-boards; build it on first use only.
+    # The rev 7.0 platform under its old name (``revisions.platform_class``
+    # builds every revision's platform from its pin table).
     if name == "Colorlight5A75BR70Platform":
-        return _platform_class()
+        from .revisions import platform_class
+        return platform_class("5a-75b-v7.0")
     raise AttributeError(name)
 
 
 class BoardTop(Elaboratable):
-    """Colorlight 5A-75B rev 7.0: port 0 to the LAN, port 1 to the modem.
+    """A Colorlight 5A-75B (any revision of :mod:`.revisions`, by its
+    platform): port 0 to the LAN, port 1 to the modem.
 
     Parameters
     ----------
     swap_ports : bool
         ``True``: port 1 to the LAN, port 0 to the modem.
     rx_delay_taps : int or None
-        ``DELAYG`` taps on RX data/ctl (see :class:`RGMIIPads`).
+        ``DELAYG`` taps on RX data/ctl (see :class:`RGMIIPads`); by default
+        the board revision's (``platform.revision``, :mod:`.revisions`).
     auto_speed : bool
         See :class:`BoardDatapath`.
     **core_params
@@ -259,7 +249,7 @@ class BoardTop(Elaboratable):
     domains additionally until their RXC runs.
     """
 
-    def __init__(self, *, swap_ports=False, rx_delay_taps=RX_DELAY_TAPS, auto_speed=True,
+    def __init__(self, *, swap_ports=False, rx_delay_taps=None, auto_speed=True,
                  firmware=None, **core_params):
         if not isinstance(swap_ports, bool):
             raise TypeError(f"swap_ports must be a bool, not {swap_ports!r}")
@@ -300,13 +290,18 @@ class BoardTop(Elaboratable):
             m.domains += ClockDomain(f"{role}_tx")
             m.d.comb += ClockSignal(f"{role}_tx").eq(clk_tx)
 
+        # The RX data delay: the revision's (its PHYs' delay settings,
+        # board/revisions.py), unless given.
+        taps = self._rx_delay_taps
+        if taps is None:
+            rev = getattr(platform, "revision", None)
+            taps = rev.delays.fpga_rx_delay_taps if rev is not None else RX_DELAY_TAPS
         eth = [platform.request("eth_rgmii", n, dir="-") for n in (0, 1)]
         lan_pins, modem_pins = (eth[1], eth[0]) if self.swap_ports else (eth[0], eth[1])
         m.submodules.datapath = datapath = self.datapath
         for role, pins, side in (("lan", lan_pins, datapath.lan), ("modem", modem_pins, datapath.modem)):
             rx = f"{role}_rx"
-            pads = RGMIIPads(pins, rx_domain=rx, tx_domain=f"{role}_tx",
-                             rx_delay_taps=self._rx_delay_taps)
+            pads = RGMIIPads(pins, rx_domain=rx, tx_domain=f"{role}_tx", rx_delay_taps=taps)
             m.submodules[f"{role}_pads"] = pads
             m.domains += ClockDomain(rx)
             m.d.comb += ClockSignal(rx).eq(pads.rx_clk)
@@ -324,12 +319,20 @@ class BoardTop(Elaboratable):
         m.submodules.lan_tx_rst = cdc.ResetSynchronizer(~locked, domain="lan_tx", stages=2)
         m.submodules.modem_tx_rst = cdc.ResetSynchronizer(~locked, domain="modem_tx", stages=3)
 
-        # PHY management: reset never asserted (module docstring), MDC low, MDIO released.
+        # PHY management: reset never asserted (module docstring); MDC and
+        # MDIO from the datapath's MDIO poller.
         mgmt = platform.request("eth_mgmt", 0, dir="-")
         m.submodules.phy_rst = phy_rst = io.Buffer("o", mgmt.rst)   # PinsN: 0 = not in reset
         m.submodules.phy_mdc = phy_mdc = io.Buffer("o", mgmt.mdc)
-        m.submodules.phy_mdio = io.Buffer("io", mgmt.mdio)          # oe = 0: released
-        m.d.comb += [phy_rst.o.eq(0), phy_mdc.o.eq(0)]
+        m.submodules.phy_mdio = phy_mdio = io.Buffer("io", mgmt.mdio)
+        m.d.comb += [
+            phy_rst.o.eq(0), phy_mdc.o.eq(datapath.mdc),
+            phy_mdio.o.eq(datapath.mdio_o), phy_mdio.oe.eq(datapath.mdio_oe),
+            datapath.mdio_i.eq(phy_mdio.i),
+        ]
+        if datapath.soc is None:
+            m.d.comb += [datapath.csr.addr.eq(0), datapath.csr.r_stb.eq(0),
+                         datapath.csr.w_stb.eq(0), datapath.csr.w_data.eq(0)]
 
         if datapath.soc is None:
             # The LED (P11): link and activity.

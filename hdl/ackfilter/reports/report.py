@@ -60,6 +60,7 @@ The sweep (``--sweep``) rebuilds the target at flow_entries = ack_slots =
 
 import argparse
 import dataclasses
+import functools
 import json
 import pathlib
 import shutil
@@ -126,6 +127,8 @@ class Design:
     clock_targets : {clock or domain: MHz} the margin is taken against (when
         higher than the constraint nextpnr reports), without a ``FREQUENCY``
         line of its own (a board's LPF has them).
+    nextpnr_args : the device options, when not :data:`DEVICE`'s (another
+        package: rev 6.1 of the board is a BG381).
     """
     sources: list
     top: str
@@ -135,6 +138,7 @@ class Design:
     excluded: tuple = ()
     clock_names: dict = dataclasses.field(default_factory=dict)
     clock_targets: dict = dataclasses.field(default_factory=dict)
+    nextpnr_args: tuple = ()
 
 
 @dataclasses.dataclass
@@ -180,15 +184,18 @@ register_target(Target(
 
 
 def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
-                      data_buffer_bytes=P.DATA_BUFFER_BYTES):
+                      data_buffer_bytes=P.DATA_BUFFER_BYTES, board="colorlight-5a-75b"):
     from ..board.build import BOARDS, REPO, domain_of_clock
-    from ..board.top import CLOCK_TARGETS_HZ, BoardTop, Colorlight5A75BR70Platform
+    from ..board.revisions import platform_class
+    from ..board.top import CLOCK_TARGETS_HZ, BoardTop
     from ..soc.soc import build_firmware, firmware_image
-    extra = (REPO / "constraints" / BOARDS["colorlight-5a-75b"]["lpf"]).read_text()
+    extra = (REPO / "constraints" / BOARDS[board]["lpf"]).read_text()
     top = BoardTop(ack_slots=ack_slots, flow_entries=flow_entries,
                    data_buffer_bytes=data_buffer_bytes,
                    firmware=firmware_image(build_firmware()))
-    plan = Colorlight5A75BR70Platform().prepare(top, name="top", add_preferences=extra)
+    platform = platform_class(BOARDS[board]["revision"])()
+    plan = platform.prepare(top, name="top", add_preferences=extra)
+    package = {"BG256": "CABGA256", "BG381": "CABGA381"}[platform.package]
     nets = ("clk", "clk_tx", "tx_clk", "lan_tx_clk", "modem_tx_clk", "lan_rx_clk", "modem_rx_clk")
     # The design (top.il) and the Verilog it instantiates (the SoC's CPU).
     from ..soc.cpu import serv_sources
@@ -196,7 +203,16 @@ def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
     return Design(sources=sources, top="top",
                   block_root="top.datapath", clocks={}, lpf=plan.files["top.lpf"],
                   clock_names={net: domain_of_clock(net) for net in nets},
-                  clock_targets={d: hz / 1e6 for d, hz in CLOCK_TARGETS_HZ.items()})
+                  clock_targets={d: hz / 1e6 for d, hz in CLOCK_TARGETS_HZ.items()},
+                  nextpnr_args=("--25k", "--package", package, "--speed", platform.speed))
+
+
+for _rev in ("5a-75b-v6.1", "5a-75b-v7.0", "5a-75b-v8.0", "5a-75b-v8.2"):
+    register_target(Target(
+        name=_rev,
+        description=f"the board top on revision {_rev[7:]} (its pins and package; "
+                    f"make bitstream BOARD={_rev})",
+        build=functools.partial(_build_colorlight, board=_rev)))
 
 
 register_target(Target(
@@ -632,7 +648,7 @@ def pack(design, workdir, *, timeout=600):
     ``{"utilization", "luts", "wall_s"}`` (see :func:`parse_nextpnr_log`)."""
     workdir = pathlib.Path(workdir)
     (workdir / "constraints.lpf").write_text(constraints_lpf(design))
-    cmd = [_tool("nextpnr-ecp5"), *DEVICE["nextpnr_args"], "--json", "netlist.json",
+    cmd = [_tool("nextpnr-ecp5"), *(design.nextpnr_args or DEVICE["nextpnr_args"]), "--json", "netlist.json",
            "--lpf", "constraints.lpf", "--lpf-allow-unconstrained", "--pack-only",
            "--log", "pack.log", "-q"]
     wall = _run(cmd, cwd=workdir, log=workdir / "pack.log", timeout=timeout, what="nextpnr-ecp5 --pack-only")
@@ -644,7 +660,7 @@ def place_and_route(design, workdir, *, seed=PNR_SEED, timeout=1800):
     """nextpnr-ecp5 on ``netlist.json``; returns the parsed report plus wall time."""
     workdir = pathlib.Path(workdir)
     (workdir / "constraints.lpf").write_text(constraints_lpf(design))
-    cmd = [_tool("nextpnr-ecp5"), *DEVICE["nextpnr_args"], "--json", "netlist.json",
+    cmd = [_tool("nextpnr-ecp5"), *(design.nextpnr_args or DEVICE["nextpnr_args"]), "--json", "netlist.json",
            "--lpf", "constraints.lpf", "--lpf-allow-unconstrained", "--report", "report.json",
            "--timing-allow-fail", "--router", "router2", "--seed", str(seed), "--log", "pnr.log", "-q"]
     wall = _run(cmd, cwd=workdir, log=workdir / "pnr.log", timeout=timeout, what="nextpnr-ecp5")
