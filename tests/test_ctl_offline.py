@@ -167,3 +167,27 @@ def test_a_firmware_of_another_register_map_is_refused():
     link = ScriptedLink([b"> ", b"ok\r\n> ", b"firmware 9.0\r\nregmap 2\r\nok\r\n> "])
     with pytest.raises(VersionMismatch, match="speaks register map 2"):
         Device(link, timeout=1.0).open()
+
+
+def test_status_shows_each_ports_speed_and_the_phys_from_the_board_words(capsys):
+    """The firmware's `stats` gives the board's words raw (info.board_*);
+    the tool decodes them with the register map's field tables. Hand-made
+    words: LAN at 1000 (speed 2, RX clock seen: 0b110), modem at 100 after one
+    change (0b101 + 1 << 8); PHY 0 present, link, 1000, full duplex, 3 polls
+    (1 + 2 + 2 << 2 + 1 << 4 + 3 << 8), PHY 1 absent."""
+    from types import SimpleNamespace
+    stats = {"info.board_lan_link": 0b110, "info.board_modem_link": 0b101 + (1 << 8),
+             "info.board_phy0_status": 1 + 2 + (2 << 2) + (1 << 4) + (3 << 8),
+             "info.board_phy0_id": 0x001CC916, "info.board_phy1_status": 0, "info.board_phy1_id": 0xFFFFFFFF}
+    dev = SimpleNamespace(get_all=lambda: {p.name: p.default for p in P.PARAMS}, stats=lambda: stats,
+                          version={"firmware": "0.1.0", "regmap": "1", "gateware_id": "0x41434b46"},
+                          link=SimpleNamespace(name="fake"), warnings=[])
+    regmap = ctl_regmap.load()
+    ports = cli._board(regmap, stats)
+    assert ports["ports"]["lan"]["speed"] == 2 and ports["ports"]["modem"] == {
+        "speed": 1, "rxc_ok": 1, "inband_link": 0, "inband_speed": 0, "inband_full_duplex": 0, "speed_changes": 1}
+    assert ports["phys"][0]["polls"] == 3 and ports["phys"][1]["present"] == 0
+    assert cli._status(SimpleNamespace(json=False), regmap, dev) == 0
+    out = capsys.readouterr().out
+    assert "ports        lan 1000 Mb/s, modem 100 Mb/s (the PHYs' RX clocks)" in out
+    assert "PHYs (MDIO)  0: id 0x001cc916, link 1000 Mb/s full duplex; 1: none" in out

@@ -40,7 +40,7 @@ PARAMS = [{**p, "key": p["addr"]} for p in REGMAP["params"]] + \
          [{**p, "signed": False} for p in REGMAP["firmware_params"]]
 BY_NAME = {p["name"]: p for p in PARAMS}
 COMMANDS = ["help", "version", "echo", "list", "get", "set", "stats", "reset-counters",
-            "save", "defaults", "load"]
+            "save", "defaults", "load", "mdio"]
 RECORD_BYTES = 8 + 8 * len(PARAMS) + 4
 
 
@@ -272,7 +272,9 @@ def test_wrong_arguments_give_the_usage(fwhost):
         "echo on off": "error: usage: echo on|off",
     }
     cases.update({f"{c} x": f"error: {c} takes no arguments" for c in COMMANDS
-                  if c not in ("set", "get", "echo")})
+                  if c not in ("set", "get", "echo", "mdio")})
+    cases.update({"mdio": "error: usage: mdio PHY REG [VALUE]",
+                  "mdio 0 1 2 3": "error: usage: mdio PHY REG [VALUE]"})
     _, replies = session(fwhost, list(cases))
     assert replies == [[e] for e in cases.values()]
 
@@ -300,6 +302,7 @@ def test_stats_counts_from_the_reset_counters_baseline(fwhost):
                          "--counter", "seg_chunks=3", "--red-avg", "1234")
     first, _, second = replies
     names = [c["name"] for c in REGMAP["counters"]] + [f"info.{i['name']}" for i in REGMAP["info"]] + \
+        [f"info.board_{b['name']}" for b in REGMAP["board"] if b["name"] not in ("mdio_result", "mdio_command")] + \
         ["uptime_ms", "ared_adjustments"]
     assert [line.split(" ")[0] for line in first[:-1]] == names
     first, second = stats(first), stats(second)
@@ -553,3 +556,40 @@ def test_ared_leaves_max_p_alone_when_off_or_in_the_band(fwhost, switch):
 def test_ared_follows_the_interval_parameter(fwhost):
     got = ared_run(fwhost, 20000, ["%%sleep 10500"], interval_ms=2000)
     assert got[0][1] == 5
+
+
+# ---- the PHYs over MDIO ----
+
+RTL8211F = 0x001CC916       # Realtek's OUI and model (registers 2, 3; RTL8211F datasheet)
+B50612D = 0x03625E60        # another PHY: left alone
+
+
+def test_boot_gives_each_rtl8211f_the_rgmii_delays_and_restores_its_page(fwhost):
+    # fwhost's RTL8211F powers up as its straps' internal pulls leave it:
+    # page 0xd08 reg 0x11 = 0x0009 (TX delay off), reg 0x15 = 0x0019 (RX
+    # delay on). After boot: bit 8 of 0x11 set, bit 3 of 0x15 clear, the
+    # other bits as they were, the page register back at 0.
+    boot, replies = session(fwhost, ["mdio 0 31", "mdio 0 31 0x0d08", "mdio 0 17", "mdio 0 21",
+                                     "mdio 1 2", "mdio 1 3"],
+                            "--phy", f"0={RTL8211F:#x}", "--phy", f"1={B50612D:#x}")
+    assert "phy 0: RTL8211F, RGMII delays set" in boot
+    assert not any(line.startswith("phy 1") for line in boot)
+    assert replies == [["0x0000", "ok"], ["0x0d08", "ok"], ["0x0109", "ok"], ["0x0011", "ok"],
+                       ["0x0362", "ok"], ["0x5e60", "ok"]]
+
+
+def test_boot_without_phys_says_nothing_and_mdio_reports_no_phy(fwhost):
+    boot, replies = session(fwhost, ["mdio 0 1", "mdio 32 1", "mdio 0 1 0x10000", "mdio 0", "mdio x 1"])
+    assert not any(line.startswith("phy") for line in boot)
+    assert replies[0] == ["error: no PHY at that address"]
+    assert replies[1] == replies[2] == replies[4] == ["error: PHY and REG must be 0..31, VALUE 0..0xffff"]
+    assert replies[3] == ["error: usage: mdio PHY REG [VALUE]"]
+
+
+def test_stats_shows_the_board_words(fwhost):
+    reply = ask(fwhost, "stats", "--phy", f"1={RTL8211F:#x}")
+    words = dict(line.split(" ", 1) for line in reply[:-1])
+    assert int(words["info.board_phy1_id"]) == RTL8211F
+    assert int(words["info.board_phy0_id"]) == 0xFFFFFFFF      # nobody at address 0
+    status = int(words["info.board_phy1_status"])
+    assert status & 1 == 1 and (status >> 8) & 0xFF >= 1       # present, polled

@@ -6,7 +6,8 @@
  *   CSRs   an array; writes to a parameter are clamped to its range as the
  *          bank does; info words give the build's capacities, the ID and the
  *          RED average (--red-avg); 64-bit counters (--counter), whose low
- *          word latches the high word, as in the gateware.
+ *          word latches the high word, as in the gateware; the board's
+ *          registers with PHYs on MDIO (--phy).
  *   time   the timer advances 100 us per main-loop pass, 1 us per flash pin
  *          access and 1 cycle per read of itself (so busy-waits end);
  *          nothing else takes time. The UART receives at most one
@@ -68,8 +69,78 @@ static uint64_t counter_values[N_SIM_COUNTERS];
 static uint32_t hi_latch;
 static uint32_t red_avg;
 
+/* ---- the board's registers: PHYs on MDIO ---- */
+
+/* --phy ADDR=ID puts a PHY at MDIO address ADDR: registers 2 and 3 its ID,
+ * register 1 (BMSR) 0x796d (link up, autonegotiation complete), the rest 0;
+ * the Realtek RTL8211F's page register (0x1f) selects page 0xd08 for
+ * registers 0x10-0x1e, where 0x11 holds 0x0009 and 0x15 0x0019 at power-on
+ * (TX delay off, RX delay on: its straps' internal pulls). */
+#define N_PHY 32
+static struct { int present; uint32_t id; uint16_t regs[32]; uint16_t d08[32]; } phys[N_PHY];
+static uint32_t mdio_result;
+
+static void add_phy(const char *spec)
+{
+    char *eq;
+    unsigned long addr = strtoul(spec, &eq, 0);
+    if (*eq != '=' || addr >= N_PHY)
+        die(2, "--phy takes ADDR=ID with ADDR 0..31, not %s", spec);
+    phys[addr].present = 1;
+    phys[addr].id = (uint32_t)strtoul(eq + 1, NULL, 0);
+    phys[addr].regs[1] = 0x796d;
+    phys[addr].regs[2] = (uint16_t)(phys[addr].id >> 16);
+    phys[addr].regs[3] = (uint16_t)phys[addr].id;
+    phys[addr].d08[0x11] = 0x0009;
+    phys[addr].d08[0x15] = 0x0019;
+}
+
+static uint16_t *phy_reg(unsigned a, unsigned reg)
+{
+    int paged = reg >= 0x10 && reg < 0x1f && phys[a].regs[0x1f] == 0x0d08;
+    return paged ? &phys[a].d08[reg] : &phys[a].regs[reg];
+}
+
+static void mdio_frame(uint32_t cmd)
+{
+#define CMD(name) ((cmd >> ACKFILTER_MDIO_COMMAND_##name##_LSB) & \
+                   ((1u << ACKFILTER_MDIO_COMMAND_##name##_WIDTH) - 1u))
+    unsigned a = CMD(PHY), reg = CMD(REG);
+    uint32_t data = 0xffff, no_phy = !phys[a].present;
+    if (phys[a].present && CMD(WRITE)) {
+        if (reg != 2 && reg != 3)          /* the ID is read-only */
+            *phy_reg(a, reg) = (uint16_t)CMD(DATA);
+        data = (mdio_result >> ACKFILTER_MDIO_RESULT_DATA_LSB) & 0xffffu;
+    } else if (phys[a].present) {
+        data = *phy_reg(a, reg);
+    }
+    uint32_t done = ((mdio_result >> ACKFILTER_MDIO_RESULT_DONE_LSB) + 1u) & 0xffu;
+    mdio_result = data << ACKFILTER_MDIO_RESULT_DATA_LSB | no_phy << ACKFILTER_MDIO_RESULT_NO_PHY_LSB |
+                  done << ACKFILTER_MDIO_RESULT_DONE_LSB;
+#undef CMD
+}
+
+static uint32_t board_read(uint32_t addr, int *found)
+{
+    *found = 1;
+    for (unsigned n = 0; n < 2; n++) {
+        if (addr == ACKFILTER_BOARD_PHY0_STATUS + n)   /* present, and one poll round done */
+            return (uint32_t)phys[n].present << ACKFILTER_PHY_PRESENT_LSB | 1u << ACKFILTER_PHY_POLLS_LSB;
+        if (addr == ACKFILTER_BOARD_PHY0_ID + n)
+            return phys[n].present ? phys[n].id : 0xffffffffu;
+    }
+    if (addr == ACKFILTER_BOARD_MDIO_RESULT)
+        return mdio_result;
+    *found = addr >= ACKFILTER_BOARD_LAN_LINK && addr <= ACKFILTER_BOARD_MDIO_COMMAND;
+    return 0;
+}
+
 uint32_t csr_read(uint32_t addr)
 {
+    int board;
+    uint32_t b = board_read(addr, &board);
+    if (board)
+        return b;
     for (unsigned i = 0; i < N_SIM_PARAMS; i++)
         if (sim_params[i].addr == addr)
             return param_words[i];
@@ -95,6 +166,8 @@ uint32_t csr_read(uint32_t addr)
  * clamped to min..max, read back sign-extended. */
 void csr_write(uint32_t addr, uint32_t value)
 {
+    if (addr == ACKFILTER_BOARD_MDIO_COMMAND)
+        mdio_frame(value);
     for (unsigned i = 0; i < N_SIM_PARAMS; i++) {
         if (sim_params[i].addr != addr)
             continue;
@@ -362,6 +435,7 @@ static void usage(FILE *out)
           "  --flash-wp            the flash ignores erase and program (write-protected)\n"
           "  --red-avg N           info word red_avg_bytes (RED's average), default 0\n"
           "  --counter NAME=VALUE  a counter's value (repeatable)\n"
+          "  --phy ADDR=ID         a PHY at MDIO address ADDR with that identifier (repeatable)\n"
           "  --ared-step           instead: read 'AVG MIN MAX MAXP' lines, print ared_step()\n"
           "Input lines starting with %% are fwhost's, not the firmware's:\n"
           "  %%sleep MS            MS ms of simulated time pass (the main loop runs)\n"
@@ -398,6 +472,8 @@ int main(int argc, char **argv)
                 die(2, "--counter takes NAME=VALUE, not %s", argv[i]);
             *eq = 0;
             set_counter(argv[i], eq + 1);
+        } else if (strcmp(a, "--phy") == 0 && has_value) {
+            add_phy(argv[++i]);
         } else if (strcmp(a, "--ared-step") == 0) {
             return ared_steps();
         } else if (strcmp(a, "--help") == 0) {

@@ -7,6 +7,7 @@
 #include "hal.h"
 #include "lib.h"
 #include "params.h"
+#include "phy.h"
 #include "print.h"
 #include "store.h"
 
@@ -21,10 +22,14 @@ static uint64_t baseline[N_COUNTERS];   /* taken by reset-counters */
 
 /* The info words have no X-macro: the name is the macro's, printed in lower case. */
 #define INFO_ROW(suffix) { #suffix, ACKFILTER_CSR_INFO_##suffix },
+/* The board's words print as info words too: info.board_lan_link ... */
+#define BOARD_ROW(suffix) { "BOARD_" #suffix, ACKFILTER_BOARD_##suffix },
 static const struct { const char *name; uint8_t addr; } infos[] = {
     INFO_ROW(ID) INFO_ROW(ACK_SLOTS) INFO_ROW(FLOW_ENTRIES) INFO_ROW(DATA_BUFFER_BYTES)
     INFO_ROW(ACK_QUEUE_DEPTH) INFO_ROW(DATA_QUEUE_FRAMES) INFO_ROW(FLOWS_ACTIVE)
     INFO_ROW(RED_AVG_BYTES)
+    BOARD_ROW(LAN_LINK) BOARD_ROW(MODEM_LINK) BOARD_ROW(PHY0_STATUS) BOARD_ROW(PHY1_STATUS)
+    BOARD_ROW(PHY0_ID) BOARD_ROW(PHY1_ID)
 };
 
 static uint64_t counter_read(uint8_t addr)
@@ -250,6 +255,29 @@ static int c_stats(int argc, char **argv)
     return 1;
 }
 
+static int c_mdio(int argc, char **argv)
+{
+    static const int64_t max[3] = {31, 31, 0xffff};
+    int64_t a[3] = {0, 0, 0};
+    if (argc != 3 && argc != 4)
+        return usage("mdio PHY REG [VALUE]");
+    for (int i = 1; i < argc; i++) {
+        if (!parse_int(argv[i], &a[i - 1]) || a[i - 1] < 0 || a[i - 1] > max[i - 1]) {
+            put_error("PHY and REG must be 0..31, VALUE 0..0xffff");
+            return 0;
+        }
+    }
+    uint16_t v = (uint16_t)a[2];
+    enum phy_result e = phy_mdio((unsigned)a[0], (unsigned)a[1], argc == 4, &v);
+    if (e != PHY_OK) {
+        put_error(e == PHY_NO_PHY ? "no PHY at that address" : "MDIO did not finish");
+        return 0;
+    }
+    put_hex(v, 4);
+    put_nl();
+    return 1;
+}
+
 static int c_reset_counters(int argc, char **argv)
 {
     if (!no_args(argc, argv))
@@ -328,6 +356,7 @@ static const struct command {
     { "save", "", "write every parameter to the flash", c_save },
     { "defaults", "", "set every parameter to its default (not saved)", c_defaults },
     { "load", "", "set the parameters saved in the flash, as at boot", c_load },
+    { "mdio", "PHY REG [VALUE]", "read (or write) a PHY register over MDIO", c_mdio },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

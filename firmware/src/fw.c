@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "flash.h"
 #include "hal.h"
+#include "phy.h"
 #include "print.h"
 #include "store.h"
 
@@ -20,6 +21,7 @@ void fw_boot(void)
         store_put_problem(r, regmap);
         put_nl();
     }
+    phy_setup();
     cli_prompt();
 }
 

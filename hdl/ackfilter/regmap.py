@@ -75,6 +75,15 @@ def c_header():
         out.append(f"#define ACKFILTER_CSR_INFO_{name.upper()} {addr:#04x}u")
     for c in P.COUNTERS:
         out.append(f"#define ACKFILTER_CSR_{c.name.upper()} {c.addr:#04x}u  /* {_c_comment(c.doc)} */")
+    out += ["", "/* The board's registers (beside the core's, on the same bus) and their fields:",
+            "   ACKFILTER_<WORD>_<FIELD>_LSB / _WIDTH. */"]
+    for name, addr in P.BOARD_REGS.items():
+        out.append(f"#define ACKFILTER_BOARD_{name.upper()} {addr:#04x}u")
+    for word, fields in (("LINK", P.LINK_FIELDS), ("PHY", P.PHY_FIELDS),
+                         ("MDIO_COMMAND", P.MDIO_COMMAND_FIELDS), ("MDIO_RESULT", P.MDIO_RESULT_FIELDS)):
+        for fname, lsb, bits in fields:
+            out += [f"#define ACKFILTER_{word}_{fname.upper()}_LSB {lsb}u",
+                    f"#define ACKFILTER_{word}_{fname.upper()}_WIDTH {bits}u"]
     out += ["", "/* Parameter ranges and defaults (signed ones as C ints). */"]
     for p in P.PARAMS:
         n = p.name.upper()
@@ -159,6 +168,11 @@ def json_map():
         "info": [{"name": name, "addr": addr} for name, addr in P.INFO.items()],
         "counters": [{"name": c.name, "addr": c.addr, "is_drop": c.is_drop, "doc": c.doc}
                      for c in P.COUNTERS],
+        "board": [{"name": name, "addr": addr} for name, addr in P.BOARD_REGS.items()],
+        "board_fields": {word: [{"name": n, "lsb": lsb, "width": w} for n, lsb, w in fields]
+                         for word, fields in (("link", P.LINK_FIELDS), ("phy", P.PHY_FIELDS),
+                                              ("mdio_command", P.MDIO_COMMAND_FIELDS),
+                                              ("mdio_result", P.MDIO_RESULT_FIELDS))},
         "firmware_params": [{"name": f.name, "key": f.key, "default": f.default, "min": f.minimum,
                              "max": f.maximum, "unit": f.unit, "doc": f.doc}
                             for f in P.FIRMWARE_PARAMS],

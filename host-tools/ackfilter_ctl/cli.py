@@ -83,8 +83,9 @@ def _status(args, regmap, dev):
     f_sys = regmap.raw["f_sys_hz"]
     rate = rate_from_cpb(values.get("shaper_cpb_q16", 0), f_sys)
     modes = {v: k for k, v in regmap.param("ack_mode").get("values", {}).items()}
+    ports = _board(regmap, stats)
     out = {"device": dev.link.name, "version": dev.version, "params": values, "stats": stats,
-           "shaper_rate_bps": round(rate)}
+           "shaper_rate_bps": round(rate), **ports}
     if args.json:
         _print_json(out)
         return 0
@@ -99,12 +100,44 @@ def _status(args, regmap, dev):
         f"max_p {values['red_max_p'] / 65536:.3f}, average {stats.get('info.red_avg_bytes', 0)} bytes")
     print(f"  RED          {red}")
     print(f"  segmenter    {'off' if not values['chunk_bytes'] else str(values['chunk_bytes']) + '-byte chunks'}")
+    if ports:
+        mbps = ("10", "100", "1000", "?")
+        links = ", ".join(f"{role} {mbps[p['speed']]} Mb/s" + ("" if p["rxc_ok"] else " (no RX clock)")
+                          for role, p in ports["ports"].items())
+        print(f"  ports        {links} (the PHYs' RX clocks)")
+        phys = "; ".join(
+            f"{n}: id {p['id']:#010x}, " + (f"link {mbps[p['speed']]} Mb/s "
+                                           f"{'full' if p['full_duplex'] else 'half'} duplex"
+                                           if p["link"] else "no link")
+            if p["present"] else f"{n}: none"
+            for n, p in ports["phys"].items())
+        print(f"  PHYs (MDIO)  {phys}")
     print(f"  frames in {stats.get('frames_in', 0)}, out {stats.get('frames_out', 0)}, "
           f"ACKs superseded {stats.get('acks_superseded', 0)} of {stats.get('acks_in', 0)}, "
           f"dropped {sum(stats.get(c['name'], 0) for c in regmap.counters if c['is_drop'])}")
     for w in dev.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _fields(word, fields):
+    return {f["name"]: (word >> f["lsb"]) & ((1 << f["width"]) - 1) for f in fields}
+
+
+def _board(regmap, stats):
+    """The board's words in ``stats`` (``info.board_*``), decoded by the
+    register map's field tables: ``{"ports": {...}, "phys": {...}}``, or {}
+    when the firmware does not report them."""
+    fields = regmap.raw.get("board_fields")
+    if not fields or "info.board_lan_link" not in stats:
+        return {}
+    ports = {role: _fields(stats[f"info.board_{role}_link"], fields["link"]) for role in ("lan", "modem")}
+    phys = {}
+    for n in (0, 1):
+        phy = _fields(stats.get(f"info.board_phy{n}_status", 0), fields["phy"])
+        phy["id"] = stats.get(f"info.board_phy{n}_id", 0)
+        phys[n] = phy
+    return {"ports": ports, "phys": phys}
 
 
 def _get(args, regmap, dev):
