@@ -102,6 +102,21 @@ def test_back_to_back_frames_come_and_go_at_exactly_one_gigabit():
         assert b - a >= int(frame_cycles(n)), (a, b, n)
 
 
+@pytest.mark.parametrize("mbps", [100, 10])
+def test_at_100_and_10_mbps_frames_come_and_go_at_that_line_rate(mbps):
+    """`--mbps`: both MAC models at a Fast (or plain) Ethernet rate, each byte
+    10 (100) times as long: 200 frames of 62 bytes leave exactly (L + 24)
+    byte times apart on average (344 cycles at 100 Mb/s, 3440 at 10, at 50
+    MHz), none lost, and the output keeps the input's rate: 1.000 of it."""
+    from ackfilter.sim.wire import frame_cycles
+    same = _data_frames_of([62] * 200)
+    res = replay(same, uplink_rate_bps=0, link_mbps=mbps)
+    assert [f for _t, f in res.frames_out] == [f for _t, f in same]
+    starts = res.out_cycles
+    want = 199 * frame_cycles(62) * (1000 // mbps)
+    assert abs(starts[-1] - starts[0] - want) <= 1, (starts[-1] - starts[0], float(want))
+
+
 def _mixed_data_frames(n, seed):
     """``n`` data frames (PSH|ACK, so none is a pure ACK) of 60..1514 bytes
     from one flow, all offered at once, with their IP packet lengths."""

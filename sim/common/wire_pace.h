@@ -30,12 +30,12 @@ struct Pace {
     uint64_t byte_ticks = 0;     // a byte of a frame's last word (0: a last word takes word_ticks)
     uint64_t gap_ticks = 0;      // after a frame's last word (FCS, preamble, IFG)
 
-    // 1 Gb/s Ethernet at a system clock of f_sys_hz: a byte is f_sys_hz / 125e6
-    // cycles, reduced to num / den.
-    static Pace line_rate(uint64_t f_sys_hz) {
-        uint64_t g = std::gcd(f_sys_hz, kLineBytesPerSecond);
+    // Ethernet at `bytes_per_second` (1 Gb/s: 125e6) at a system clock of
+    // f_sys_hz: a byte is f_sys_hz / bytes_per_second cycles, reduced to num / den.
+    static Pace line_rate(uint64_t f_sys_hz, uint64_t bytes_per_second = kLineBytesPerSecond) {
+        uint64_t g = std::gcd(f_sys_hz, bytes_per_second);
         uint64_t num = f_sys_hz / g;
-        return Pace{kLineBytesPerSecond / g, 4 * num, num, kOverheadBytes * num};
+        return Pace{bytes_per_second / g, 4 * num, num, kOverheadBytes * num};
     }
     // A word every `cycles_per_word` cycles, `gap_cycles` more after a frame
     // (whatever the bytes of its last word).

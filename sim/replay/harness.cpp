@@ -4,7 +4,7 @@
 // Usage:
 //   replay IN OUT [--events EVFILE] [--csr ADDR=VALUE]... [--max-cycles N]
 //                 [--csr-read-last ADDR] [--progress-s SECONDS]
-//                 [--in-cycles-per-word N --in-gap N]
+//                 [--mbps 10|100|1000] [--in-cycles-per-word N --in-gap N]
 //
 // File formats (all integers little-endian):
 //   IN     records [u64 arrival_cycle][u32 len][len bytes], arrival_cycle counted
@@ -36,9 +36,9 @@
 //     (the top is gen_verilog's `core-replay`, which registers rst on its
 //     way into the core, so rst is driven one cycle less and the core still
 //     sees 4 reset cycles);
-//   * both MACs run at exactly 1 Gb/s (sim/common/wire_pace.h): a byte is
-//     F_SYS / 125 MHz cycles (ACKFILTER_F_SYS_HZ; 0.4 at 50 MHz, 0.5 at
-//     62.5 MHz), a frame of L bytes takes L + 24 byte times (FCS, preamble,
+//   * both MACs run at exactly 1 Gb/s, or at `--mbps` (10 or 100)
+//     (sim/common/wire_pace.h): a byte is F_SYS / 125 MHz cycles at 1 Gb/s
+//     (ACKFILTER_F_SYS_HZ; 0.4 at 50 MHz, 0.5 at 62.5 MHz), 10 or 100 times that, a frame of L bytes takes L + 24 byte times (FCS, preamble,
 //     IFG), kept exactly as a cycle and a fraction; a word moves in the first
 //     cycle at or after its wire time, never earlier;
 //   * input (1 Gb/s MAC): a frame starts on the wire at max(arrival_cycle, the
@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
     const char* out_path = nullptr;
     const char* ev_path = nullptr;
     uint64_t max_cycles = UINT64_MAX;
+    uint64_t link_mbps = 1000;               // both MACs' rate: 10, 100 or 1000 Mb/s
     uint64_t in_cycles_per_word = 0;   // 0: the input MAC at 1 Gb/s
     uint64_t in_gap = UINT64_MAX;
     uint32_t csr_read_last = ACKFILTER_CSR_LAST;
@@ -192,6 +193,9 @@ int main(int argc, char** argv) {
         } else if (a == "--csr-read-last") {
             csr_read_last = uint32_t(parse_u64(need("--csr-read-last"), "--csr-read-last"));
             if (csr_read_last > 0xff) die("--csr-read-last must be <= 0xff");
+        } else if (a == "--mbps") {
+            link_mbps = parse_u64(need("--mbps"), "--mbps");
+            if (link_mbps != 10 && link_mbps != 100 && link_mbps != 1000) die("--mbps must be 10, 100 or 1000");
         } else if (a == "--in-cycles-per-word") {
             in_cycles_per_word = parse_u64(need("--in-cycles-per-word"), "--in-cycles-per-word");
             if (in_cycles_per_word < 1 || in_cycles_per_word > 64) die("--in-cycles-per-word must be 1..64");
@@ -211,7 +215,7 @@ int main(int argc, char** argv) {
         } else if (a == "-h" || a == "--help") {
             std::printf("usage: %s IN OUT [--events EVFILE] [--csr ADDR=VALUE]... "
                         "[--max-cycles N] [--csr-read-last ADDR] [--progress-s S] "
-                        "[--in-cycles-per-word N --in-gap N]\n", argv[0]);
+                        "[--mbps 10|100|1000] [--in-cycles-per-word N --in-gap N]\n", argv[0]);
             return 0;
         } else if (!a.empty() && a[0] == '-') {
             die("unknown option %s", a.c_str());
@@ -226,7 +230,7 @@ int main(int argc, char** argv) {
     if (!in_path || !out_path) die("usage: replay IN OUT [options] (see --help)");
     if ((in_cycles_per_word == 0) != (in_gap == UINT64_MAX))
         die("--in-cycles-per-word and --in-gap go together");
-    const wire::Pace line = wire::Pace::line_rate(ACKFILTER_F_SYS_HZ);
+    const wire::Pace line = wire::Pace::line_rate(ACKFILTER_F_SYS_HZ, link_mbps * 125000);
     wire::Pacer in_mac(in_cycles_per_word ? wire::Pace::whole_words(in_cycles_per_word, in_gap) : line,
                        /*catch_up=*/true);
     wire::Pacer out_mac(line, /*catch_up=*/false);

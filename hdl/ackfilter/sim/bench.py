@@ -102,6 +102,22 @@ def main(args):
                               f"{res.cycles / res.wallclock_s / 1e6:.2f} M cycles/s")
     print()
 
+    slow_n = min(n, 20_000)
+    print(f"1b. Line rate at 100 Mb/s: the first {slow_n} frames, both ports at 100 Mb/s "
+          "(a Fast Ethernet modem port), shaper open")
+    log("   replaying at 100 Mb/s ...")
+    slow = replay(frames[:slow_n], ack_mode="conservative", link_mbps=100)
+    sc = slow.counters
+    slow_drops = sum(sc[x.name] for x in params.COUNTERS if x.is_drop)
+    out_t = [t for t, _f in slow.frames_out]
+    line_fps = 100e6 / 8 / wire_bytes                      # 148,810 frames/s
+    got_fps = (len(out_t) - 1) / (out_t[-1] - out_t[0])
+    _line("frames in / out / superseded / dropped",
+          f"{sc['frames_in']} / {sc['frames_out']} / {sc['acks_superseded']} / {slow_drops}")
+    _line("frames out per second / 100 Mb/s line rate", f"{got_fps:,.0f} / {line_fps:,.0f} = "
+                                                         f"{got_fps / line_fps:.3f}")
+    print()
+
     print("2. Capacity: the same frames offered one word per cycle (no gap)")
     log("   replaying at full input speed ...")
     fast = replay(frames, ack_mode="conservative", feed=(1, 0), events=True)

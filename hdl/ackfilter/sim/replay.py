@@ -255,7 +255,7 @@ def input_warnings(frames, times=None):
 
 
 def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
-                max_cycles=None, progress=None, feed=None, read_last=None):
+                max_cycles=None, progress=None, feed=None, read_last=None, link_mbps=1000):
     """Run a built harness on files; returns (stdout dict, warning lines).
 
     ``csr_writes``: (addr, value) pairs. ``progress(frames_in, frames_out, cycle)``
@@ -271,6 +271,8 @@ def run_harness(binary, in_path, out_path, *, csr_writes=(), events_path=None,
         cmd += ["--csr", f"{addr:#x}={value}"]
     if max_cycles is not None:
         cmd += ["--max-cycles", str(int(max_cycles))]
+    if link_mbps != 1000:
+        cmd += ["--mbps", str(int(link_mbps))]
     if feed is not None:
         cycles_per_word, gap = feed
         cmd += ["--in-cycles-per-word", str(int(cycles_per_word)), "--in-gap", str(int(gap))]
@@ -338,22 +340,22 @@ def _read_events(path):
             for cyc, kind in struct.iter_unpack("<QB", data)]
 
 
-def _wire_cycles(frame_bytes, feed):
+def _wire_cycles(frame_bytes, feed, link_mbps=1000):
     """Cycles (whole, rounded up) the harness's LAN side takes to feed a frame."""
-    if feed is None:                          # 1 Gb/s: ceil((L + 24) * cycles per byte)
-        cpb = cycles_per_byte()
+    if feed is None:                          # ceil((L + 24) * cycles per byte)
+        cpb = cycles_per_byte() * (1000 // link_mbps)
         return -(-(frame_bytes + OVERHEAD_BYTES) * cpb.numerator // cpb.denominator)
     cycles_per_word, gap = feed
     return cycles_per_word * ((frame_bytes + 3) // 4) + gap
 
 
-def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values, feed=None):
+def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values, feed=None, link_mbps=1000):
     """A generous upper bound on the cycles a correct core needs."""
     # Charged on the frame: never less than on its IP packet (which is shorter).
     acc = LinkAccounting.from_registers(csr_values)
     acc = LinkAccounting(overhead_bytes=acc.overhead_bytes, mpu_bytes=acc.mpu_bytes,
                          link_layer=acc.link_layer)
-    wire = sum(_wire_cycles(len(f), feed) + 2 for f in frames)
+    wire = sum(_wire_cycles(len(f), feed, link_mbps) + 2 for f in frames)
     shaped = sum(acc.charged_bytes(len(f)) * cpb_q16 for f in frames) >> 16
     last = max(arrivals, default=0)
     return 2 * (last + 2 * wire + shaped) + 1_000_000
@@ -361,7 +363,7 @@ def _max_cycles_bound(arrivals, frames, cpb_q16, csr_values, feed=None):
 
 def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservative",
            data_share=None, accounting=None, events=False, progress=None, elab=None, csr=None,
-           max_cycles=None, keep_files=None, feed=None):
+           max_cycles=None, keep_files=None, feed=None, link_mbps=1000):
     """Run the RTL on ``in_frames`` (``[(time_s, bytes), ...]``, LAN side).
 
     * ``uplink_rate_bps``: shaper rate in bit/s; exactly 0 = unshaped, else
@@ -391,7 +393,9 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
       frame at 50 MHz), each word offered from the first cycle at or after its
       wire time; ``(cycles_per_word, gap_cycles)``: a word every
       ``cycles_per_word`` cycles and ``gap_cycles`` more after a frame
-      (``(1, 0)`` offers words back to back, faster than any 1 Gb/s MAC).
+      (``(1, 0)`` offers words back to back, faster than any 1 Gb/s MAC);
+    * ``link_mbps``: 1000 (the default), 100 or 10: both MAC models (the LAN
+      side's without ``feed``, and the modem side's) at that rate.
 
     Frame times are rounded to cycles of the core's clock (``1 / F_SYS_HZ``),
     counted from the first frame.
@@ -429,7 +433,7 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
     t0 = times[0] if times else 0.0
     arrivals = [max(0, round((t - t0) * F_SYS_HZ)) for t in times]
     if max_cycles is None:
-        max_cycles = _max_cycles_bound(arrivals, frames, cpb, csr_values, feed)
+        max_cycles = _max_cycles_bound(arrivals, frames, cpb, csr_values, feed, link_mbps)
 
     verilog = generate_verilog(elab)
     binary = build_harness(verilog)
@@ -447,7 +451,7 @@ def replay(in_frames, *, uplink_rate_bps=0, ack_slots=None, ack_mode="conservati
         _write_frames(in_path, arrivals, frames)
         stats, messages = run_harness(binary, in_path, out_path, csr_writes=csr_writes,
                                       events_path=ev_path, max_cycles=max_cycles,
-                                      progress=progress, feed=feed)
+                                      progress=progress, feed=feed, link_mbps=link_mbps)
         messages = input_warnings(frames, times) + messages
         out = _read_frames(out_path)
         evs = _read_events(ev_path) if events else []
