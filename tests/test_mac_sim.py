@@ -188,6 +188,7 @@ def run_tx_framer(frames, *, drops=(), stb_every=1, cycles=None):
         for cyc in range(total):
             stb = cyc % stb_every == stb_every - 1
             ctx.set(dut.stb, stb)
+            ctx.set(dut.stb_data, stb)
             ctx.set(dut.d_rdy, bool(data_q))
             if data_q:
                 d, ll, last = data_q[0]

@@ -72,6 +72,9 @@ def test_the_tool_talks_to_the_firmware_and_values_are_checked(binary, tmp_path,
             with pytest.raises(DeviceError, match="no parameter 'nope'"):
                 dev.get("nope")
             assert dev.get("red_max_p") == 6554                  # unchanged
+            # this SoC has no board registers: no MDIO, said as such
+            with pytest.raises(DeviceError, match=r"no MDIO in this build"):
+                dev.command("mdio 0 2")
         finally:
             dev.close()
 

@@ -270,7 +270,9 @@ static int c_mdio(int argc, char **argv)
     uint16_t v = (uint16_t)a[2];
     enum phy_result e = phy_mdio((unsigned)a[0], (unsigned)a[1], argc == 4, &v);
     if (e != PHY_OK) {
-        put_error(e == PHY_NO_PHY ? "no PHY at that address" : "MDIO did not finish");
+        put_error(e == PHY_NO_PHY    ? "no PHY at that address" :
+                  e == PHY_NO_MDIO   ? "no MDIO in this build (its board registers are absent)" :
+                                       "MDIO did not finish");
         return 0;
     }
     put_hex(v, 4);

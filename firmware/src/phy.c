@@ -20,8 +20,13 @@ static int passed(uint32_t t0, uint32_t ms)
     return (uint32_t)timer_cycles() - t0 > ms * (sys_clk_hz() / 1000u);
 }
 
+/* Whether phy_setup saw the poller finish a round (1 until it has looked). */
+static int mdio_present = 1;
+
 enum phy_result phy_mdio(unsigned phy, unsigned reg, int write, uint16_t *value)
 {
+    if (!mdio_present)
+        return PHY_NO_MDIO;
     uint32_t t0 = (uint32_t)timer_cycles();
     uint32_t r;
     while (FIELD(MDIO_RESULT, BUSY, r = csr_read(ACKFILTER_BOARD_MDIO_RESULT)))
@@ -63,6 +68,7 @@ void phy_setup(void)
     for (unsigned n = 0; n < 2; n++)
         while (FIELD(PHY, POLLS, csr_read(status[n])) == 0 && !passed(t0, POLL_TIMEOUT_MS))
             ;
+    mdio_present = FIELD(PHY, POLLS, csr_read(status[0]) | csr_read(status[1])) != 0;
     for (unsigned n = 0; n < 2; n++) {
         if (!FIELD(PHY, PRESENT, csr_read(status[n])) ||
             (csr_read(ids[n]) & PHY_ID_REVISION_MASK) != PHY_ID_RTL8211F)

@@ -7,7 +7,9 @@
 
 #include <stdint.h>
 
-enum phy_result { PHY_OK = 0, PHY_NO_PHY = -1, PHY_TIMEOUT = -2 };
+/* PHY_NO_MDIO: the poller never finished a round by the end of phy_setup,
+ * so this build has no board registers (the SoC's simulation). */
+enum phy_result { PHY_OK = 0, PHY_NO_PHY = -1, PHY_TIMEOUT = -2, PHY_NO_MDIO = -3 };
 
 /* One frame: a read (`write` 0; the register's value in *value) or a write
  * of *value, to register `reg` of the PHY at MDIO address `phy`. */

@@ -264,6 +264,16 @@ class QueueManager(wiring.Component):
         data_bytes = Signal(20)
         have_data = Signal()
         m.d.comb += have_data.eq(desc.r_rdy & ~desc_r.discard)
+        # `have_data` of the cycle before, for Depart's choice: the block
+        # RAM's output arrives 5.6 ns into the cycle, too late for the choice
+        # and the ACK departure's bookkeeping after it. Depart follows the
+        # Idle that saw `backlog`, and only this state machine changes the
+        # queues; Idle does not go on to Depart while a descriptor is on its
+        # way to the read port (`desc_in_flight`), so the view is current.
+        have_data_q = Signal()
+        desc_in_flight = Signal()
+        m.d.sync += have_data_q.eq(have_data)
+        m.d.comb += desc_in_flight.eq((desc.level != 0) & ~desc.r_rdy)
 
         head = Signal(node_ids)
         tail = Signal(node_ids)
@@ -610,7 +620,9 @@ class QueueManager(wiring.Component):
                                  self.egress_discard_words.eq((desc_r.nbytes + 3) >> 2)]
                     m.next = "Discarded"
                 with m.Elif(can_depart):
-                    m.next = "Depart"
+                    # (A descriptor on its way holds the departure a cycle.)
+                    with m.If(~desc_in_flight):
+                        m.next = "Depart"
                 with m.Elif(self.entry_valid):
                     m.d.sync += pop_q.eq(1)
                     m.next = "Arrive"
@@ -1020,11 +1032,11 @@ class QueueManager(wiring.Component):
 
             with m.State("Depart"):
                 have_ack = qlen != 0
-                pick_data = have_data & (~have_ack | credit_pos)
+                pick_data = have_data_q & (~have_ack | credit_pos)
                 with m.If(pick_data):
                     m.next = "Depart-Data"
                 with m.Else():
-                    charge(head_q.nbytes, 0, have_ack, have_data)
+                    charge(head_q.nbytes, 0, have_ack, have_data_q)
                     m.d.comb += [
                         self.egress_start.eq(1),
                         self.egress_bytes.eq(head_q.nbytes),

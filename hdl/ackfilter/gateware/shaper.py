@@ -60,7 +60,7 @@ class LinkCharge(wiring.Component):
     """
 
     #: Cycles from the lengths to ``charge_bytes``.
-    LATENCY = 5
+    LATENCY = 6
 
     frame_bytes:    In(_LEN_BITS)
     l3_bytes:       In(_LEN_BITS)
@@ -78,13 +78,24 @@ class LinkCharge(wiring.Component):
         # layer travel with the frame, so the charge is that of the settings
         # of the cycle the lengths came in (a register write mid-charge
         # cannot mix two settings).
+        # 0: the lengths and the settings, registered: the lengths are
+        # worked out from the egress's descriptor late in the grant's cycle.
+        frame0 = Signal.like(self.frame_bytes)
+        l3_0 = Signal.like(self.l3_bytes)
+        base0 = Signal.like(self.charge_base)
+        ovh0 = Signal.like(self.overhead_bytes)
+        mpu0 = Signal.like(self.mpu_bytes)
+        link0 = Signal.like(self.link_layer)
+        m.d.sync += [frame0.eq(self.frame_bytes), l3_0.eq(self.l3_bytes),
+                     base0.eq(self.charge_base), ovh0.eq(self.overhead_bytes),
+                     mpu0.eq(self.mpu_bytes), link0.eq(self.link_layer)]
+
         # 1: base + overhead (signed: the overhead may be negative).
         total = Signal(signed(_LEN_BITS + 2))
         mpu1 = Signal.like(self.mpu_bytes)
         link1 = Signal.like(self.link_layer)
-        base = Mux(self.charge_base == _IP, self.l3_bytes, self.frame_bytes)
-        m.d.sync += [total.eq(base + self.overhead_bytes), mpu1.eq(self.mpu_bytes),
-                     link1.eq(self.link_layer)]
+        base = Mux(base0 == _IP, l3_0, frame0)
+        m.d.sync += [total.eq(base + ovh0), mpu1.eq(mpu0), link1.eq(link0)]
 
         # 2: at least mpu. mpu >= 0, so a negative sum becomes mpu (the kernel
         # wraps around there: spec section 6).
@@ -127,7 +138,7 @@ class LinkCharge(wiring.Component):
         return m
 
 
-#: After a ``charge`` in cycle t, ``eligible`` is low until cycle t + 9: the
+#: After a ``charge`` in cycle t, ``eligible`` is low until cycle t + 10: the
 #: link charge (``LinkCharge.LATENCY``), the cost, the new ``tat``, ``due``,
 #: then the ``eligible`` register. Frames are at least 15 words long at the
 #: egress, so this never delays one.

@@ -1,6 +1,6 @@
 """A four-pin harness for synthesising one block alone."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,7 +28,7 @@ class PinHarness(wiring.Component):
         m.submodules.core = core = self.core
         ins, outs = [], []
         for _path, member, port in core.signature.flatten(core):
-            (ins if member.flow == In else outs).append(port)
+            (ins if member.flow == In else outs).append(Value.cast(port))   # views too
         in_chain = Signal(sum(len(p) for p in ins))
         m.d.sync += in_chain.eq(Cat(self.sin, in_chain[:-1]))
         offset = 0

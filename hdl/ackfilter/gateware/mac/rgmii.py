@@ -221,10 +221,14 @@ class RGMIITxConverter(wiring.Component):
         # 10/100 Mb/s: the byte being sent and the position in it (cycle
         # `nib` of nibble `high`, for the cycle after this one); a strobe
         # restarts the count with the new byte.
+        # `end_next` says `nib_next` is the nibble's last cycle, so the
+        # strobe reaches the counter through one gate (a strobe starts at
+        # cycle 0, never a last one).
         cur = Signal(8)
         cur_en, cur_er = Signal(), Signal()
         nib_next = Signal(range(TXC_10M_PERIOD))
         high_next = Signal()
+        end_next = Signal()
 
         with m.If(self.speed == SPEED_1000):
             m.d.sync += [
@@ -234,20 +238,24 @@ class RGMIITxConverter(wiring.Component):
                 self.tx_ctl_fall.eq(self.en ^ self.er),
                 self.txc_rise.eq(1),
                 self.txc_fall.eq(0),
-                nib_next.eq(0), high_next.eq(0),
+                nib_next.eq(0), high_next.eq(0), end_next.eq(0),
             ]
         with m.Else():
             at_10 = self.speed == SPEED_10
+            last = Mux(at_10, TXC_10M_PERIOD - 1, len(TXC_100M_PATTERN) - 1)
             nib = Mux(self.stb, 0, nib_next)
             high = Mux(self.stb, 0, high_next)
             byte = Mux(self.stb, self.data, cur)
             en = Mux(self.stb, self.en, cur_en)
             er = Mux(self.stb, self.er, cur_er)
             nibble = Mux(high, byte[4:8], byte[0:4])
-            nib_end = Mux(at_10, nib == TXC_10M_PERIOD - 1, nib == len(TXC_100M_PATTERN) - 1)
+            nib_end = ~self.stb & end_next
             m.d.sync += [
                 cur.eq(byte), cur_en.eq(en), cur_er.eq(er),
-                nib_next.eq(Mux(nib_end, 0, nib + 1)),
+                nib_next.eq(Mux(self.stb, 1, Mux(end_next, 0, nib_next + 1))),
+                # (nib_next + 1 is the last cycle: a count neither restarted
+                # by the strobe nor wrapping.)
+                end_next.eq(~self.stb & ~end_next & (nib_next == last - 1)),
                 high_next.eq(high ^ nib_end),
                 self.txd_rise.eq(nibble),
                 self.txd_fall.eq(nibble),

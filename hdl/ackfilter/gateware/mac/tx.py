@@ -70,8 +70,11 @@ class TxFramer(wiring.Component):
 
     Ports
     -----
-    stb : In(1)
-        Byte strobe of the RGMII converter.
+    stb, stb_data : In(1)
+        Byte strobe of the RGMII converter, twice: the same strobe from two
+        registers, ``stb`` for the state machine and the counters,
+        ``stb_data`` for the byte registers and the CRC (a strobe that
+        clocks a hundred flip-flops routes slowly to the few that decide).
     d_rdy, d_data, d_en : data FIFO read port (:data:`fifo_entry_layout`).
     t_rdy, t_drop, t_en : token FIFO read port (one entry per frame).
     data, en, er : Out
@@ -84,6 +87,7 @@ class TxFramer(wiring.Component):
     def __init__(self):
         super().__init__({
             "stb":    In(1),
+            "stb_data": In(1),
             "d_rdy":  In(1),
             "d_data": In(fifo_entry_layout),
             "d_en":   Out(1),
@@ -100,6 +104,7 @@ class TxFramer(wiring.Component):
         m = Module()
         m.submodules.crc = crc = CRC32()
         stb = self.stb
+        stb_data = self.stb_data
 
         # Stage A.
         a_kind = Signal(2)
@@ -146,21 +151,35 @@ class TxFramer(wiring.Component):
         with m.Elif(take):
             m.d.sync += nxt_valid.eq(0)
 
+        # The next frame's token waits in a register too, refilled from the
+        # token queue whenever empty: taking it (a decision on the FSM's
+        # state and the strobe) then clears one flag rather than reaching
+        # into the prefetch queue's shift enables.
+        tok_valid = Signal()
+        tok_drop = Signal()
+        tok_take = Signal()
+        m.d.comb += self.t_en.eq(~tok_valid & self.t_rdy)
+        with m.If(~tok_valid & self.t_rdy):
+            m.d.sync += [tok_valid.eq(1), tok_drop.eq(self.t_drop)]
+        with m.Elif(tok_take):
+            m.d.sync += tok_valid.eq(0)
+
         # The next strobe starts sending `nxt`: it sends the SFD (in
         # Preamble) or a word's last byte (in Data, lane_is_last &
         # ~word_last). A register, so the word's wide enable is one.
         load_next = Signal()
         with m.If(stb & load_next):
             m.d.comb += take.eq(1)
-        with m.If(stb):
+        with m.If(stb_data):
             m.d.sync += [
                 a_byte.eq(word[:8]),
                 a_crc_term.eq(crc32_data_term(word[:8])),
-                a_fcs_index.eq(fcs_count),
+                word.eq(Mux(load_next, nxt.data, word >> 8)),
             ]
+        with m.If(stb):
+            m.d.sync += a_fcs_index.eq(fcs_count)
             with m.If(load_next):
                 m.d.sync += [
-                    word.eq(nxt.data),
                     word_last.eq(nxt.last),
                     left.eq(nxt.last_lane),
                     lane_is_last.eq(nxt.last_lane == 0),
@@ -168,7 +187,6 @@ class TxFramer(wiring.Component):
                 ]
             with m.Else():
                 m.d.sync += [
-                    word.eq(word >> 8),
                     left.eq(left - 1),
                     lane_is_last.eq(left == 1),
                     load_next.eq(0),
@@ -179,8 +197,8 @@ class TxFramer(wiring.Component):
                          a_crc_en.eq(kind == _Slot.DATA)]
 
         def take_token():
-            m.d.comb += self.t_en.eq(1)
-            with m.If(self.t_drop):
+            m.d.comb += tok_take.eq(1)
+            with m.If(tok_drop):
                 m.next = "Drain"
             with m.Else():
                 m.d.sync += pre_count.eq(0)
@@ -198,7 +216,7 @@ class TxFramer(wiring.Component):
                 m.d.comb += self.between.eq(1)
                 with m.If(stb):
                     emit(_Slot.IDLE)
-                    with m.If(self.t_rdy & nxt_valid):
+                    with m.If(tok_valid & nxt_valid):
                         take_token()
             with m.State("Preamble"):
                 with m.If(stb):
@@ -242,7 +260,7 @@ class TxFramer(wiring.Component):
                     m.d.sync += [gap_count.eq(gap_count + 1),
                                  gap_last.eq(gap_count == IFG_BYTES - 2)]
                     with m.If(gap_last):
-                        with m.If(self.t_rdy & nxt_valid):
+                        with m.If(tok_valid & nxt_valid):
                             take_token()
                         with m.Else():
                             m.next = "Idle"
@@ -256,8 +274,9 @@ class TxFramer(wiring.Component):
                         m.next = "Idle"
 
         # Stage B.
-        m.d.comb += [crc.init.eq(stb & a_crc_init), crc.en.eq(stb & a_crc_en), crc.term.eq(a_crc_term)]
-        with m.If(stb):
+        m.d.comb += [crc.init.eq(stb_data & a_crc_init), crc.en.eq(stb_data & a_crc_en),
+                     crc.term.eq(a_crc_term)]
+        with m.If(stb_data):
             m.d.sync += self.en.eq(a_kind != _Slot.IDLE)
             with m.Switch(a_kind):
                 with m.Case(_Slot.PREAMBLE):
@@ -439,22 +458,29 @@ class MACTx(wiring.Component):
         # which `self.stb` marks. The speed it runs at follows `speed`
         # between frames only.
         byte_stb = Signal(init=1)
+        # The framer's byte registers take the strobe from a copy of their
+        # own; it has no reset, so synthesis does not merge it with
+        # `byte_stb` (the tx domains have one): see TxFramer.
+        data_stb = Signal(init=1, reset_less=True)
+        # At 10 and 100 Mb/s `left` counts the cycles to the next strobe (less
+        # one) down, reloaded at each strobe: the strobe decides on itself and
+        # a compare of `left`, nothing wider.
         speed = Signal(2, init=SPEED_1000)
-        phase = Signal(range(100))
-        last_phase = Mux(speed == SPEED_10, 99, 9)
+        left = Signal(range(100), init=9)
         # A new speed starts with a byte: at a strobe between frames while
         # an idle byte is on the wire (the frame's last byte went out whole).
         with m.If(framer.between & ~framer.en & byte_stb):
             m.d[tx] += speed.eq(self.speed)
         with m.If(speed == SPEED_1000):
-            m.d[tx] += [byte_stb.eq(1), phase.eq(0)]
+            m.d[tx] += [byte_stb.eq(1), data_stb.eq(1), left.eq(9)]
         with m.Else():
-            m.d[tx] += [byte_stb.eq(phase == last_phase - 1),
-                        phase.eq(Mux(phase >= last_phase, 0, phase + 1))]
+            strobe_next = ~byte_stb & (left == 1)
+            m.d[tx] += [byte_stb.eq(strobe_next), data_stb.eq(strobe_next),
+                        left.eq(Mux(byte_stb, Mux(speed == SPEED_10, 99, 9), left - 1))]
         m.d[tx] += [self.stb.eq(byte_stb), self.speed_out.eq(speed)]
 
         m.d.comb += [
-            framer.stb.eq(byte_stb),
+            framer.stb.eq(byte_stb), framer.stb_data.eq(data_stb),
             framer.d_rdy.eq(data_pre.r_rdy), framer.d_data.eq(data_pre.r_data),
             data_pre.r_en.eq(framer.d_en),
             framer.t_rdy.eq(token_pre.r_rdy), framer.t_drop.eq(token_pre.r_data),
