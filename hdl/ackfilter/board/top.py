@@ -313,9 +313,9 @@ class BoardTop(Elaboratable):
 
         for domain in ("sync", "lan_rx", "modem_rx"):
             m.submodules[f"{domain}_rst"] = cdc.ResetSynchronizer(~locked, domain=domain)
-        # Two synchronizers of one input on one clock would be merged into one
-        # by Yosys (and the reset net would cross the chip again): their
-        # lengths differ, so their outputs are two nets, one per MAC.
+        # Two synchronizers of one input on one clock would be merged by Yosys:
+        # their lengths differ, so their outputs are two nets, one per MAC (the
+        # first stage is still shared, and one stage may cross the chip).
         m.submodules.lan_tx_rst = cdc.ResetSynchronizer(~locked, domain="lan_tx", stages=2)
         m.submodules.modem_tx_rst = cdc.ResetSynchronizer(~locked, domain="modem_tx", stages=3)
 
