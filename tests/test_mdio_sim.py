@@ -328,18 +328,22 @@ def test_poller_publishes_a_link_drop_between_rounds_for_one_round():
     assert links == [1, 0, 1]
 
 
-def test_poller_publishes_two_phys_apart():
-    phys = two_phys()
-    bench = Bench(poller((0, 1)), phys)
-    got = {}
-
+def first_round_of_both(bench, got):
+    """A testbench: once both PHYs' first round is published, their status into ``got``."""
     async def tb(ctx):
         await ctx.tick().until(bench.dut.status[1].polls == 1)
         await ctx.tick()
         for i in (0, 1):
             got[i] = snapshot(ctx, bench.dut.status[i])
+    return tb
 
-    bench.run(tb, name="poller_two")
+
+def test_poller_publishes_two_phys_apart():
+    phys = two_phys()
+    bench = Bench(poller((0, 1)), phys)
+    got = {}
+
+    bench.run(first_round_of_both(bench, got), name="poller_two")
     assert without_polls(got[0]) == expected(phys[0], link=1, speed=2, full_duplex=1)
     assert without_polls(got[1]) == expected(phys[1], link=1, speed=1, full_duplex=1)
     assert (got[0]["polls"], got[1]["polls"]) == (1, 1)
@@ -352,13 +356,7 @@ def test_poller_publishes_an_absent_phy_as_not_present():
     bench = Bench(poller((1, 7)), phys)
     got = {}
 
-    async def tb(ctx):
-        await ctx.tick().until(bench.dut.status[1].polls == 1)
-        await ctx.tick()
-        for i in (0, 1):
-            got[i] = snapshot(ctx, bench.dut.status[i])
-
-    bench.run(tb, name="poller_absent")
+    bench.run(first_round_of_both(bench, got), name="poller_absent")
     assert got[0]["present"] == 1 and got[0]["phy_id"] == 0x600DBEEF
     assert got[1] == {"present": 0, "link": 0, "speed": 0, "full_duplex": 0, "an_complete": 0,
                       "lp_1000": 0, "polls": 1, "lp_abilities": 0, "phy_id": 0xFFFFFFFF}
