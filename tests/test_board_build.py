@@ -3,9 +3,11 @@ reading nextpnr's log, naming clocks by domain, failing on a missed domain.
 The toolchain itself is not run here (a place and route takes ~12 minutes);
 ``build`` is replaced by a function returning a summary as the real one does."""
 
+import sys
+
 import pytest
 
-from ackfilter.board import build as B
+from ackfilter.board import build as B, pnr_guard as G
 from ackfilter.reports.nextpnr import parse_nextpnr_log
 
 # The tail of a real nextpnr-ecp5 log of this board (post-route figures come last).
@@ -154,14 +156,34 @@ _SCRIPT = """#!/bin/sh
 "$ECPPACK" --compress --input top.config --bit top.bit --svf top.svf
 """
 
+# The guard's command ahead of a nextpnr command (build._guarded).
+_GUARD = [sys.executable, "-m", "ackfilter.board.pnr_guard", "--"]
 
-def _tim(tx_mhz):
+
+def _router(passes, overused_at_end=0):
+    """router2's pass lines: the overuse falls to ``overused_at_end`` at pass ``passes``."""
+    return "".join(f"Info:     iter={k} wires=408609 overused={max(overused_at_end, passes - k)} "
+                   f"overuse={max(overused_at_end, passes - k)} archfail=NA\n" for k in range(1, passes + 1))
+
+
+def _tim(tx_mhz, passes=120):
     verdict = "PASS" if tx_mhz >= 125 else "FAIL"
-    return (LOG.split("Info: Max frequency")[0]
+    return (LOG.split("Info: Max frequency")[0] + _router(passes)
             + "Info: Max frequency for clock '$glbnet$modem_rx_clk': 146.35 MHz (PASS at 125.00 MHz)\n"
             + "Info: Max frequency for clock '$glbnet$lan_rx_clk': 148.85 MHz (PASS at 125.00 MHz)\n"
             + f"Info: Max frequency for clock '$glbnet$lan_tx_clk': {tx_mhz:.2f} MHz ({verdict} at 125.00 MHz)\n"
             + "Info: Max frequency for clock '$glbnet$clk': 70.90 MHz (PASS at 62.50 MHz)\n")
+
+
+def _stalled():
+    """The log of a seed the guard stopped: placement, 301 passes whose overuse stalls, the guard's line."""
+    return (LOG.split("Info: Max frequency")[0] + _router(301, overused_at_end=37)
+            + "pnr_guard: the router had not converged after 300 passes; stopped\n")
+
+
+def _nextpnr(argv):
+    """The nextpnr command of a guarded one, else None (ecppack runs unguarded)."""
+    return argv[len(_GUARD):] if argv[:len(_GUARD)] == _GUARD else None
 
 
 @pytest.mark.parametrize("seed3_tx", [140.0, None])
@@ -183,14 +205,16 @@ def test_the_next_seed_is_placed_from_the_same_netlist_until_every_clock_has_its
             (work / "top.bit").write_text("bitstream of seed 1")
 
     def fake_run(argv, *, cwd, **kw):
-        ran.append(argv)
-        if argv[0] == "nextpnr":
-            seed = argv[argv.index("--seed") + 1]
-            assert argv[argv.index("--json") + 1] == "top.json"          # Yosys's netlist, not rerun
+        nextpnr = _nextpnr(argv)
+        if nextpnr is not None:
+            ran.append("guarded " + nextpnr[0])
+            seed = nextpnr[nextpnr.index("--seed") + 1]
+            assert nextpnr[nextpnr.index("--json") + 1] == "top.json"          # Yosys's netlist, not rerun
             tx = {"2": 131.0, "3": seed3_tx or 100.0}[seed]
-            (cwd / argv[argv.index("--log") + 1]).write_text(_tim(tx))
-            (cwd / argv[argv.index("--textcfg") + 1]).write_text(f"seed {seed}")
+            (cwd / nextpnr[nextpnr.index("--log") + 1]).write_text(_tim(tx, passes=100 + int(seed)))
+            (cwd / nextpnr[nextpnr.index("--textcfg") + 1]).write_text(f"seed {seed}")
         else:
+            ran.append(argv[0])
             assert argv[0] == "ecppack"
             config = (cwd / argv[argv.index("--input") + 1]).read_text()
             (cwd / argv[argv.index("--bit") + 1]).write_text(f"bitstream of {config}")
@@ -200,43 +224,63 @@ def test_the_next_seed_is_placed_from_the_same_netlist_until_every_clock_has_its
     heard = []
     summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2, 3), log=heard.append)
     chosen = 3 if seed3_tx else 2
-    assert [a[0] for a in ran] == ["nextpnr", "nextpnr", "ecppack"]
+    assert ran == ["guarded nextpnr", "guarded nextpnr", "ecppack"]
     assert summary["timing_ok"] and summary["seed"] == chosen
     assert summary["margin_ok"] is bool(seed3_tx)
     assert [(t["seed"], t["timing_ok"]) for t in summary["tries"]] == [(1, False), (2, True), (3, bool(seed3_tx))]
+    assert [(t["router_passes"], t["gave_up"]) for t in summary["tries"]] == [
+        (120, None), (102, None), (103, None)]
     assert (tmp_path / "top.bit").read_text() == f"bitstream of seed {chosen}"
-    assert "seed 1: tx missed by 3.2%" in heard[0]
+    assert "seed 1: tx missed by 3.2% (" in heard[0] and heard[0].endswith(" s, 120 router passes)")
     assert "seed 2: every clock met, worst tx +4.8% (under the 10 % margin)" in heard[1]
     if seed3_tx:
         assert "seed 3: every clock met, worst tx +12.0% (" in heard[2] and "under" not in heard[2]
+        assert summary["seed_reason"].startswith("seed 3: every clock beats its target by 10 % or more (")
+    else:
+        assert summary["seed_reason"].startswith("seed 2: the best worst margin of the seeds tried "
+                                                 "(none reached 10 %) (seed 1: tx missed by 3.2%)")
 
 
-def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeypatch, tmp_path):
-    """Seed 1's nextpnr is stopped by the build script's timeout (exit 124,
-    no config written), seed 2 by the subprocess timeout, seed 3 routes and
-    misses: the bitstream is packed from seed 3, the only routed one."""
+@pytest.mark.parametrize("seed1_late", [False, True])
+def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeypatch, tmp_path, capsys,
+                                                                         seed1_late):
+    """Seed 1's nextpnr, run by Amaranth's build script through the guard's
+    wrapper, is stopped by the guard (exit EXIT_NOT_CONVERGED, no config
+    written), or (``seed1_late``) converged at pass 305 and wrote its config
+    before the guard saw it (given up all the same); seed 2's is stopped too,
+    run by the build itself; seed 3 routes and misses: the bitstream is packed
+    from seed 3, the only routed one, and the summary says why."""
     ran = []
 
     class FakePlatform:
-        def build(self, top, *, build_dir, nextpnr_opts, **kw):
+        def build(self, top, *, build_dir, **kw):
             work = tmp_path / "amaranth"
             (work / "build_top.sh").write_text(_SCRIPT)
-            wrapper = (work / "nextpnr-timeout.sh").read_text()
-            assert f"timeout {B.PNR_TIMEOUT_S} " in wrapper and B.os.environ["NEXTPNR_ECP5"].endswith(
-                "nextpnr-timeout.sh")
-            (work / "top.tim").write_text(LOG.split("Info: Max frequency")[0])   # placement only
-            raise B.subprocess.CalledProcessError(124, "build_top.sh")
+            assert B.os.environ["NEXTPNR_ECP5"] == str(work / "nextpnr-guarded.sh")
+            wrapper = (work / "nextpnr-guarded.sh").read_text()
+            assert wrapper.startswith("#!/bin/sh\nexec ")
+            assert " -m ackfilter.board.pnr_guard -- nextpnr \"$@\"" in wrapper
+            if seed1_late:
+                (work / "top.tim").write_text(_tim(121.0, passes=305) + "pnr_guard: the router converged "
+                                              "only after 305 passes, over the limit of 300; given up\n")
+                (work / "top.config").write_text("seed 1")
+            else:
+                (work / "top.tim").write_text(_stalled())
+            raise B.subprocess.CalledProcessError(G.EXIT_NOT_CONVERGED, "build_top.sh")
 
-    def fake_run(argv, *, cwd, timeout=None, **kw):
-        ran.append(argv[0])
-        if argv[0] == "nextpnr":
-            assert timeout == B.PNR_TIMEOUT_S
-            seed = argv[argv.index("--seed") + 1]
+    def fake_run(argv, *, cwd, **kw):
+        assert "timeout" not in kw                    # no wall-clock limit besides the guard's own
+        nextpnr = _nextpnr(argv)
+        if nextpnr is not None:
+            ran.append("guarded " + nextpnr[0])
+            seed = nextpnr[nextpnr.index("--seed") + 1]
             if seed == "2":
-                raise B.subprocess.TimeoutExpired(argv, timeout)
-            (cwd / argv[argv.index("--log") + 1]).write_text(_tim(100.0))
-            (cwd / argv[argv.index("--textcfg") + 1]).write_text(f"seed {seed}")
+                (cwd / nextpnr[nextpnr.index("--log") + 1]).write_text(_stalled())
+                return B.subprocess.CompletedProcess(argv, G.EXIT_NOT_CONVERGED, "", "")
+            (cwd / nextpnr[nextpnr.index("--log") + 1]).write_text(_tim(100.0))
+            (cwd / nextpnr[nextpnr.index("--textcfg") + 1]).write_text(f"seed {seed}")
         else:
+            ran.append(argv[0])
             config = (cwd / argv[argv.index("--input") + 1]).read_text()
             (cwd / argv[argv.index("--bit") + 1]).write_text(f"bitstream of {config}")
         return B.subprocess.CompletedProcess(argv, 0, "", "")
@@ -245,10 +289,66 @@ def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeyp
     heard = []
     summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2, 3), log=heard.append)
     assert B.os.environ["NEXTPNR_ECP5"] == "nextpnr"
-    assert ran == ["nextpnr", "nextpnr", "ecppack"]
+    assert ran == ["guarded nextpnr", "guarded nextpnr", "ecppack"]
     assert summary["seed"] == 3 and not summary["timing_ok"]
     assert (tmp_path / "top.bit").read_text() == "bitstream of seed 3"
-    assert "seed 1: routing did not converge" in heard[0] and "seed 2: routing did not converge" in heard[1]
+    gave_up = "routing did not converge in 300 router passes"
+    assert G.MAX_ROUTER_ITER == 300
+    assert heard[0].startswith(f"place and route, seed 1: {gave_up} (")
+    assert heard[0].endswith(f", {305 if seed1_late else 301} router passes)")
+    assert heard[1].startswith(f"place and route, seed 2: {gave_up} (")
+    assert heard[2].startswith("place and route, seed 3: tx missed by 20.0% (")
+    assert [(t["seed"], t["gave_up"], t["router_passes"]) for t in summary["tries"]] == [
+        (1, gave_up, 305 if seed1_late else 301), (2, gave_up, 301), (3, None, 120)]
+    assert summary["seed_reason"] == (f"seed 3: the best worst margin of the seeds tried (a clock misses its "
+                                      f"target) (seed 1: {gave_up}; seed 2: {gave_up})")
+    B.print_summary(summary)
+    assert f"kept {summary['seed_reason']}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("code, gave_up", [
+    (G.EXIT_HANG, f"no result after {G.HANG_S} s (the hang guard)"),
+    (1, None),
+])
+def test_only_the_guards_exit_statuses_give_a_seed_up(monkeypatch, tmp_path, code, gave_up):
+    """The hang guard's exit gives a seed up as a stalled router does; any
+    other failure of nextpnr stops the build with the seed's log."""
+
+    class FakePlatform:
+        def build(self, top, *, build_dir, **kw):
+            (tmp_path / "amaranth" / "build_top.sh").write_text(_SCRIPT)
+            (tmp_path / "amaranth" / "top.tim").write_text(_tim(121.0))
+            (tmp_path / "amaranth" / "top.config").write_text("seed 1")
+            (tmp_path / "amaranth" / "top.bit").write_text("bitstream of seed 1")
+
+    def fake_run(argv, *, cwd, **kw):
+        assert _nextpnr(argv) is not None
+        return B.subprocess.CompletedProcess(argv, code, "", "")
+
+    fake_toolchain(monkeypatch, FakePlatform, fake_run)
+    if gave_up is None:
+        with pytest.raises(B.BuildError,
+                           match=r"nextpnr failed with seed 2 \(exit 1\); its log is .*top-seed2\.tim"):
+            B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2), log=lambda _: None)
+        return
+    summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2), log=lambda _: None)
+    assert summary["seed"] == 1 and summary["tries"][1]["gave_up"] == gave_up
+    assert summary["tries"][1]["router_passes"] == 0              # it wrote no log
+    assert summary["seed_reason"] == ("seed 1, the first tried: the best worst margin of the seeds tried "
+                                      "(a clock misses its target)")
+
+
+def test_a_failed_build_script_is_a_toolchain_failure_not_a_given_up_seed(monkeypatch, tmp_path):
+    """Yosys (or nextpnr) failing with a status of its own: no other seed is tried."""
+
+    class FakePlatform:
+        def build(self, top, *, build_dir, **kw):
+            (tmp_path / "amaranth" / "build_top.sh").write_text(_SCRIPT)
+            raise B.subprocess.CalledProcessError(1, "build_top.sh")
+
+    fake_toolchain(monkeypatch, FakePlatform, lambda *a, **kw: pytest.fail("no seed after a failure"))
+    with pytest.raises(B.BuildError, match=r"the toolchain failed \(exit 1\); its logs are .*top\.rpt"):
+        B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2), log=lambda _: None)
 
 
 def test_no_routed_seed_is_an_error_that_says_so(monkeypatch, tmp_path):
@@ -256,13 +356,16 @@ def test_no_routed_seed_is_an_error_that_says_so(monkeypatch, tmp_path):
     class FakePlatform:
         def build(self, top, *, build_dir, **kw):
             (tmp_path / "amaranth" / "build_top.sh").write_text(_SCRIPT)
-            raise B.subprocess.CalledProcessError(124, "build_top.sh")
+            raise B.subprocess.CalledProcessError(G.EXIT_NOT_CONVERGED, "build_top.sh")
 
-    def fake_run(argv, *, timeout=None, **kw):
-        raise B.subprocess.TimeoutExpired(argv, timeout)
+    def fake_run(argv, **kw):
+        assert _nextpnr(argv) is not None
+        return B.subprocess.CompletedProcess(argv, G.EXIT_NOT_CONVERGED, "", "")
 
     fake_toolchain(monkeypatch, FakePlatform, fake_run)
-    with pytest.raises(B.BuildError, match="no placement seed of 1, 2 routed within"):
+    with pytest.raises(B.BuildError, match=r"no placement seed of 1, 2 routed \(seed 1: routing did not "
+                                           r"converge in 300 router passes; seed 2: routing did not converge "
+                                           r"in 300 router passes: the design is too congested"):
         B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2), log=lambda _: None)
 
 

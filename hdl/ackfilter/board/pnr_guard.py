@@ -1,0 +1,144 @@
+"""Run nextpnr and give a placement seed up by what the router does, not by the clock.
+
+::
+
+    python -m ackfilter.board.pnr_guard [--max-iter N] [--hang-s S] -- NEXTPNR ARGS...
+
+nextpnr's router2 logs one ``iter=K wires=... overused=...`` line per pass
+over the congested nets. On a placement it can route, the overuse falls to
+0 (this design: 120 passes on rev 7.0, seed 1); on one it cannot, the
+overuse stalls and the router runs on for hours. The guard watches the log
+(``--log FILE`` of ``ARGS``) and stops nextpnr after :data:`MAX_ROUTER_ITER`
+passes: that decision depends on the netlist and the seed only, so a loaded
+or slow machine takes longer but never gets another outcome. A wall-clock
+limit (:data:`HANG_S`, far above any routed seed) remains, for a hang.
+
+Exit status: nextpnr's own; :data:`EXIT_NOT_CONVERGED` when the router gave
+up; :data:`EXIT_HANG` when the hang guard stopped it.
+"""
+
+import argparse
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["MAX_ROUTER_ITER", "HANG_S", "EXIT_NOT_CONVERGED", "EXIT_HANG", "router_passes", "run", "main"]
+
+#: Router passes after which a seed is given up: 2.5 times the 120 that rev
+#: 7.0's seed 1 needs. A pass with a few dozen overused wires takes about
+#: 0.3 s, so a stalled seed costs a couple of minutes more, not hours.
+MAX_ROUTER_ITER = 300
+#: Wall-clock limit of one nextpnr run, for a hang only: a routed seed takes
+#: 8-16 minutes on this project's machines, 30 on one twice as slow.
+HANG_S = 3 * 3600
+EXIT_NOT_CONVERGED = 86
+EXIT_HANG = 124
+
+_ITER_RE = re.compile(r"^Info:\s+iter=(\d+)\s.*overused=(\d+)")
+
+
+def router_passes(text):
+    """``(passes, overused)`` of the last router2 ``iter=`` line of a
+    nextpnr log, or ``(0, None)`` when the router has not started."""
+    passes, overused = 0, None
+    for line in text.splitlines():
+        m = _ITER_RE.match(line)
+        if m:
+            passes, overused = int(m.group(1)), int(m.group(2))
+    return passes, overused
+
+
+def run(argv, *, max_iter=MAX_ROUTER_ITER, hang_s=HANG_S, poll_s=1.0, forward_signals=False):
+    """Run the nextpnr command ``argv`` under the guard; returns the exit status.
+
+    The log is read every ``poll_s`` seconds, and once more when nextpnr
+    exits: a run that converged after more than ``max_iter`` passes, between
+    two looks, is given up too (:data:`EXIT_NOT_CONVERGED`), so the outcome
+    does not depend on when the guard looked. ``forward_signals``: SIGTERM,
+    SIGINT and SIGHUP to the guard go on to nextpnr (the command line's
+    guard, so a stopped build stops nextpnr too)."""
+    if "--log" not in argv:
+        raise ValueError("the nextpnr command has no --log FILE for the guard to watch")
+    log = Path(argv[argv.index("--log") + 1])
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv)
+
+    old = {}
+    if forward_signals:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            old[sig] = signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
+    try:
+        return _watch(proc, log, t0, max_iter=max_iter, hang_s=hang_s, poll_s=poll_s)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _watch(proc, log, t0, *, max_iter, hang_s, poll_s):
+    seen = 0
+    passes = 0
+    while True:
+        try:
+            rc = proc.wait(timeout=poll_s)
+        except subprocess.TimeoutExpired:
+            rc = None
+        if log.exists():
+            with open(log, "rb") as f:
+                f.seek(seen)
+                chunk = f.read()
+            # Only whole lines while nextpnr runs: a line being written is read
+            # again next time. Once it has exited, the rest.
+            cut = len(chunk) if rc is not None else chunk.rfind(b"\n") + 1
+            seen += cut
+            p, _ = router_passes(chunk[:cut].decode(errors="replace"))
+            passes = max(passes, p)
+        if rc is not None:
+            if rc == 0 and passes > max_iter:
+                # It converged after the limit, between two looks at the log:
+                # given up all the same, or the outcome would depend on timing.
+                with open(log, "a") as f:
+                    f.write(f"pnr_guard: the router converged only after {passes} passes, over the "
+                            f"limit of {max_iter}; given up\n")
+                return EXIT_NOT_CONVERGED
+            return rc
+        if passes > max_iter:
+            proc.kill()
+            proc.wait()
+            with open(log, "a") as f:
+                f.write(f"pnr_guard: the router had not converged after {max_iter} passes; stopped\n")
+            return EXIT_NOT_CONVERGED
+        if time.monotonic() - t0 > hang_s:
+            proc.kill()
+            proc.wait()
+            with open(log, "a") as f:
+                f.write(f"pnr_guard: no result after {hang_s} s; stopped (a hang)\n")
+            return EXIT_HANG
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m ackfilter.board.pnr_guard",
+                                 description="Run nextpnr; stop it when its router has not converged "
+                                             "after N passes, or after a hang guard in seconds.")
+    ap.add_argument("--max-iter", type=int, default=MAX_ROUTER_ITER,
+                    help=f"router passes before the seed is given up (default {MAX_ROUTER_ITER})")
+    ap.add_argument("--hang-s", type=float, default=HANG_S,
+                    help=f"wall-clock limit, for a hang only (default {HANG_S})")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- NEXTPNR ARGS...")
+    args = ap.parse_args(argv)
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not cmd:
+        ap.error("no nextpnr command given")
+    if args.max_iter < 1 or args.hang_s <= 0:
+        ap.error("--max-iter and --hang-s must be positive")
+    try:
+        return run(cmd, max_iter=args.max_iter, hang_s=args.hang_s, forward_signals=True)
+    except (ValueError, OSError) as e:
+        print(f"pnr_guard: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
