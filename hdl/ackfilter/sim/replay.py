@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import params
 from ..model.shaper import LinkAccounting
-from .verilog import REPO_ROOT, VerilogError, build_dir, verilator_env, verilog, verilog_path
+from .verilog import REPO_ROOT, VerilogError, build_dir, file_lock, verilator_env, verilog, verilog_path
 from .wire import OVERHEAD_BYTES, cycles_per_byte
 
 __all__ = [
@@ -172,6 +172,18 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
         os.utime(final)  # most recently used, for _prune
         return binary
     final.parent.mkdir(parents=True, exist_ok=True)
+    # One build per model: a parallel caller (another pytest-xdist worker)
+    # waits for it instead of compiling the same model beside it.
+    with file_lock(final.parent / f".{key}.lock"):
+        if binary.exists():
+            return binary
+        _build_harness(vtext, htext, binary)
+    return binary
+
+
+def _build_harness(vtext, htext, binary):
+    final = binary.parent
+    key = final.name
     work = Path(tempfile.mkdtemp(prefix=key + ".tmp-", dir=final.parent))
     try:
         (work / "ackfilter_core.v").write_bytes(vtext)
@@ -198,7 +210,6 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
         if work.exists() and not (work / "build.log").exists():
             shutil.rmtree(work, ignore_errors=True)
         raise
-    return binary
 
 
 # --- running ------------------------------------------------------------------

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from .replay import HARNESS_HEADERS
-from .verilog import REPO_ROOT, build_dir, rtl_digest, verilator_env, VerilogError
+from .verilog import REPO_ROOT, build_dir, file_lock, rtl_digest, verilator_env, VerilogError
 
 __all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "HARNESS_CPP"]
 
@@ -77,6 +77,16 @@ def build(progress=print):
     if binary.exists():
         return binary
     final.parent.mkdir(parents=True, exist_ok=True)
+    # One build per model: a parallel caller (another pytest-xdist worker)
+    # waits for it instead of compiling the same model beside it.
+    with file_lock(final.parent / f".{key}.lock"):
+        if not binary.exists():
+            _build(key, final, image, serv, progress)
+    return binary
+
+
+def _build(key, final, image, serv, progress):
+    binary = final / "soc_sim"
     work = Path(tempfile.mkdtemp(prefix=key + ".tmp-", dir=final.parent))
     try:
         progress("sim-soc: generating the Verilog (SoC with its firmware + uplink core) ...")
@@ -111,7 +121,6 @@ def build(progress=print):
         if work.exists() and not (work / "build.log").exists():
             shutil.rmtree(work, ignore_errors=True)
         raise
-    return binary
 
 
 def _free_port():
