@@ -24,9 +24,12 @@
 //                            loss probability PG in the good and PB in the bad
 //                            state (default 0 and 1)
 //   --seed N                 loss random seed (default 1)
+//   --late-us N              a frame written more than N µs after it was due
+//                            counts as late (`*_late_frames`; default 1000)
 //   --stats-s S              a `status` line on stderr every S seconds (default 1)
 //   --realtime               run as a SCHED_FIFO task (root), so a loaded machine
-//                            does not delay it (it sleeps whenever the core waits)
+//                            does not delay it (it sleeps whenever the core waits,
+//                            but for the last kWakeLeadNs before a frame is due)
 //
 // Time: the core's `now` follows the wall clock. While the core has work the
 // simulation runs as fast as it can and falls behind the wall clock (the lag);
@@ -37,8 +40,16 @@
 // at cycle c is put on the modem link at wall time c / F_SYS; it is written
 // to the WAN TAP one serialization and one delay later. So the lag changes
 // nothing as long as it stays below the one-way delay; the bridge records the
-// largest lag and how late any frame was written, and the caller marks a run
-// invalid past its bound.
+// largest lag, how late any frame was written and how many were late
+// (--late-us), and the caller marks a run invalid past its bounds
+// (bridge.py, validity_bounds).
+//
+// Writing on time: the bridge sleeps (ppoll on both TAPs) until kWakeLeadNs
+// before the next frame is due and waits the rest awake, going round the main
+// loop (reading the TAPs, not sleeping), so the latency of a timer wake-up
+// does not make a write late. Frames due are written at the top of every
+// round, so between any two batches of at most kPollCycles simulated cycles;
+// how late each one is, is read on the clock at its write.
 //
 // Stdout: `ready` once both TAPs are open and the core is reset and
 // programmed; at the end (SIGINT, SIGTERM or end of stdin) `key value` lines:
@@ -82,6 +93,8 @@ constexpr double kFsys = ACKFILTER_F_SYS_HZ;
 constexpr int kResetCycles = 4;
 constexpr int kRstLatency = 1;             // the core-replay top registers rst
 constexpr uint64_t kPollCycles = 256;      // read the TAPs at least this often
+constexpr int64_t kWakeLeadNs = 300000;    // end a sleep this long before a frame is due
+constexpr int64_t kMaxSleepNs = 5000000;   // and sleep at most this long at a time
 constexpr size_t kMinFrame = 60;           // a MAC pads shorter frames
 constexpr size_t kMaxFrame = 2048;
 
@@ -162,8 +175,9 @@ struct Link {
     uint64_t in_frames = 0, in_bytes = 0, drops = 0, lost = 0;
     uint64_t out_frames = 0, out_bytes = 0, charged_bytes = 0, first_charged = 0;
     int64_t first_out_ns = -1, last_out_ns = -1;
+    int64_t late_ns = 1000000;        // a frame written more than this after due is late
     int64_t max_late_ns = 0, max_late_at_ns = 0;
-    uint64_t late_frames = 0;         // written more than 1 ms after due
+    uint64_t late_frames = 0;
     uint64_t write_errors = 0;
     int write_errno = 0;              // of the last failed write (0: a short write)
 
@@ -206,13 +220,19 @@ struct Link {
         line.push_back(Frame{fin + delay_ns, std::move(bytes)});
         return true;
     }
-    // Write every frame due at `t`; returns the next release time or INT64_MAX.
-    int64_t release(int64_t t) {
-        while (!line.empty() && line.front().t_ns <= t) {
+    // When the next frame is due (INT64_MAX: none waits).
+    int64_t next_due() const { return line.empty() ? INT64_MAX : line.front().t_ns; }
+    // Write every frame that is due, reading `clock()` before each write (a
+    // frame's lateness includes the writes before it).
+    template <class Clock>
+    void release(Clock&& clock) {
+        while (!line.empty()) {
+            int64_t t = clock();
             Frame& f = line.front();
+            if (f.t_ns > t) break;
             int64_t late = t - f.t_ns;
             if (late > max_late_ns) { max_late_ns = late; max_late_at_ns = t; }
-            if (late > 1000000) late_frames++;
+            if (late > late_ns) late_frames++;
             ssize_t n = write(fd, f.bytes.data(), f.bytes.size());
             if (n != ssize_t(f.bytes.size())) { write_errors++; write_errno = n < 0 ? errno : 0; }
             out_frames++;
@@ -224,7 +244,6 @@ struct Link {
             last_out_ns = t;
             line.pop_front();
         }
-        return line.empty() ? INT64_MAX : line.front().t_ns;
     }
 };
 
@@ -271,6 +290,7 @@ int main(int argc, char** argv) {
     Loss loss;
     double stats_s = 1.0;
     int overhead = 0;
+    int64_t late_ns = 1000000;
     bool realtime = false;
 
     for (int i = 1; i < argc; i++) {
@@ -320,19 +340,22 @@ int main(int argc, char** argv) {
             loss.ge = true;
             loss.tg_ns = v[0] * 1e3; loss.tb_ns = v[1] * 1e3; loss.pg = v[2]; loss.pb = v[3];
         } else if (a == "--seed") loss.rng.seed(parse_u64(need("--seed"), "--seed"));
+        else if (a == "--late-us") late_ns = int64_t(parse_u64(need(a.c_str()), a.c_str())) * 1000;
         else if (a == "--realtime") realtime = true;
         else if (a == "--stats-s") stats_s = parse_double(need("--stats-s"), "--stats-s");
         else if (a == "-h" || a == "--help") {
             std::printf("usage: %s --lan NETNS:TAP --wan NETNS:TAP [--csr ADDR=VALUE]... "
                         "[--uplink core|fifo] [--up-rate BPS] [--up-queue N] [--down-rate BPS] "
                         "[--down-queue N] [--overhead BYTES] [--up-delay-us N] [--down-delay-us N] "
-                        "[--loss P] [--ge TG_US:TB_US[:PG:PB]] [--seed N] [--stats-s S] [--realtime]\n", argv[0]);
+                        "[--loss P] [--ge TG_US:TB_US[:PG:PB]] [--seed N] [--late-us N] [--stats-s S] "
+                        "[--realtime]\n", argv[0]);
             return 0;
         } else die("unknown argument %s", a.c_str());
     }
     if (lan_spec.empty() || wan_spec.empty()) die("--lan NETNS:TAP and --wan NETNS:TAP are required");
     if (!use_core && up.rate_bps <= 0) die("--uplink fifo needs --up-rate");
     up.overhead = down.overhead = overhead;
+    up.late_ns = down.late_ns = late_ns;
     if (use_core) up.limit = 0;        // the core is the queue; the link only serializes
 
     if (realtime) {
@@ -439,13 +462,14 @@ int main(int argc, char** argv) {
     uint64_t since_poll = 0;
     for (;;) {
         if (g_stop) break;
+        int64_t t_write = wall();
+        up.release(wall);
+        down.release(wall);
         int64_t t = wall();
         read_taps(t);
         int64_t t_read = wall();
-        int64_t next_release = std::min(up.release(t), down.release(t));
-        int64_t t_rel = wall();
+        if (t - t_write > max_write_ns) { max_write_ns = t - t_write; max_write_at_ns = t_write; }
         if (t_read - t > max_read_ns) { max_read_ns = t_read - t; max_read_at_ns = t; }
-        if (t_rel - t_read > max_write_ns) { max_write_ns = t_rel - t_read; max_write_at_ns = t; }
         if (t / 1e9 >= next_stats) {
             next_stats += stats_s;
             if (stdin_closed()) break;
@@ -458,7 +482,7 @@ int main(int argc, char** argv) {
             std::fflush(stderr);
         }
         uint64_t wc = to_cycles(t);
-        int64_t wake_ns = next_release;     // when to look again if the core waits
+        int64_t core_wake_ns = INT64_MAX;   // when the core, waiting, has work again
         if (!use_core) {
             // nothing to simulate
         } else {
@@ -487,7 +511,7 @@ int main(int argc, char** argv) {
                         if (to > now) { now = to; jumps++; }
                         if (now < target) {        // the core waits for the wall clock
                             waiting = true;
-                            if (target != UINT64_MAX) wake_ns = std::min(wake_ns, to_ns(target));
+                            if (target != UINT64_MAX) core_wake_ns = to_ns(target);
                             break;
                         }
                         continue;
@@ -552,17 +576,18 @@ int main(int argc, char** argv) {
                       : ms < 30 ? 5 : ms < 100 ? 6 : 7;
                 lag_hist[b]++;
             }
-            if (!waiting) continue;         // more work: poll the TAPs and go on
+            if (!waiting) continue;         // more work: write what is due, read the TAPs, go on
         }
-        // Sleep until a TAP has a frame, a frame is due, the core wakes, or 5 ms.
-        // (Frames the core emitted in this batch are due too: without them the
-        // bridge slept past a frame's release time, up to the 5 ms cap.)
-        if (!up.line.empty()) wake_ns = std::min(wake_ns, up.line.front().t_ns);
+        // Nothing to do before a TAP has a frame, a frame is due (including
+        // those the core emitted in this batch), the core wakes or a status
+        // line is due. Within kWakeLeadNs of a frame, wait awake: go round.
         int64_t t_now = wall();
-        int64_t sleep_ns = std::min<int64_t>(wake_ns == INT64_MAX ? INT64_MAX : wake_ns - t_now,
-                                             5000000);
-        if (std::llround(next_stats * 1e9) - t_now < sleep_ns)
-            sleep_ns = std::llround(next_stats * 1e9) - t_now;
+        int64_t due_ns = std::min(up.next_due(), down.next_due());
+        if (due_ns != INT64_MAX && due_ns - t_now <= kWakeLeadNs) continue;
+        int64_t until_ns = std::min({due_ns == INT64_MAX ? INT64_MAX : due_ns - kWakeLeadNs,
+                                     core_wake_ns, int64_t(std::llround(next_stats * 1e9)),
+                                     t_now + kMaxSleepNs});
+        int64_t sleep_ns = until_ns - t_now;
         if (sleep_ns > 0) {
             pollfd fds[2] = {{lan_fd, POLLIN, 0}, {wan_fd, POLLIN, 0}};
             timespec ts{time_t(sleep_ns / 1000000000), long(sleep_ns % 1000000000)};
