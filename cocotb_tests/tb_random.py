@@ -1,6 +1,6 @@
 """Seeded random traces through the real RTL, scoreboarded against the model.
 
-Each test replays ``traces.random_trace(seed, 3_000, 200)`` (every
+Each test replays ``traces.random_trace(seed, 10_000, 200)`` (every
 supersession corner, many encapsulations, malformed and oversize frames)
 into ``ackfilter_core`` as fast as the queue manager allows, with the output
 throttled (a shaper rate or an ``o_ready`` pattern) so that both queues build
@@ -38,11 +38,7 @@ from ackfilter.params import ARRIVAL_EVENTS
 
 #: Depth of the ingress -> queue manager FIFO (``core.ENTRY_FIFO_DEPTH``).
 ENTRY_FIFO_DEPTH = 4
-#: Frames per trace: enough that every path the tests assert is taken (the
-#: queues fill, ACKs are superseded and dropped from the front, data is
-#: dropped). The replay harness runs 10,000 frames of the same traces through
-#: the same RTL without Python (tests/test_replay.py).
-N_FRAMES = 3_000
+N_FRAMES = 10_000
 N_FLOWS = 200
 ARRIVALS = ARRIVAL_EVENTS
 
