@@ -15,6 +15,8 @@ Convention: a cocotb bench lives in ``cocotb_tests/tb_<name>.py`` (its
   build flags or the parameters change.
 * A failing (or missing, or crashed) cocotb test fails the pytest test, with the
   failing cocotb test names and messages in the report.
+* ``ACKFILTER_PUBLIC_ALL=1`` exposes every signal to the bench, not only
+  the top's ports (:data:`PUBLIC`).
 * ``ACKFILTER_WAVES=1`` builds with tracing (in ``build/cocotb/<build_name>-waves/``)
   and writes ``dump.vcd`` in the run directory
   (``build/cocotb/<build_name>[-waves]/run/<test file stem>.<test name>/``).
@@ -58,8 +60,11 @@ TIMESCALE = ("1ns", "1ps")
 #: any of them: the board model then compiled in 270 CPU-seconds. The benches
 #: read and drive only the top's ports, so the models are built with
 #: ``--public-depth 1`` instead (the top's signals only): the core's model
-#: compiles in a fifth of the time and runs faster.
-PUBLIC = ["--public-depth", "1"]
+#: compiles in a fifth of the time and runs faster. A bench being debugged
+#: that must reach inside (``dut.u_core.some_signal``) gets every signal
+#: with ``ACKFILTER_PUBLIC_ALL=1`` (a separate build).
+PUBLIC = (["--public-flat-rw"] if os.environ.get("ACKFILTER_PUBLIC_ALL") == "1"
+          else ["--public-depth", "1"])
 
 
 # --------------------------------------------------------------------------
@@ -182,6 +187,8 @@ def run_cocotb(
     params = dict(parameters or {})
     if waves:  # separate dir: toggling waves must not force rebuilds
         build_name += "-waves"
+    if PUBLIC[0] == "--public-flat-rw":
+        build_name += "-public"
     build_dir = BUILD / "cocotb" / build_name
 
     signature = _sha(json.dumps({
