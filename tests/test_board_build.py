@@ -156,7 +156,7 @@ _SCRIPT = """#!/bin/sh
 "$ECPPACK" --compress --input top.config --bit top.bit --svf top.svf
 """
 
-# The guard's command ahead of a nextpnr command (build._guarded).
+# The guard's command ahead of a nextpnr command (pnr_guard.guarded).
 _GUARD = [sys.executable, "-m", "ackfilter.board.pnr_guard", "--"]
 
 

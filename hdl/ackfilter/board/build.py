@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from ..reports.nextpnr import parse_nextpnr_log
-from .pnr_guard import EXIT_HANG, EXIT_NOT_CONVERGED, HANG_S, MAX_ROUTER_ITER, router_passes
+from .pnr_guard import gave_up_reason, guarded, router_passes
 
 __all__ = ["BOARDS", "PNR_SEEDS", "build", "domain_of_clock", "check_timing", "flash", "main"]
 
@@ -112,30 +112,14 @@ PNR_SEED = PNR_SEEDS[0]
 MARGIN_PCT = 10.0
 
 
-def _guarded(argv):
-    """``argv`` (a nextpnr command) under :mod:`.pnr_guard`: a seed whose router
-    has not converged after :data:`~.pnr_guard.MAX_ROUTER_ITER` passes is given
-    up, whatever the machine's speed or load."""
-    return [sys.executable, "-m", "ackfilter.board.pnr_guard", "--", *argv]
-
-
 def _guard_wrapper(work, tool):
     """A script that runs ``tool`` under the guard (Amaranth's build script
     calls ``$NEXTPNR_ECP5``)."""
     path = work / "nextpnr-guarded.sh"
     tool = shutil.which(tool) or tool
-    path.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in _guarded([tool])) + ' "$@"\n')
+    path.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in guarded([tool])) + ' "$@"\n')
     path.chmod(0o755)
     return path
-
-
-def _gave_up(returncode):
-    """Why the guard stopped nextpnr (``None``: it did not)."""
-    if returncode == EXIT_NOT_CONVERGED:
-        return f"routing did not converge in {MAX_ROUTER_ITER} router passes"
-    if returncode == EXIT_HANG:
-        return f"no result after {HANG_S} s (the hang guard)"
-    return None
 
 
 def _passes_in(log):
@@ -239,7 +223,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     except subprocess.CalledProcessError as e:
         # (A top.config may be there: the guard also gives up a router that
         # converged past the limit between two looks at the log.)
-        gave_up = _gave_up(e.returncode)
+        gave_up = gave_up_reason(e.returncode)
         if gave_up is None:
             raise BuildError(f"the toolchain failed (exit {e.returncode}); its logs are "
                              f"{work}/top.rpt (Yosys) and {work}/top.tim (nextpnr)") from None
@@ -255,9 +239,9 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
             break
         t = time.monotonic()
         tim, config = f"top-seed{seed}.tim", f"top-seed{seed}.config"
-        proc = subprocess.run(_guarded(_nextpnr_command(work, seed, tim=tim, config=config)), cwd=work,
+        proc = subprocess.run(guarded(_nextpnr_command(work, seed, tim=tim, config=config)), cwd=work,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        gave_up = _gave_up(proc.returncode)
+        gave_up = gave_up_reason(proc.returncode)
         if gave_up is None and proc.returncode != 0:
             raise BuildError(f"nextpnr failed with seed {seed} (exit {proc.returncode}); its log is "
                              f"{work}/{tim}")
@@ -305,7 +289,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
 
 def _why(chosen, tries):
     """Why the build kept ``chosen`` (one sentence, printed and in ``timing.json``)."""
-    earlier = [x for x in tries[:tries.index(chosen)]]
+    earlier = tries[:tries.index(chosen)]
     if _with_margin(chosen["rows"]):
         what = f"every clock beats its target by {MARGIN_PCT:g} % or more"
     elif _met(chosen["rows"]):
@@ -314,7 +298,7 @@ def _why(chosen, tries):
         what = "the best worst margin of the seeds tried (a clock misses its target)"
     if not earlier:
         return f"seed {chosen['seed']}, the first tried: {what}"
-    before = "; ".join(f"seed {x['seed']}: " + (x["gave_up"] or _outcome(x)) for x in earlier)
+    before = "; ".join(f"seed {x['seed']}: {_outcome(x)}" for x in earlier)
     return f"seed {chosen['seed']}: {what} ({before})"
 
 

@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["MAX_ROUTER_ITER", "HANG_S", "EXIT_NOT_CONVERGED", "EXIT_HANG", "router_passes", "run", "main"]
+__all__ = ["MAX_ROUTER_ITER", "HANG_S", "EXIT_NOT_CONVERGED", "EXIT_HANG", "guarded", "gave_up_reason",
+           "router_passes", "run", "main"]
 
 #: Router passes after which a seed is given up: 2.5 times the 120 that rev
 #: 7.0's seed 1 needs. A pass with a few dozen overused wires takes about
@@ -38,6 +39,20 @@ EXIT_NOT_CONVERGED = 86
 EXIT_HANG = 124
 
 _ITER_RE = re.compile(r"^Info:\s+iter=(\d+)\s.*overused=(\d+)")
+
+
+def guarded(argv):
+    """``argv`` (a nextpnr command) run under this guard, as a command line."""
+    return [sys.executable, "-m", "ackfilter.board.pnr_guard", "--", *argv]
+
+
+def gave_up_reason(returncode):
+    """Why the guard stopped nextpnr, from its exit status (``None``: it did not)."""
+    if returncode == EXIT_NOT_CONVERGED:
+        return f"routing did not converge in {MAX_ROUTER_ITER} router passes"
+    if returncode == EXIT_HANG:
+        return f"no result after {HANG_S} s (the hang guard)"
+    return None
 
 
 def router_passes(text):

@@ -76,8 +76,8 @@ import sys
 import time
 
 from .. import params as P
-from ..board.build import PNR_SEED, PNR_SEEDS, _gave_up, _guarded
-from ..board.pnr_guard import MAX_ROUTER_ITER, router_passes
+from ..board.build import PNR_SEED, PNR_SEEDS
+from ..board.pnr_guard import MAX_ROUTER_ITER, gave_up_reason, guarded, router_passes
 from .nextpnr import parse_nextpnr_log
 
 __all__ = [
@@ -619,7 +619,7 @@ def tool_versions():
 
 def _run(cmd, *, cwd, log, timeout, what, guarded=False):
     """Run ``cmd``; its wall time. ``guarded``: ``cmd`` is nextpnr under
-    :func:`~ackfilter.board.build._guarded` (no ``timeout``: the guard has
+    :func:`~ackfilter.board.pnr_guard.guarded` (no ``timeout``: the guard has
     its own), whose give-up statuses raise :class:`SeedGivenUp`."""
     t0 = time.monotonic()
     try:
@@ -628,7 +628,7 @@ def _run(cmd, *, cwd, log, timeout, what, guarded=False):
     except subprocess.TimeoutExpired:
         raise ToolError(f"{what} did not finish within {timeout} s (log: {log})") from None
     wall = time.monotonic() - t0
-    reason = _gave_up(proc.returncode) if guarded else None
+    reason = gave_up_reason(proc.returncode) if guarded else None
     if reason:
         raise SeedGivenUp(f"{what}: {reason} (log: {log})", reason)
     if proc.returncode != 0:
@@ -702,7 +702,7 @@ def place_and_route(design, workdir, *, seed=PNR_SEED):
     cmd = [_tool("nextpnr-ecp5"), *(design.nextpnr_args or DEVICE["nextpnr_args"]), "--json", "netlist.json",
            "--lpf", "constraints.lpf", "--lpf-allow-unconstrained", "--report", "report.json",
            "--timing-allow-fail", "--router", "router2", "--seed", str(seed), "--log", "pnr.log", "-q"]
-    wall = _run(_guarded(cmd), cwd=workdir, log=workdir / "pnr.log", timeout=None,
+    wall = _run(guarded(cmd), cwd=workdir, log=workdir / "pnr.log", timeout=None,
                 what=f"nextpnr-ecp5 seed {seed}", guarded=True)
     pnr = parse_nextpnr_report((workdir / "report.json").read_text())
     from_log = parse_nextpnr_log((workdir / "pnr.log").read_text())
