@@ -13,7 +13,7 @@
 
 /* Word addresses. A counter is 64 bits: the low word at its address, the high
    word at address + 1; reading the low word latches the high word. */
-#define ACKFILTER_CSR_LAST 0x6bu
+#define ACKFILTER_CSR_LAST 0x6du
 /* Cycles from a read strobe to its data; read strobes come at most every other cycle. */
 #define ACKFILTER_CSR_READ_LATENCY 2u
 #define ACKFILTER_CSR_ACK_MODE 0x00u  /* ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive (keeps one) */
@@ -66,6 +66,7 @@
 #define ACKFILTER_CSR_ACC_MARKED 0x66u  /* of acc_escalated, ECT ACKs ACC marked CE */
 #define ACKFILTER_CSR_SEG_FRAMES 0x68u  /* data frames the segmenter cut into chunks (each sent as seg_chunks frames, counted in frames_out) */
 #define ACKFILTER_CSR_SEG_CHUNKS 0x6au  /* chunks sent for the frames in seg_frames */
+#define ACKFILTER_CSR_DROP_DATA_OVERFLOW 0x6cu  /* data frames dropped from the head of the fattest flow queue to make room for an arrival (flow queues, spec section 12) */
 
 /* The board's registers (beside the core's, on the same bus) and their fields:
    ACKFILTER_<WORD>_<FIELD>_LSB / _WIDTH. */
@@ -208,6 +209,7 @@
 #define ACKFILTER_EVENT_DROP_ACK_COVERED 10u
 #define ACKFILTER_EVENT_DROP_RED 11u
 #define ACKFILTER_EVENT_ARRIVE_DATA_MARKED 12u
+#define ACKFILTER_EVENT_DROP_DATA_OVERFLOW 13u
 #define ACKFILTER_EVENT_OVERRUN 15u
 
 /* X(name, addr, width, is_signed, default, min, max, unit) */
@@ -257,6 +259,7 @@
     X(acc_marked, 0x66u, 0) \
     X(seg_frames, 0x68u, 0) \
     X(seg_chunks, 0x6au, 0) \
+    X(drop_data_overflow, 0x6cu, 1) \
 
 /* Firmware parameters (kept by the firmware, not CSRs).
    X(name, key, default, min, max, unit) */

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from .units import format_rate
 
 __all__ = [
-    "FIRMWARE_PARAMS", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES", "EVENTS", "ARRIVAL_EVENTS",
+    "FIRMWARE_PARAMS", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES",
+    "DATA_CELL_BYTES", "DATA_CELLS", "DATA_CELL_RESERVE", "EVENTS", "ARRIVAL_EVENTS",
     "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "BOARD_BASE", "BOARD_REGS", "LINK_FIELDS", "PHY_FIELDS",
@@ -37,11 +38,18 @@ ACK_SLOTS = 64
 FLOW_ENTRIES = 64
 DATA_BUFFER_BYTES = 32768
 
+#: The data buffer in cells (docs/spec.md section 12): a frame takes
+#: ceil(len / DATA_CELL_BYTES) of them, and the queue manager keeps
+#: DATA_CELL_RESERVE free (one frame of MAX_FRAME_BYTES) for the frame the
+#: ingress is writing next.
+DATA_CELL_BYTES = 128
+
 #: What the queue manager reports on its event port, by number (spec section 7).
 EVENTS = (
     "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
     "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
     "DEPART_ACK", "DEPART_DATA", "DROP_ACK_COVERED", "DROP_RED", "ARRIVE_DATA_MARKED",
+    "DROP_DATA_OVERFLOW",
 )
 #: The events that account for one input frame each (the others are
 #: departures and the drops that make room for the arrival reported next).
@@ -62,6 +70,8 @@ assert len(EVENTS) <= OVERRUN_KIND
 
 #: Frames longer than this are dropped (``drop_oversize``; spec section 2).
 MAX_FRAME_BYTES = 2048
+DATA_CELLS = DATA_BUFFER_BYTES // DATA_CELL_BYTES
+DATA_CELL_RESERVE = -(-MAX_FRAME_BYTES // DATA_CELL_BYTES)
 #: One ACK slot buffer. Every pure ACK the parser can key fits (the longest:
 #: 14 + two tags 8 + PPPoE 8 + IPv4 60 + TCP 60 = 150 bytes), so a flow's
 #: pure ACKs all travel the ACK queue, in order (spec section 2 rule 5).
@@ -230,6 +240,8 @@ def _counters():
         ("seg_frames",       False, "data frames the segmenter cut into chunks (each sent as seg_chunks "
                                     "frames, counted in frames_out)"),
         ("seg_chunks",       False, "chunks sent for the frames in seg_frames"),
+        ("drop_data_overflow", True, "data frames dropped from the head of the fattest flow queue to make "
+                                    "room for an arrival (flow queues, spec section 12)"),
     ]
     return tuple(Counter(name, COUNTER_BASE + 2 * i, doc, is_drop,
                          inc_bits=16 if name.startswith("bytes_") else 1)

@@ -246,7 +246,8 @@ class UplinkCore(wiring.Component):
                            ("drop_data_full", Event.DROP_DATA_FULL),
                            ("drop_ack_front", Event.DROP_ACK_FRONT),
                            ("drop_ack_covered", Event.DROP_ACK_COVERED),
-                           ("drop_red", Event.DROP_RED)):
+                           ("drop_red", Event.DROP_RED),
+                           ("drop_data_overflow", Event.DROP_DATA_OVERFLOW)):
             m.d.comb += csr.inc[name].eq(manager.ev_valid & (manager.ev_kind == kind))
         wiring.connect(m, wiring.flipped(self.csr), csr.bus)
         return m

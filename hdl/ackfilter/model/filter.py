@@ -20,6 +20,12 @@ dequeue when ``chunk_bytes`` is not 0: each of its chunks is a departure of
 its own (``DEPART_DATA``), so ACKs may leave between them; the frame leaves
 the data queue with its last chunk.
 
+With ``flow_queues`` (spec section 12, :mod:`.flowq`) the data class is a
+queue per flow-table entry and a shared one, scheduled by deficit round
+robin with sparse-flow priority; a data frame looks its flow up in the same
+table as the ACKs, and an entry stays while its flow has ACKs or data
+queued.
+
 The flow table is modelled as the hardware builds it: ``flow_entries``
 numbered entries, each holding a flow's 16-bit tag (:mod:`.flowkey`) and full
 key; a new flow takes the lowest free entry. So the model predicts every CAM
@@ -30,11 +36,12 @@ excuse.
 from collections import deque
 from dataclasses import dataclass
 
-from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, EVENTS, FLOW_ENTRIES, MAX_FRAME_BYTES,
-                      frames_accounted, param)
+from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, DATA_CELL_RESERVE, DATA_CELLS, EVENTS,
+                      FLOW_ENTRIES, MAX_FRAME_BYTES, frames_accounted, param)
 from .pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 from .acc import Acc
 from .red import ECN_CE, ECN_NOT_ECT, Red, ecn_codepoint, set_ce
+from .flowq import QUANTUM_MAX, FlowQueues
 from .segmenter import check_chunk_bytes, segment
 
 __all__ = ["FilterModel", "EVENTS", "may_supersede", "MODEL_COUNTERS", "Floor"]
@@ -147,8 +154,8 @@ class _FlowEntry:
     key: tuple
     tag: int
     count: int                 # tracked ACKs of this flow in the queue
-    newest: _QueuedAck         # the queue element holding the flow's newest ACK
-    floor: Floor
+    newest: _QueuedAck         # the queue element holding the flow's newest ACK (None: no ACK queued)
+    floor: Floor               # (None: no ACK queued)
     covered: _QueuedAck = None  # a queued ACK of the flow whose news its next one carries
 
 
@@ -178,6 +185,16 @@ class FilterModel:
     acc : Acc or None
         ACK congestion control (spec section 11); ``None``: off
         (``acc_enable`` 0).
+    flow_queues : bool
+        Data in a queue per flow (spec section 12); else one FIFO.
+    quantum : int
+        With ``flow_queues``: the DRR quantum (:func:`.flowq.quantum_for_cpb`).
+    charge : callable
+        With ``flow_queues``: ``charge(frame)``, the bytes the link is
+        charged for a frame (:meth:`.shaper.LinkAccounting.charge`); the
+        default is the frame's length.
+    data_cells, cell_reserve : int
+        With ``flow_queues``: the data buffer's cells and the reserve.
 
     Attributes
     ----------
@@ -194,7 +211,8 @@ class FilterModel:
                  ack_queue_limit=param("ack_queue_limit").default, flow_entries=FLOW_ENTRIES,
                  data_share=param("data_share").default, ack_slots=ACK_SLOTS,
                  slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES, red=None,
-                 chunk_bytes=param("chunk_bytes").default, acc=None):
+                 chunk_bytes=param("chunk_bytes").default, acc=None, flow_queues=False,
+                 quantum=QUANTUM_MAX, charge=len, data_cells=DATA_CELLS, cell_reserve=DATA_CELL_RESERVE):
         if acc is not None and not isinstance(acc, Acc):
             raise TypeError(f"acc must be a model.acc.Acc or None, not {acc!r}")
         if red is not None and not isinstance(red, Red):
@@ -223,6 +241,8 @@ class FilterModel:
         self.head_chunks = None      # the data head's chunks still to leave, once its first has left
         self.head_cut = False        # the segmenter cut the data head
         self.entries = [None] * flow_entries   # of _FlowEntry
+        self.fq = FlowQueues(entries=flow_entries, cells=data_cells, reserve=cell_reserve,
+                             quantum=quantum, charge=charge) if flow_queues else None
         self.credit = 0
         self.counters = {name: 0 for name in MODEL_COUNTERS}
         self.events = []
@@ -235,7 +255,7 @@ class FilterModel:
 
     @property
     def data_queue_frames(self):
-        return len(self.data_queue)
+        return len(self.data_queue) if self.fq is None else self.fq.frames
 
     @property
     def flows_active(self):
@@ -246,8 +266,11 @@ class FilterModel:
         return [q.frame for q in self.ack_queue]
 
     def queued_data_frames(self):
-        """The frames in the data queue, head first."""
-        return list(self.data_queue)
+        """The frames in the data queue, head first (flow queues: queue by
+        queue, in the order of their numbers)."""
+        if self.fq is None:
+            return list(self.data_queue)
+        return [f for q in range(len(self.fq.queues)) for f in self.fq.frames_of(q)]
 
     def classify(self, frame):
         """:func:`~ackfilter.model.pktparse.classify` with this model's settings."""
@@ -305,30 +328,70 @@ class FilterModel:
             self.counters["drop_oversize"] += 1
             ev = ["DROP_OVERSIZE"]
         elif p.cls == "data":
-            action = "pass"
-            if self.red is not None:
-                if now is None:
-                    raise TypeError("with RED, arrive() needs now= (the cycle of the RED decision)")
-                arrived_ce = ecn_codepoint(frame) == ECN_CE
-                action, frame = self.red.arrive(frame, self.data_bytes, now)
-            if action == "drop":
-                self.counters["drop_red"] += 1
-                ev = ["DROP_RED"]
-            else:
-                if action == "mark":
-                    self.counters["red_marked"] += 1
-                    self.counters["red_ce_already"] += arrived_ce
-                if data_full:
-                    self.counters["drop_data_full"] += 1
-                    ev = ["DROP_DATA_FULL"]
-                else:
-                    self.data_queue.append(frame)
-                    self.data_bytes += len(frame)
-                    ev = ["ARRIVE_DATA_MARKED" if action == "mark" else "ARRIVE_DATA"]
+            ev = self._arrive_data(frame, p, data_full, now)
         else:
             ev = self._arrive_ack(frame, p)
         self.events.extend(ev)
         return ev
+
+    def _arrive_data(self, frame, p, data_full, now):
+        events = []
+        fq = self.fq
+        if fq is not None:
+            # The flow's queue as RED sees it: a frame whose flow has no
+            # data queued (a new connection's SYN, a request, a DNS query)
+            # is never notified (spec section 12).
+            idx, hit = self._lookup(p)
+            exempt = fq.empty(self._data_queue_for(idx, hit, allocate=False))
+        action = "pass"
+        if self.red is not None:
+            if now is None:
+                raise TypeError("with RED, arrive() needs now= (the cycle of the RED decision)")
+            arrived_ce = ecn_codepoint(frame) == ECN_CE
+            action, frame = self.red.arrive(frame, self.data_bytes, now,
+                                            exempt=fq is not None and exempt)
+        if action == "drop":
+            self.counters["drop_red"] += 1
+            return ["DROP_RED"]
+        if action == "mark":
+            self.counters["red_marked"] += 1
+            self.counters["red_ce_already"] += arrived_ce
+        if data_full:
+            self.counters["drop_data_full"] += 1
+            return ["DROP_DATA_FULL"]
+        if fq is None:
+            self.data_queue.append(frame)
+        else:
+            for _, victim in fq.overflow(len(frame)):
+                self.data_bytes -= len(victim)
+                self.counters["drop_data_overflow"] += 1
+                events.append("DROP_DATA_OVERFLOW")
+            idx, hit = self._lookup(p)
+            fq.enqueue(self._data_queue_for(idx, hit, allocate=True, p=p), frame)
+        self.data_bytes += len(frame)
+        events.append("ARRIVE_DATA_MARKED" if action == "mark" else "ARRIVE_DATA")
+        return events
+
+    def _data_queue_for(self, idx, hit, *, allocate, p=None):
+        """The queue a data frame of the flow looked up as ``(idx, hit)``
+        joins (spec section 12): its entry's; without one (a miss) a new
+        entry's, the lowest free, when the shared queue is empty (``allocate``:
+        take it now); else the shared queue."""
+        fq = self.fq
+        if hit or idx is not None:                  # its entry, or a collision
+            return fq.choose(idx, hit=hit)
+        if fq.empty(fq.shared) and None in self.entries:
+            new = self.entries.index(None)
+            if allocate:
+                self.entries[new] = _FlowEntry(key=p.key, tag=p.tag, count=0, newest=None, floor=None)
+            return new
+        return fq.shared
+
+    def _release(self, idx):
+        """Free entry ``idx`` once its flow has neither ACKs nor data queued."""
+        e = self.entries[idx]
+        if e is not None and e.count == 0 and (self.fq is None or not self.fq.busy(idx)):
+            self.entries[idx] = None
 
     def _lookup(self, p):
         """``(index, hit)``: the entry holding ``p``'s tag (``hit``: and its
@@ -355,7 +418,8 @@ class FilterModel:
             # Step 1: look the flow up.
             idx, hit = self._lookup(p)
             entry = self.entries[idx] if hit else None
-            covers = entry is not None and may_supersede(entry.newest.parsed, p, entry.floor)
+            covers = (entry is not None and entry.newest is not None and
+                      may_supersede(entry.newest.parsed, p, entry.floor))
             # Step 2: supersede the flow's newest queued ACK.
             if covers and entry.count >= threshold:
                 entry.newest.frame = frame
@@ -384,7 +448,7 @@ class FilterModel:
                     assert entry.covered is None and entry.count == 2
                     entry.covered = entry.newest
                 else:
-                    entry.floor = Floor.of(p, ace_ref=entry.newest.parsed.ace)
+                    entry.floor = Floor.of(p, ace_ref=entry.newest.parsed.ace if entry.newest else None)
                 entry.newest = q
                 events.append("ARRIVE_ACK_NEW")
             elif idx is not None:        # the tag is another flow's: a collision
@@ -417,7 +481,8 @@ class FilterModel:
                 entry.covered = None
             if entry.count == 0:
                 assert entry.newest is q
-                self.entries[q.entry] = None
+                entry.newest = entry.floor = None
+                self._release(q.entry)
         return q
 
     # -- departure -------------------------------------------------------
@@ -430,7 +495,7 @@ class FilterModel:
         with RED, ``now`` is the departure's cycle (a data departure that
         empties the data queue starts RED's idle period there).
         """
-        has_ack, has_data = bool(self.ack_queue), bool(self.data_queue)
+        has_ack, has_data = bool(self.ack_queue), self.data_queue_frames > 0
         if not has_ack and not has_data:
             return None
         if has_ack and has_data:
@@ -439,19 +504,30 @@ class FilterModel:
             take_data = has_data
             self.credit = 0
         if take_data:
+            # Which data frame: the FIFO's head, or the flow queues' choice.
+            fq = self.fq
+            q = None if fq is None else fq.pick()
+            head = self.data_queue[0] if fq is None else fq.queues[q].frames[0]
             # The segmenter: chunk_bytes is read when the frame's first chunk
             # leaves; the frame leaves the queue with its last.
             if self.head_chunks is None:
-                self.head_chunks = segment(self.data_queue[0], self.chunk_bytes)
+                self.head_chunks = segment(head, self.chunk_bytes)
                 self.head_cut = len(self.head_chunks) > 1
                 self.counters["seg_frames"] += self.head_cut
             frame = self.head_chunks.pop(0)
             self.counters["seg_chunks"] += self.head_cut
-            if not self.head_chunks:
+            last = not self.head_chunks
+            if fq is not None:
+                fq.sent(q, frame, last=last)
+                for r in fq.take_released():
+                    if r != fq.shared:
+                        self._release(r)
+            elif last:
+                self.data_queue.popleft()
+            if last:
                 self.head_chunks = None
-                whole = self.data_queue.popleft()
-                self.data_bytes -= len(whole)
-                if self.red is not None and not self.data_queue:
+                self.data_bytes -= len(head)
+                if self.red is not None and self.data_queue_frames == 0:
                     if now is None:
                         raise TypeError("with RED, depart() needs now= (the cycle of the departure)")
                     self.red.emptied(now)
@@ -484,7 +560,7 @@ class FilterModel:
     def check_invariants(self):
         """Assert the model's internal consistency (for tests)."""
         c = self.counters
-        queued = len(self.ack_queue) + len(self.data_queue)
+        queued = len(self.ack_queue) + self.data_queue_frames
         # A cut head frame some of whose chunks have left is still queued.
         sent_of_head = 0 if self.head_chunks is None or not self.head_cut else 1
         assert c["frames_in"] == frames_accounted(c) - sent_of_head + queued
@@ -493,14 +569,22 @@ class FilterModel:
         for q in self.ack_queue:
             if q.entry is not None:
                 counts[q.entry] = counts.get(q.entry, 0) + 1
-        assert counts == {i: e.count for i, e in enumerate(self.entries) if e is not None}
+        assert counts == {i: e.count for i, e in enumerate(self.entries) if e is not None and e.count}
+        if self.fq is not None:
+            self.fq.check_invariants()
+            assert self.data_bytes == self.fq.bytes
+            for i, e in enumerate(self.entries):
+                busy = self.fq.busy(i)
+                assert e is None or e.count or busy, f"entry {i} holds nothing"
+                assert e is not None or not busy, f"queue {i} in use without its entry"
+                assert e is None or all(self.classify(f).key == e.key for f in self.fq.frames_of(i))
         tags = [e.tag for e in self.entries if e is not None]
         assert len(tags) == len(set(tags)), "two entries hold one tag"
         for i, e in enumerate(self.entries):
             if e is None:
                 continue
             mine = [q for q in self.ack_queue if q.entry == i]
-            assert mine[-1] is e.newest
+            assert (mine[-1] if mine else None) is e.newest
             assert all(q.parsed.key == e.key for q in mine)
             if e.covered is not None:
                 assert e.covered in mine and e.covered is not e.newest

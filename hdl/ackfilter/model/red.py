@@ -437,7 +437,7 @@ class Red:
         self.idle_since = now_cycles
         self.idle_steps = 0
 
-    def arrive(self, frame, qlen_bytes, now_cycles):
+    def arrive(self, frame, qlen_bytes, now_cycles, *, exempt=False):
         """Decide for one data frame arriving at the data queue.
 
         1. The average: if ``qlen_bytes`` is 0, the idle decay steps due
@@ -447,7 +447,9 @@ class Red:
            ``qlen_bytes``.
         2. The random number: ``prng = xorshift32(prng)``, ``rand16 = prng
            >> 16`` (every arrival, whatever follows).
-        3. Off (``enable`` 0): pass, ``count = 0``. Else by
+        3. Exempt (``exempt``: with flow queues, the frame's flow has no
+           data queued, spec section 12): pass, ``count`` unchanged.
+           Off (``enable`` 0): pass, ``count = 0``. Else by
            :func:`region` of ``avg_q16 >> 16``: ``"below"`` passes with
            ``count = 0``; ``"forced"`` notifies; ``"early"`` notifies if
            :func:`early_notify` (``rand16``, ``count``, :func:`pb_terms`),
@@ -471,6 +473,9 @@ class Red:
         now_cycles : int
             The cycle of the decision; never earlier than the latest one
             given to :meth:`arrive` or :meth:`emptied`.
+        exempt : bool
+            Never notify this frame (its average and random number are
+            taken all the same).
 
         Returns
         -------
@@ -489,6 +494,8 @@ class Red:
             self.avg_q16 = ewma_step(self.avg_q16, qlen_bytes, self.wq_shift)
         self.prng = xorshift32(self.prng)
         rand16 = self.prng >> (32 - P_FRAC_BITS)
+        if exempt:
+            return "pass", frame
 
         where = region(self.avg_bytes, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
                        gentle=self.gentle) if self.enable else "below"

@@ -18,7 +18,7 @@ __all__ = ["ARRIVALS", "check_run"]
 
 ARRIVALS = ARRIVAL_EVENTS
 #: Drops that make room for the arrival reported next.
-ROOM = frozenset({"DROP_ACK_FRONT", "DROP_ACK_COVERED"})
+ROOM = frozenset({"DROP_ACK_FRONT", "DROP_ACK_COVERED", "DROP_DATA_OVERFLOW"})
 
 
 def check_run(model, sent, events, received, *, counters=None):

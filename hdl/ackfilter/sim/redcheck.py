@@ -33,9 +33,9 @@ class CountingRed(Red):
     traffic exercised the idle decay."""
     decays = 0
 
-    def arrive(self, frame, qlen_bytes, now_cycles):
+    def arrive(self, frame, qlen_bytes, now_cycles, **kw):
         before = self.avg_q16
-        out = super().arrive(frame, qlen_bytes, now_cycles)
+        out = super().arrive(frame, qlen_bytes, now_cycles, **kw)
         self.decays += qlen_bytes == 0 and self.avg_q16 < before
         return out
 

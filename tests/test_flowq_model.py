@@ -1,0 +1,254 @@
+"""The golden model's flow queues (spec section 12; ``ackfilter.model.flowq``):
+deficit round robin with sparse-flow priority, the mapping of flows to
+queues, the overflow rule, RED's exemption of sparse flows, per-flow order.
+
+Expectations are worked out by hand from RFC 8290 section 4 and sch_cake's
+rules, not by running the model twice."""
+
+import random
+
+import pytest
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
+
+from ackfilter.model import FilterModel
+from ackfilter.model.flowq import QUANTUM_MAX, QUANTUM_MIN, FlowQueues, cells_of, quantum_for_cpb
+from ackfilter.model.red import Red
+from ackfilter.model.shaper import LinkAccounting
+from ackfilter.params import DATA_CELL_BYTES, DATA_CELL_RESERVE, DATA_CELLS, F_SYS_HZ, cpb_q16_for_rate
+from ackfilter.sim.traces import Flow, data_stream, tcp_frame
+
+
+def bulk(sport, n, size=1514, seq=1):
+    return [f for _, f in data_stream(Flow(sport=sport), n, size=size, start_seq=seq)]
+
+
+def udp(sport, payload=b"q" * 30, dst="198.51.100.53", dport=53, ident=0):
+    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:fe") /
+                 IP(src="192.168.1.10", dst=dst, id=ident) / UDP(sport=sport, dport=dport) / payload)
+
+
+def syn(sport):
+    return tcp_frame(Flow(sport=sport), seq=1000, flags="S")
+
+
+def fq_model(**kw):
+    kw.setdefault("ack_mode", 2)
+    return FilterModel(flow_queues=True, **kw)
+
+
+def data_departures(model):
+    return [f for kind, f in model.drain() if kind == "DEPART_DATA"]
+
+
+# -- the quantum --------------------------------------------------------------
+
+@pytest.mark.parametrize("rate_bps, want", [
+    (1_000_000, QUANTUM_MIN),      # 125,000 B/s >> 12 = 30
+    (20_000_000, 610),             # 2,500,000 >> 12 = 610
+    (40_000_000, 1220),
+    (100_000_000, QUANTUM_MAX),    # 12,500,000 >> 12 = 3051
+])
+def test_the_quantum_follows_the_shaped_rate_as_cakes_does(rate_bps, want):
+    assert quantum_for_cpb(cpb_q16_for_rate(rate_bps)) == want
+    assert quantum_for_cpb(0) == QUANTUM_MAX        # unshaped
+
+
+@pytest.mark.parametrize("bad", [-1, 2**32, 1.5, True, None])
+def test_the_quantum_refuses_a_register_value_out_of_range(bad):
+    with pytest.raises(ValueError, match="cpb_q16"):
+        quantum_for_cpb(bad)
+
+
+def test_cells_round_up():
+    assert DATA_CELLS * DATA_CELL_BYTES == 32768 and DATA_CELL_RESERVE == 16
+    assert [cells_of(n) for n in (60, 128, 129, 1514, 2048)] == [1, 1, 2, 12, 16]
+
+
+# -- sparse flows first ---------------------------------------------------------
+
+def test_a_new_flow_waits_for_no_backlog():
+    """A bulk upload queues 15 frames; a DNS query and a new connection's SYN
+    arrive: each leaves as the next data frame (the bulk's head left first,
+    it was in flight), not after the 14 frames ahead of it."""
+    m = fq_model()
+    up = bulk(40000, 15)
+    for f in up:
+        m.arrive(f)
+    assert m.depart() == ("DEPART_DATA", up[0])
+    q, s = udp(5353), syn(40001)
+    m.arrive(q)
+    m.arrive(s)
+    out = data_departures(m)
+    assert out[:2] == [q, s]
+    assert out[2:] == up[1:]
+    m.check_invariants()
+    assert m.flows_active == 0
+
+
+def test_a_flow_whose_credit_is_spent_goes_behind_the_others():
+    """Two bulk flows of full frames, one quantum each (1514 B unshaped,
+    charged 1514 + 24 B): after their first frames the credits are
+    negative, so they alternate frame by frame."""
+    m = fq_model()
+    a, b = bulk(41000, 4), bulk(41001, 4)
+    for f in a + b:
+        m.arrive(f)
+    assert data_departures(m) == [a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]]
+
+
+def test_credit_is_charged_in_link_bytes():
+    """Small frames against large ones, both backlogged, at the minimum
+    quantum: over many rounds each flow gets the same link bytes (frame +
+    24 B of Ethernet overhead) within a quantum and a frame."""
+    acct = LinkAccounting()
+    m = fq_model(quantum=QUANTUM_MIN, charge=acct.charge)
+    small, large = bulk(42000, 200, size=64), bulk(42001, 12, size=1514)
+    for f in large + small:
+        m.arrive(f)
+    sent = {"small": 0, "large": 0}
+    while True:
+        d = m.depart()
+        if d is None or not (m.fq.queues[0].frames and m.fq.queues[1].frames):
+            break
+        sent["large" if len(d[1]) == 1514 else "small"] += acct.charge(d[1])
+    assert abs(sent["small"] - sent["large"]) <= QUANTUM_MIN + 1538, sent
+
+
+# -- flows to queues ----------------------------------------------------------------
+
+def test_udp_flows_are_flows_of_their_own():
+    """Two UDP flows (a call and DNS) and a TCP upload take three queues."""
+    m = fq_model()
+    m.arrive(bulk(43000, 1)[0])
+    m.arrive(udp(6000, dport=3478))
+    m.arrive(udp(5353))
+    assert m.flows_active == 3
+    assert [len(m.fq.frames_of(q)) for q in range(3)] == [1, 1, 1]
+
+
+def test_a_full_table_sends_new_flows_to_the_shared_queue_and_keeps_their_order():
+    """Four entries, five bulk flows: the fifth shares the extra queue. When
+    an entry frees while the shared queue still holds that flow's frames,
+    its next frames follow them there, never overtake them."""
+    m = fq_model(flow_entries=4)
+    flows = [bulk(44000 + i, 3, size=200, seq=1) for i in range(5)]
+    for i in range(3):
+        for f in flows:
+            m.arrive(f[i])
+    shared = m.fq.shared
+    assert m.fq.frames_of(shared) == flows[4]
+    # Drain until flow 0's queue empties and its entry goes.
+    while m.fq.frames_of(0):
+        m.depart()
+    assert m.entries[0] is None and m.fq.frames_of(shared)
+    late = bulk(44004, 1, size=200, seq=1 + 3 * 146)[0]
+    m.arrive(late)
+    assert m.fq.frames_of(shared)[-1] == late and m.entries[0] is None
+    m.check_invariants()
+    out = data_departures(m)
+    mine = [f for f in out if f in flows[4] or f == late]
+    assert mine == [f for f in flows[4] if f in out] + [late]
+
+
+def test_every_flow_keeps_its_order_under_random_traffic():
+    """Random arrivals and departures of 40 flows (TCP data and ACKs, UDP)
+    through 8 entries: every flow's data leave in arrival order, and so do
+    its ACKs; nothing is lost but counted drops; the table ends empty."""
+    rng = random.Random(7)
+    m = fq_model(flow_entries=8, data_cells=64, cell_reserve=16)
+    arrived, seqs, acks, out = {}, {}, {}, []
+    shared_used = table_full = 0
+    for step in range(4000):
+        if rng.random() < 0.55:
+            sport = 45000 + rng.randrange(40)
+            kind = rng.choice(["data", "data", "ack", "udp"])
+            if kind == "udp":
+                f = udp(sport, payload=bytes([step & 0xFF]) * rng.randrange(20, 400), ident=step)
+                key = ("udp", sport)
+            elif kind == "data":
+                s = seqs.get(sport, 1)
+                f = tcp_frame(Flow(sport=sport), seq=s, ack=1, flags="PA", payload=b"x" * rng.randrange(1, 1400))
+                seqs[sport] = s + 1400
+                key = ("tcp", sport)
+            else:
+                a = acks.get(sport, 1) + rng.randrange(1, 3000)
+                acks[sport] = a
+                f = tcp_frame(Flow(sport=sport), seq=1, ack=a, flags="A")
+                key = ("ack", sport)
+            arrived.setdefault(key, []).append(f)
+            m.arrive(f)
+        elif (d := m.depart()) is not None:
+            out.append(d[1])
+        shared_used += not m.fq.empty(m.fq.shared)
+        table_full += m.flows_active == 8
+        if step % 97 == 0:
+            m.check_invariants()
+    assert shared_used > 100 and table_full > 100      # the traffic reached both
+    out += [f for _, f in m.drain()]
+    m.check_invariants()
+    assert m.flows_active == 0 and m.data_queue_frames == 0
+    position = {f: i for i, f in enumerate(out)}
+    for key, frames in arrived.items():
+        left = [position[f] for f in frames if f in position]
+        assert left == sorted(left), f"{key} reordered"
+    c = m.counters
+    assert c["frames_in"] == len(out) + c["acks_superseded"] + m.dropped()
+    assert c["drop_data_overflow"] > 0 and c["drop_data_full"] == 0
+
+
+# -- overflow -------------------------------------------------------------------------
+
+def test_overflow_drops_from_the_head_of_the_fattest_queue_never_a_sparse_flow():
+    """The bulk fills the buffer to its limit (256 - 16 cells = 20 frames of
+    12 cells); a SYN then a DNS query still arrive, and the next bulk frame
+    over the limit halves the bulk's queue from its head."""
+    m = fq_model()
+    up = bulk(46000, 21)
+    evs = [m.arrive(f) for f in up[:20]]
+    assert all(e == ["ARRIVE_DATA"] for e in evs) and m.fq.cells == 240
+    assert m.arrive(syn(46001)) == ["DROP_DATA_OVERFLOW"] * 10 + ["ARRIVE_DATA"]
+    assert m.fq.frames_of(0) == up[10:20]           # the head half went
+    assert m.arrive(udp(5353)) == ["ARRIVE_DATA"]
+    assert m.arrive(up[20]) == ["ARRIVE_DATA"]
+    assert m.counters["drop_data_overflow"] == 10
+    out = data_departures(m)
+    assert out[:3] == [up[10], syn(46001), udp(5353)]
+
+
+def test_an_overflow_spares_the_frame_leaving_in_chunks():
+    """With the segmenter on, the bulk's head has started in chunks: the
+    overflow drops the frames behind it, and it finishes whole."""
+    m = fq_model(chunk_bytes=512)
+    up = bulk(47000, 21)
+    for f in up[:20]:
+        m.arrive(f)
+    kind, first = m.depart()
+    assert kind == "DEPART_DATA" and len(first) < 1514 and m.fq.current == 0
+    ev = m.arrive(up[20])
+    # 228 droppable cells of 19 frames: drops until 114 or more are gone (10 frames).
+    assert ev == ["DROP_DATA_OVERFLOW"] * 10 + ["ARRIVE_DATA"]
+    assert m.fq.frames_of(0) == [up[0]] + up[11:21]
+    m.check_invariants()
+
+
+# -- RED --------------------------------------------------------------------------------
+
+def test_red_never_notifies_a_frame_of_a_flow_without_data_queued():
+    """RED forced on (thresholds 1 and 2 bytes): the bulk's second frame is
+    dropped, a new flow's first frame (the queue of its flow empty) passes."""
+    red = Red(min_bytes=1, max_bytes=2, max_p=65536, wq_shift=1, gentle=False, idle_shift=16)
+    m = fq_model(red=red)
+    up = bulk(48000, 3)
+    assert m.arrive(up[0], now=10) == ["ARRIVE_DATA"]
+    assert m.arrive(up[1], now=20) == ["DROP_RED"]
+    assert m.arrive(syn(48001), now=30) == ["ARRIVE_DATA"]
+    assert m.arrive(udp(5353), now=40) == ["ARRIVE_DATA"]
+    assert m.arrive(up[2], now=50) == ["DROP_RED"]
+
+
+def test_flow_queues_refuse_bad_sizes():
+    with pytest.raises(ValueError, match="reserve"):
+        FlowQueues(entries=4, cells=16, reserve=16)
+    with pytest.raises(ValueError, match="quantum"):
+        FlowQueues(entries=4, cells=16, reserve=1, quantum=100)
