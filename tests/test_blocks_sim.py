@@ -1,7 +1,9 @@
 """Small gateware blocks in the Amaranth simulator, against independent references.
 
 * the parser against the model's byte classifier (``model.pktparse``) on every
-  hand-reasoned edge case and on a slice of a random trace;
+  hand-reasoned edge case, on a slice of a random trace, on mutated and cut
+  frames, and every frame's flow key against words written out by hand
+  (``tests/flowkeys.py``);
 * the shaper and its link accounting (``LinkCharge``, exhaustively over
   every length) against the model (``model.shaper``);
 * the flow CAM, the buffer pool and the free stack against plain Python sets;
@@ -15,10 +17,13 @@ import random
 
 import pytest
 
+import flowkeys
 from blocksim import simulate
 from ackfilter.sim import traces
+from ackfilter.sim.fuzz import mutate
 from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
 from ackfilter.gateware.flow_cam import SET_CYCLES, FlowCAM
+from ackfilter.model.flowkey import flow_tag
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ecn_codepoint, ip_header as red_ip_header
 from ackfilter.model.segmenter import SegInfo, lane_block_sums, seg_info, why_whole
@@ -77,10 +82,11 @@ def check_against_model(frames, results):
         where = f"frame {frame[:80].hex()} ({len(frame)} bytes, model: {want.reason or want.cls})"
         assert CLS[r.cls] == want.cls, where
         assert bool(r.pure_ack) == want.pure_ack, where
+        # Every frame's flow key and tag (spec section 2, "Flow key").
+        assert [r.meta.key[i] for i in range(len(want.key))] == list(want.key), where
+        assert r.meta.tag == want.tag, where
         if want.pure_ack:
             assert bool(r.meta.eligible) == want.eligible, where
-            assert [r.meta.key[i] for i in range(len(want.key))] == list(want.key), where
-            assert r.meta.tag == want.tag, where
         assert r.nbytes == min(len(frame), 0xFFFF), where
         if len(frame) <= 0xFFFF:
             assert r.l3_bytes == ip_packet_length(frame), where
@@ -168,6 +174,56 @@ def test_parser_agrees_with_the_model_on_single_bit_flips_in_the_headers():
             f[bit // 8] ^= 1 << (bit % 8)
             frames.append(bytes(f))
     assert sum(classify(f, ack_mode=1).eligible for f in frames) < len(frames) // 4
+    check_against_model(frames, run_parser(frames))
+
+
+def test_parser_gives_every_frame_the_flow_key_the_spec_gives_it():
+    # UDP, ICMP, fragments, IPv4 options, IPv6 with and without extension
+    # headers, tags and PPPoE, non-IP, frames cut short: the words reasoned
+    # by hand (tests/flowkeys.py), and the tag as the model computes it.
+    names = sorted(flowkeys.CASES)
+    frames = [flowkeys.CASES[n][0] for n in names]
+    results = run_parser(frames)
+    for name, (r, _sums) in zip(names, results):
+        assert [hex(r.meta.key[i]) for i in range(11)] == [hex(w) for w in flowkeys.CASES[name][1]], name
+        assert r.meta.tag == flow_tag(flowkeys.CASES[name][1]), name
+    check_against_model(frames, results)
+
+
+def test_parser_agrees_with_the_model_on_frames_cut_at_every_length():
+    # The key of a frame that ends inside a tag, the PPPoE header, the IP
+    # header, IPv4 options or the ports, at every byte (spec section 2:
+    # a header word not wholly in the frame reads as 0).
+    from scapy.layers.inet import IP, UDP, IPOption_Router_Alert
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
+    from scapy.layers.ppp import PPP, PPPoE
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    templates = [
+        eth / Dot1Q(vlan=5) / IP(src="192.0.2.1", dst="198.51.100.2", options=[IPOption_Router_Alert()]) /
+        UDP(sport=1234, dport=53) / b"q",
+        eth / Dot1AD(vlan=6) / Dot1Q(vlan=7) / PPPoE(sessionid=0x99) / PPP(proto=0x0057) /
+        IPv6(src="2001:db8::1", dst="2001:db8::2") / UDP(sport=443, dport=4433) / b"r",
+        traces.tcp_frame(traces.Flow(pppoe_session=0x1234), ack=1000, flags="A", builder="raw"),
+    ]
+    frames = []
+    for t in templates:
+        t = bytes(t)
+        frames += [t[:n] for n in range(1, min(len(t), 90) + 1)]
+    assert len({classify(f, ack_mode=1).key for f in frames}) >= 20     # every step of the parse
+    check_against_model(frames, run_parser(frames))
+
+
+def test_parser_agrees_with_the_model_on_mutated_frames():
+    # The fuzz campaign's mutations (every frame of a random trace mutated
+    # once or twice: bits, truncations, tags, IP options, padding) on every
+    # field, the flow key and tag of data frames included.
+    rng = random.Random(11)
+    frames = [f for _t, f in traces.random_trace(12, 300, 30) if len(f) <= 2100]
+    applied = mutate.mutate_trace(frames, rng, share=1.0)
+    frames = [f for f in frames if f]
+    assert sum(a is not None for a in applied) > 250
+    assert sum(classify(f, ack_mode=1).cls == "data" for f in frames) > 100
     check_against_model(frames, run_parser(frames))
 
 

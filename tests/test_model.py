@@ -11,6 +11,7 @@ from scapy.layers.inet import IP, TCP, UDP, IPOption_Router_Alert
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
+import flowkeys
 from ackfilter.sim import traces
 from ackfilter.sim.pcap import read_pcap, write_pcap
 from ackfilter.model import FilterModel, classify, gcra_departures, GcraShaper, before, after
@@ -512,7 +513,7 @@ def _colliding_flows():
     for flow in range(256):
         src = IPv4Address(f"10.0.0.{flow}").packed
         for sport in range(40000, 40512):
-            key = flow_key_words(tags=(), pppoe_session=None, src=src, dst=dst,
+            key = flow_key_words(ip=True, proto=6, src=src, dst=dst,
                                  ports=sport.to_bytes(2, "big") + (443).to_bytes(2, "big"))
             tag = flow_tag(key)
             if tag in seen:
@@ -526,6 +527,7 @@ def test_the_model_predicts_tag_collisions_and_leaves_the_entry_alone():
     a = [mk_ack(ack, flow=fa, sport=pa) for ack in (1000, 2000)]
     b = mk_ack(1000, flow=fb, sport=pb)
     assert classify(a[0], ack_mode=2).key != classify(b, ack_mode=2).key
+    assert classify(a[0], ack_mode=2).tag == classify(b, ack_mode=2).tag
     m = FilterModel(ack_mode=AGGRESSIVE)
     assert run(m, [a[0], b, a[1]]) == [
         ["ARRIVE_ACK_NEW"], ["ARRIVE_ACK_UNTRACKED"], ["ARRIVE_ACK_SUPERSEDE"]]
@@ -680,10 +682,56 @@ def test_pure_ack_fields_are_parsed():
     assert (p.cls, p.ack, p.has_ts, p.tsval, p.tsecr, p.sack) == ("ack", 0xDEADBEEF, True, 7, 8, [(1, 2), (3, 4)])
     assert (p.ece, p.cwr, p.ecn, p.other_opts, p.eligible) == (True, False, 2, False, True)
     # Key word 0: VLAN ID 100 of a 0x8100 tag (code 1), one tag, IPv4, no PPPoE;
+    # word 1: protocol 6 (bits 16-23), an IP header (bit 24), no session ID;
     # word 2: source address 10.0.0.0 in arrival byte order; word 10: ports.
     assert p.key[0] == 100 | 1 << 24 | 1 << 28
+    assert p.key[1] == 6 << 16 | 1 << 24
     assert p.key[2] == int.from_bytes(bytes([10, 0, 0, 0]), "little")
     assert p.key[10] == int.from_bytes((40000).to_bytes(2, "big") + (443).to_bytes(2, "big"), "little")
+
+
+# ---------------------------------------------------------------------------
+# The flow key of every frame (spec section 2, "Flow key")
+
+@pytest.mark.parametrize("name", sorted(flowkeys.CASES))
+def test_every_frame_gets_the_flow_key_the_spec_gives_it(name):
+    from ackfilter.model.flowkey import flow_tag
+    frame, words = flowkeys.CASES[name]
+    for mode in (0, 1, 2):
+        p = classify(frame, ack_mode=mode)
+        assert [hex(w) for w in p.key] == [hex(w) for w in words], name
+        assert p.tag == flow_tag(words), name
+
+
+def test_the_flow_key_cases_cover_every_class_of_frame():
+    classes = {classify(f, ack_mode=1).cls for f, _w in flowkeys.CASES.values()}
+    assert classes == {"runt", "ack", "data"}
+    big = bytes(flowkeys.CASES["udp4"][0]) + bytes(2100)
+    p = classify(big, ack_mode=1)
+    assert p.cls == "oversize" and p.key == flowkeys.CASES["udp4"][1]
+
+
+def test_a_flow_is_its_five_tuple_and_link_and_fragments_share_their_pair():
+    import struct
+    from scapy.layers.inet import IP, UDP, fragment
+    from scapy.layers.l2 import Dot1Q, Ether
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    ip = dict(src="192.0.2.1", dst="198.51.100.2")
+
+    def key(pkt):
+        return classify(bytes(pkt), ack_mode=1).key
+
+    dns = [key(eth / IP(**ip, id=i) / UDP(sport=40000 + i % 2, dport=53) / b"q") for i in range(4)]
+    assert dns[0] == dns[2] != dns[1] == dns[3]         # one flow per source port
+    assert key(eth / IP(**ip) / UDP(sport=40000, dport=53)) != key(eth / Dot1Q(vlan=2) / IP(**ip) /
+                                                                 UDP(sport=40000, dport=53))
+    # Every fragment of a datagram: one key, its protocol and address pair.
+    frags = fragment(eth / IP(**ip) / UDP(sport=4500, dport=4500) / bytes(3000), fragsize=1400)
+    keys = {key(f) for f in frags}
+    assert len(frags) == 3 and len(keys) == 1
+    (k,) = keys
+    assert k[1] == 17 << 16 | 1 << 24 and k[10] == 0
+    assert k[2] == struct.unpack("<I", bytes([192, 0, 2, 1]))[0]
 
 
 # ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The parser watches the words of a frame go by and, two cycles after the
 frame's last word, presents one :data:`parse_result_layout`
-record: the frame's class and, for a pure ACK, whether it is eligible for
+record: the frame's class, its flow key and tag (every frame's,
+``model.flowkey``) and, for a pure ACK, whether it is eligible for
 supersession and everything the queue manager needs to decide about it. The
 rules are those of ``docs/spec.md`` section 2; a frame the parser cannot
 prove to be a zero-payload ACK-flagged TCP segment is ``DATA``, and a pure
@@ -30,7 +31,7 @@ from amaranth.hdl import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..model.flowkey import KEY_WORDS, TPID_CODES, tag_matrix
+from ..model.flowkey import KEY_WORDS, PORT_PROTOCOLS, TPID_CODES, tag_matrix
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .lib.stream import WORD_BYTES
 
@@ -47,7 +48,8 @@ class FrameClass(enum.Enum, shape=2):
 
 sack_block_layout = data.StructLayout({"start": 32, "end": 32})
 
-#: What the queue manager needs of a pure ACK.
+#: What the queue manager needs of a pure ACK; ``key`` and ``tag`` are
+#: every frame's.
 ack_meta_layout = data.StructLayout({
     "key":        data.ArrayLayout(32, KEY_WORDS),
     "tag":        16,
@@ -255,6 +257,9 @@ class FrameParser(wiring.Component):
         ip_len  = Signal(16)                # IPv4 total length or IPv6 payload length
         ip_seen = Signal()                  # ip_len holds a length from an IP header
         ip_ok   = Signal()                  # the IP header's version (and IPv4 IHL) hold
+        ip_proto = Signal(8)                # IPv4 protocol, IPv6 fixed header's next header
+        ip_frag  = Signal()                 # IPv4 MF or fragment offset
+        l4_ports = Signal()                 # ports follow the IP header (registered off ip_proto)
         src     = Array(Signal(32, name=f"src{i}") for i in range(4))
         dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
         ports   = Signal(32)
@@ -364,17 +369,15 @@ class FrameParser(wiring.Component):
                             m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 1):
                         # MF flag or a fragment offset: a fragment.
-                        with m.If(rb[2][5] | (rb[2][0:5] != 0) | (rb[3] != 0)):
-                            m.d.sync += state.eq(_S.OTHER)
+                        m.d.sync += ip_frag.eq(rb[2][5] | (rb[2][0:5] != 0) | (rb[3] != 0))
                     with m.Elif(hw == 2):
-                        with m.If(rb[1] != 6):
-                            m.d.sync += state.eq(_S.OTHER)
+                        m.d.sync += ip_proto.eq(rb[1])
                     with m.Elif(hw == 3):
                         m.d.sync += src[0].eq(r_word)
                     with m.Elif(hw == 4):
                         m.d.sync += dst[0].eq(r_word)
                     with m.If(r_full & (hw + 1 == ihl) & (hw >= 4)):
-                        m.d.sync += [state.eq(_S.TCP), hw.eq(0)]
+                        m.d.sync += [state.eq(Mux(l4_ports, _S.TCP, _S.OTHER)), hw.eq(0)]
 
                 with m.Case(_S.IP6):
                     m.d.sync += hw.eq(hw + 1)
@@ -385,22 +388,24 @@ class FrameParser(wiring.Component):
                         with m.If(rb[0][4:8] != 6):
                             m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 1):
-                        m.d.sync += [ip_len.eq(_be16(rb[0], rb[1])), ip_seen.eq(1)]
-                        with m.If(rb[2] != 6):
-                            m.d.sync += state.eq(_S.OTHER)
+                        m.d.sync += [ip_len.eq(_be16(rb[0], rb[1])), ip_seen.eq(1), ip_proto.eq(rb[2])]
                     with m.Elif(hw < 6):
                         m.d.sync += src[(hw - 2)[0:2]].eq(r_word)
                     with m.Else():
                         m.d.sync += dst[(hw - 6)[0:2]].eq(r_word)
                         with m.If(hw == 9):
-                            m.d.sync += [state.eq(_S.TCP), hw.eq(0)]
+                            m.d.sync += [state.eq(Mux(l4_ports, _S.TCP, _S.OTHER)), hw.eq(0)]
 
                 with m.Case(_S.TCP):
                     m.d.sync += hw.eq(hw + 1)
                     with m.If(~r_full):
                         m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 0):
+                        # The ports of every protocol in PORT_PROTOCOLS; only
+                        # TCP reads on.
                         m.d.sync += ports.eq(r_word)
+                        with m.If(ip_proto != 6):
+                            m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw == 1):
                         m.d.sync += seq.eq(_be32(rb))
                     with m.Elif(hw == 2):
@@ -423,6 +428,12 @@ class FrameParser(wiring.Component):
                         m.d.sync += state.eq(_S.OTHER)
                     with m.Elif(hw + 1 == doff):
                         m.d.sync += state.eq(_S.DONE)
+
+        # The transport header's ports are key word 10 (model.flowkey) for
+        # these protocols, not in a fragment (an IPv6 extension header is
+        # another next header). ip_proto is read at least two words before
+        # the IP header's last (IPv4 word 2 of 5, IPv6 word 1 of 10).
+        m.d.sync += l4_ports.eq(~ip_frag & Cat(*[ip_proto == p for p in PORT_PROTOCOLS]).any())
 
         # --- Checksums -----------------------------------------------------------
         # Ones' complement sums of 16-bit words, two per R word. The halves
@@ -679,7 +690,7 @@ class FrameParser(wiring.Component):
         key = [Signal(32, name=f"key{i}") for i in range(KEY_WORDS)]
         m.d.comb += [
             key[0].eq(Cat(vid[0], vid[1], ntags, pppoe, ipv6, tpid[0], tpid[1])),   # model.flowkey
-            key[1].eq(pppoe_sid),
+            key[1].eq(Cat(pppoe_sid, ip_proto, ip_ok)),
             *[key[2 + i].eq(src[i]) for i in range(4)],
             *[key[6 + i].eq(dst[i]) for i in range(4)],
             key[10].eq(ports),
@@ -761,9 +772,9 @@ class FrameParser(wiring.Component):
             m.d.sync += [
                 state.eq(_S.ETH), ridx.eq(0), hw.eq(0), ntags.eq(0), pppoe.eq(0),
                 pppoe_sid.eq(0), pppoe_len.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
-                ip_seen.eq(0), ip_ok.eq(0), ip_sum.eq(0), tcp_sum.eq(0), tpid_next.eq(0),
-                *[s.eq(0) for s in (vid[0], vid[1], tpid[0], tpid[1], src[1], src[2], src[3],
-                                    dst[1], dst[2], dst[3])],
+                ip_seen.eq(0), ip_ok.eq(0), ip_proto.eq(0), ip_frag.eq(0), ip_sum.eq(0),
+                tcp_sum.eq(0), tpid_next.eq(0),
+                *[s.eq(0) for s in (vid[0], vid[1], tpid[0], tpid[1], *src, *dst)],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
                 opt_phase.eq(_OPT_KIND), opt_left.eq(0), opt_at.eq(0), opt_is_ts.eq(0),
                 opt_is_sack.eq(0), opt_eol.eq(0), opt_bad.eq(0), opt_wbad.eq(0),

@@ -3,8 +3,9 @@
 A plain byte parser written from the spec text, independent of Scapy and of the
 gateware: it decides whether a frame is a ``runt``, ``oversize``, a pure TCP
 ``ack`` or ``data``; for a pure ACK it decides whether it is *eligible* (may
-supersede or be superseded) and extracts what the ACK queue needs (flow key
-and tag, ack number, option summary, ECN bits and the ``supersedable`` bit).
+supersede or be superseded) and extracts what the ACK queue needs (ack
+number, option summary, ECN bits and the ``supersedable`` bit). Every frame,
+whatever its class, gets its flow key and tag (:func:`flow_key`).
 
 Frames are given without preamble and FCS, exactly as the core sees them.
 """
@@ -12,11 +13,11 @@ Frames are given without preamble and FCS, exactly as the core sees them.
 from dataclasses import dataclass, field
 
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
-from .flowkey import TPID_CODES, flow_key_words, flow_tag
+from .flowkey import PORT_PROTOCOLS, TPID_CODES, flow_key_words, flow_tag
 
 __all__ = [
     "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "VLAN_TPIDS", "Parsed", "classify",
-    "before", "after", "serial_lt", "sack_block_sane", "parse_pure_ack", "ip_packet_length",
+    "before", "after", "serial_lt", "sack_block_sane", "parse_pure_ack", "flow_key", "ip_packet_length",
     "ones_complement_sum", "SANE_SPAN", "tcp_options", "MalformedOption",
     "OPT_ACCECN0", "OPT_ACCECN1", "ACCECN_LENGTHS", "ACCECN_FIELDS", "ACCECN_HI_SPAN", "ACE_LIMIT",
 ]
@@ -113,9 +114,10 @@ class Parsed:
     ``cls`` is the class the core gives the frame in the mode it was classified
     for; ``pure_ack`` says whether the frame is a pure ACK by the rules of
     section 2 whatever the mode (it feeds ``acks_in``), ``eligible`` whether
-    that pure ACK may supersede or be superseded. The remaining fields are
-    filled only when ``pure_ack`` is true (the option fields only when
-    ``eligible``). ``reason`` is a short human-readable note why a frame is
+    that pure ACK may supersede or be superseded. ``key`` and ``tag`` are
+    every frame's (:func:`flow_key`), ``runt`` and ``oversize`` included. The
+    remaining fields are filled only when ``pure_ack`` is true (the option
+    fields only when ``eligible``). ``reason`` is a short human-readable note why a frame is
     not a pure ACK, or why a pure ACK is not eligible.
     """
 
@@ -255,8 +257,9 @@ def parse_pure_ack(frame):
     """Parse ``frame`` as a pure ACK by rules 1-5 of section 2 and decide its
     eligibility.
 
-    Returns a :class:`Parsed` with ``cls="ack"`` or raises ``_NotPureAck``
-    (internal; use :func:`classify`).
+    Returns a :class:`Parsed` with ``cls="ack"`` (without its flow key:
+    :func:`classify` adds it) or raises ``_NotPureAck`` (internal; use
+    :func:`classify`).
     """
     n = len(frame)
     # Rule 1: Ethernet II, up to two VLAN tags, IPv4/IPv6/PPPoE session.
@@ -358,9 +361,6 @@ def parse_pure_ack(frame):
         raise _NotPureAck("FIN, SYN or RST set")
 
     p = Parsed(cls="ack", length=n, pure_ack=True)
-    p.key = flow_key_words(tags=tags, pppoe_session=pppoe, src=src, dst=dst,
-                           ports=frame[tcp:tcp + 4])
-    p.tag = flow_tag(p.key)
     p.seq = _u32(frame, tcp + 4)
     p.ack = _u32(frame, tcp + 8)
     p.ece = bool(flags & TCP_ECE)
@@ -388,6 +388,64 @@ def parse_pure_ack(frame):
     p.reason = "; ".join(ineligible)
     p.supersedable = _supersedable(p)
     return p
+
+
+def flow_key(frame):
+    """The flow key words of any frame (``docs/spec.md`` section 2, "Flow
+    key"; :mod:`.flowkey` packs them).
+
+    The L2 header is read as for a pure ACK (rule 1): a VLAN tag counts when
+    the frame holds it and the EtherType after it, at most two do (a third
+    ends the L2 parse); a PPPoE session header counts when the frame holds
+    its first four bytes with ver/type 0x11 and code 0, and says IP when it
+    holds the PPP protocol too and that is 0x0021 or 0x0057. From the IP
+    header on, every field is read from a whole 4-byte word of the header it
+    is in (the IP header's words 0-4 / 0-9, the transport header's word 0),
+    and a word the frame does not hold entirely reads as 0: a frame cut
+    short loses the fields from there on, never the ones before.
+    """
+    frame = bytes(frame)
+    n = len(frame)
+    if n < 14:
+        return flow_key_words()
+
+    def word(i):
+        return frame[i:i + 4] if n >= i + 4 else bytes(4)
+
+    off, tags = 12, []
+    ethertype = _u16(frame, off)
+    while ethertype in VLAN_TPIDS:
+        if len(tags) == 2 or n < off + 6:          # a third tag, or one cut short: not IP
+            return flow_key_words(tags=tags)
+        tags.append((ethertype, _u16(frame, off + 2) & 0x0FFF))
+        off += 4
+        ethertype = _u16(frame, off)
+    ip = off + 2
+    pppoe = version = None
+    if ethertype == ETH_PPPOE_SESSION:
+        if n >= ip + 4 and frame[ip] == 0x11 and frame[ip + 1] == 0x00:
+            pppoe = _u16(frame, ip + 2)
+            if n >= ip + 8:
+                version = {PPP_IPV4: 4, PPP_IPV6: 6}.get(_u16(frame, ip + 6))
+        ip += 8
+    else:
+        version = {ETH_IPV4: 4, ETH_IPV6: 6}.get(ethertype)
+    l2 = dict(tags=tags, pppoe_session=pppoe, ipv6=version == 6)
+    head = word(ip)
+    if version is None or n < ip + 4 or head[0] >> 4 != version or (version == 4 and head[0] & 0x0F < 5):
+        return flow_key_words(**l2)
+    if version == 4:
+        proto = word(ip + 8)[1]
+        frag = _u16(word(ip + 4), 2) & 0x3FFF          # MF and the fragment offset
+        src, dst = word(ip + 12), word(ip + 16)
+        l4 = ip + 4 * (head[0] & 0x0F)                 # after the options
+    else:
+        proto, frag = word(ip + 4)[2], 0
+        src = b"".join(word(ip + 8 + 4 * i) for i in range(4))
+        dst = b"".join(word(ip + 24 + 4 * i) for i in range(4))
+        l4 = ip + 40                                   # the next header is the transport's
+    ports = word(l4) if proto in PORT_PROTOCOLS and not frag else b""
+    return flow_key_words(**l2, ip=True, proto=proto, src=src, dst=dst, ports=ports)
 
 
 def ip_packet_length(frame):
@@ -454,6 +512,13 @@ def classify(frame, *, ack_mode, slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_
     Parsed
     """
     frame = bytes(frame)
+    p = _classify(frame, ack_mode=ack_mode, slot_bytes=slot_bytes, max_frame=max_frame)
+    p.key = flow_key(frame)
+    p.tag = flow_tag(p.key)
+    return p
+
+
+def _classify(frame, *, ack_mode, slot_bytes, max_frame):
     n = len(frame)
     if n < 14:
         return Parsed(cls="runt", length=n, reason="shorter than 14 bytes")
