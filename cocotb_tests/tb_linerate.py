@@ -1,7 +1,7 @@
 """Line rate, back-pressure and data-buffer-full behaviour of ``ackfilter_core``.
 
 Checks ``docs/spec.md`` sections 1 (one word per cycle in, ``ready`` low for
-a few cycles after ``last``), 5 (data ring and descriptor FIFO, drop when
+a few cycles after ``last``), 5 and 12 (data buffer in cells, drop when
 full, room freed when a frame has left; no ``drop_overrun`` at line rate) and
 that no frame is lost at 1 Gb/s line rate: every test replays the event trace through the
 golden model (:func:`ackfilter_tb.scoreboard`) and ends with the core drained
@@ -30,10 +30,8 @@ from ackfilter.sim.traces import Flow, random_trace, tcp_frame
 from ackfilter.sim.wire import frame_cycles, word_due_cycles
 from ackfilter_tb import TB, frame_words, scoreboard
 
-#: Data ring of the default elaboration (``DATA_BUFFER_BYTES``), in 32-bit words.
-DATA_RING_WORDS = P.DATA_BUFFER_BYTES // 4
-#: Descriptor FIFO of the default elaboration: ``DATA_BUFFER_BYTES // 64`` frames.
-DATA_DESCRIPTORS = P.DATA_BUFFER_BYTES // 64
+#: Data buffer of the default elaboration (``DATA_BUFFER_BYTES``), in cells.
+DATA_CELLS = P.DATA_CELLS
 
 DROP_COUNTERS = tuple(c.name for c in P.COUNTERS if c.is_drop)
 
@@ -316,26 +314,27 @@ async def test_frame_sizes_pass_intact_with_idle_and_backpressure(dut, sizes, id
 
 
 # --------------------------------------------------------------------------
-# Data buffer full (spec section 5)
+# Data buffer full (spec sections 5 and 12)
 
 @cocotb.test(**TEST_TIMEOUT)
 @cocotb.parametrize(hold=named("o_ready_low", "shaper_closed"))
-async def test_full_data_ring_drops_excess_1514_byte_frames_and_keeps_the_rest_intact(dut, hold):
-    """40 data frames of 1514 bytes into the 32 KiB ring while nothing can
-    leave: exactly as many as fit are kept (a 1514-byte frame is 379 words of
-    the 8192), the rest are counted ``drop_data_full``; once the output opens
-    the kept ones leave intact and in order.
+async def test_full_data_buffer_drops_excess_1514_byte_frames_and_keeps_the_rest_intact(dut, hold):
+    """40 data frames of 1514 bytes into the 32 KiB buffer while nothing can
+    leave: exactly as many as fit are kept (a 1514-byte frame takes 6 cells
+    of 256 bytes; the free list keeps one of the 128), the rest are counted
+    ``drop_data_full``; once the output opens the kept ones leave intact and
+    in order.
 
     * ``o_ready_low``: the first frame is granted but cannot leave, so its
       room is not freed (spec 5: room is freed when a frame has left):
-      floor(8192 / 379) = 21 kept.
+      floor(127 / 6) = 21 kept.
     * ``shaper_closed``: the first frame leaves (the shaper's bucket starts
       full), then the rate is ~0: 1 + 21 = 22 kept.
     """
-    words = math.ceil(1514 / 4)
-    fit = DATA_RING_WORDS // words
+    cells = math.ceil(1514 / P.DATA_CELL_BYTES)
+    fit = (DATA_CELLS - 1) // cells
     kept = fit if hold == "o_ready_low" else 1 + fit
-    assert (words, fit) == (379, 21)
+    assert (cells, fit) == (6, 21)
     tb = await start_tb(dut)
     if hold == "o_ready_low":
         tb.o_ready_pattern = itertools.repeat(0)
@@ -363,25 +362,26 @@ async def test_full_data_ring_drops_excess_1514_byte_frames_and_keeps_the_rest_i
 
 
 @cocotb.test(**TEST_TIMEOUT)
-async def test_full_descriptor_fifo_drops_min_size_frames_beyond_512(dut):
-    """530 60-byte data frames while the output is held: the ring has room
-    for 546 of them (15 words each) but the descriptor FIFO holds
-    DATA_BUFFER_BYTES // 64 = 512 frames (the one granted to the output still
-    counts until it has left): 512 kept, 18 dropped, then all 512 leave in
+async def test_full_buffer_drops_min_size_frames_beyond_its_cells(dut):
+    """142 60-byte data frames while the output is held: each takes one cell
+    of DATA_CELL_BYTES, and the free list always keeps one of the DATA_CELLS
+    cells (spec section 12, "Buffer"; the frame granted to the output holds
+    its cell until it has left): 127 kept, 15 dropped, then all 127 leave in
     order."""
-    assert DATA_RING_WORDS // 15 > DATA_DESCRIPTORS
+    kept = DATA_CELLS - 1
+    assert kept == 127
     tb = await start_tb(dut)
     tb.o_ready_pattern = itertools.repeat(0)
-    frames = [data_frame(60, n) for n in range(530)]
+    frames = [data_frame(60, n) for n in range(kept + 15)]
     await tb.send_all(frames)
     for _ in range(50):
         await RisingEdge(dut.clk)
     arrivals = [e for _, e in tb.events if not e.startswith("DEPART")]
-    assert arrivals == ["ARRIVE_DATA"] * 512 + ["DROP_DATA_FULL"] * 18, \
+    assert arrivals == ["ARRIVE_DATA"] * kept + ["DROP_DATA_FULL"] * 15, \
         f"{arrivals.count('ARRIVE_DATA')} kept, {arrivals.count('DROP_DATA_FULL')} dropped"
     tb.o_ready_pattern = itertools.repeat(1)
     await tb.drain()
     counters = await tb.counters()
-    assert [f for _, f in tb.received] == frames[:512]
-    assert counters["drop_data_full"] == 18
+    assert [f for _, f in tb.received] == frames[:kept]
+    assert counters["drop_data_full"] == 15
     scoreboard(tb, FilterModel(), counters=counters)

@@ -14,8 +14,8 @@ TESTS = [
     "test_mixed_trace_at_line_rate_loses_nothing",
     "test_full_ack_queue_at_line_rate_drops_from_front_without_overrun",
     "test_frame_sizes_pass_intact_with_idle_and_backpressure",
-    "test_full_data_ring_drops_excess_1514_byte_frames_and_keeps_the_rest_intact",
-    "test_full_descriptor_fifo_drops_min_size_frames_beyond_512",
+    "test_full_data_buffer_drops_excess_1514_byte_frames_and_keeps_the_rest_intact",
+    "test_full_buffer_drops_min_size_frames_beyond_its_cells",
 ]
 
 

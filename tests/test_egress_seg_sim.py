@@ -1,35 +1,44 @@
 """The egress (``gateware.egress.Egress``) sending the chunks of cut data
 frames (spec section 9), in the Amaranth simulator, alone.
 
-A wrapper gives it the core's three memories with their synchronous read
-ports: a 2048-word data ring (frames are placed across its end), the payload
-block sums (one 16-bit word per four ring words, filled by the ingress's
-address rule from ``model.segmenter.lane_block_sums``; every other word
-holds junk) and the ACK buffers. The testbench grants frames as the queue
-manager does: a one-cycle ``start`` while ``busy`` is low, a cut frame as
-one grant per chunk with ``start_seg``, ACKs and whole data frames between
-them; it takes the output under random ``o.ready``. Expectations:
+A wrapper gives it the core's memories with their synchronous read ports:
+a data buffer of 64 cells of 32 words, the payload block sums (8 16-bit
+words a cell, one per four of its words) and the ACK buffers; and the cells'
+``next`` table with a combinational read port, as the free list
+(``lib.cells.CellList``) has it. Each data frame is stored in cells drawn at
+random (scattered, as the free list hands them out after frames left in
+any order), word ``w`` at ``cell(w) * 32 + w % 32``, ``next`` linking its
+cells; the sum of the payload block that starts in frame word ``b``
+(``model.segmenter.lane_block_sums``) at ``cell(b) * 8 + (b % 32) // 4``,
+the ingress's address rule (spec sections 9 and 12). Every other word of
+the memories (the ``next`` of a frame's last cell among them) holds junk.
+The testbench grants frames as the queue manager does: a one-cycle
+``start`` while ``busy`` is low (a data frame named by its first cell), a
+cut frame as one grant per chunk with ``start_seg``, ACKs and whole data
+frames between them; it takes the output under random ``o.ready``.
+Expectations:
 
 * chunk *i* of a frame cut at ``C`` bytes leaves as
   ``model.segmenter.segment(frame, C)[i]`` byte for byte (with RED's CE
-  mark, ``segment(model.red.set_ce(frame), C)[i]``), whatever the ring
-  holds past the payload; ``keep``, ``first`` and ``last`` as for any frame;
+  mark, ``segment(model.red.set_ce(frame), C)[i]``), whatever the cells
+  hold past the payload; ``keep``, ``first`` and ``last`` as for any frame;
 * independently of the model, Scapy finds each chunk's IPv4 header checksum
   and TCP checksum right;
 * ACK frames and whole data frames leave as before (a whole frame with the
   CE mark as ``set_ce`` makes it);
 * with each chunk's last word: ``stat_frame`` with the chunk frame's bytes
-  (padded to 60); ``data_frame_released`` and ``data_rd_ptr`` moving on by
-  the stored frame's words only with the last chunk's; ``busy`` from the
-  cycle after ``start`` (the preparation included) until the cycle after
-  the last word was taken.
+  (padded to 60); ``release_cells_en`` with the stored frame's cells
+  (``release_cells``: first, last, count) only with the last chunk's;
+  ``busy`` from the cycle after ``start`` (the preparation, which waits for
+  the walk of the frame's cells, included) until the cycle after the last
+  word was taken.
 """
 
 import random
 from dataclasses import dataclass, field
 
 import pytest
-from amaranth.hdl import Elaboratable, Module, Value
+from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib.memory import Memory
 from encaps import dissect, l2_header
 from scapy.layers.inet import IP, TCP, IPOption_Router_Alert
@@ -38,13 +47,14 @@ from scapy.layers.ppp import PPPoE
 
 from blocksim import nwords, simulate
 from ackfilter.gateware.egress import Egress
+from ackfilter.gateware.ingress import CELL_WORDS
 from ackfilter.model.red import ip_header, set_ce
 from ackfilter.model.segmenter import (MAX_CHUNK_BYTES, MIN_FRAME_BYTES, SEGMENT_BLOCK_BYTES,
                                        lane_block_sums, seg_info, segment)
-from ackfilter.params import ACK_SLOT_BYTES
+from ackfilter.params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
 
-RING_WORDS = 2048
-SUM_WORDS = RING_WORDS // 4          # one block sum per four ring words (spec section 9)
+CELLS = 64
+SUMS_PER_CELL = CELL_WORDS // 4      # one block sum per four words of a cell (spec section 9)
 BUF_COUNT = 8
 SLOT_WORDS = ACK_SLOT_BYTES // 4
 TS = [("NOP", None), ("NOP", None), ("Timestamp", (123456, 654321))]
@@ -52,23 +62,39 @@ SACK = [("NOP", None), ("NOP", None), ("SAck", (5000, 6000, 7000, 8000))]
 ECT0 = 0b10                          # RFC 3168 section 5
 
 
-class SegBench(Elaboratable):
-    """The egress with a preloaded data ring, block-sum memory and ACK buffers."""
+def ncells(nbytes):
+    """Cells a frame of ``nbytes`` bytes takes (spec section 12)."""
+    return -(-nbytes // DATA_CELL_BYTES)
 
-    def __init__(self, ring_init, sum_init, ack_init):
-        self.ring_init, self.sum_init, self.ack_init = ring_init, sum_init, ack_init
-        self.egress = Egress(ring_bits=(RING_WORDS - 1).bit_length(),
-                             buf_bits=(BUF_COUNT - 1).bit_length(), slot_words=SLOT_WORDS)
+
+class SegBench(Elaboratable):
+    """The egress with a preloaded data buffer, ``next`` table, block-sum
+    memory and ACK buffers."""
+
+    def __init__(self, data_init, next_init, sum_init, ack_init, *, steal=True):
+        self.steal = steal
+        self.data_init, self.next_init = data_init, next_init
+        self.sum_init, self.ack_init = sum_init, ack_init
+        self.egress = Egress(cells=CELLS, buf_bits=(BUF_COUNT - 1).bit_length(), slot_words=SLOT_WORDS)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.egress = eg = self.egress
-        m.submodules.ring = ring = Memory(shape=32, depth=RING_WORDS, init=self.ring_init)
-        m.submodules.sums = sums = Memory(shape=16, depth=SUM_WORDS, init=self.sum_init)
+        lfsr = Signal(16, init=0xACE1)
+        m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+        m.submodules.data = data = Memory(shape=32, depth=CELLS * CELL_WORDS, init=self.data_init)
+        m.submodules.next = nxt = Memory(shape=range(CELLS), depth=CELLS, init=self.next_init)
+        m.submodules.sums = sums = Memory(shape=16, depth=CELLS * SUMS_PER_CELL, init=self.sum_init)
         m.submodules.acks = acks = Memory(shape=32, depth=BUF_COUNT * SLOT_WORDS, init=self.ack_init)
-        ring_r, sum_r, ack_r = ring.read_port(), sums.read_port(), acks.read_port()
+        data_r, sum_r, ack_r = data.read_port(), sums.read_port(), acks.read_port()
+        next_r = nxt.read_port(domain="comb")
         m.d.comb += [
-            ring_r.addr.eq(eg.ring_rd_addr), eg.ring_rd_data.eq(ring_r.data),
+            data_r.addr.eq(eg.ring_rd_addr), eg.ring_rd_data.eq(data_r.data),
+            next_r.addr.eq(eg.cell_addr),
+            # The ingress has `next`'s read port first: with `steal`, a
+            # pseudo-random quarter of the cycles; `cell_next` is then wrong.
+            eg.cell_ok.eq(~(lfsr[0] & lfsr[1]) if self.steal else 1),
+            eg.cell_next.eq(Mux(eg.cell_ok, next_r.data, ~next_r.data)),
             sum_r.addr.eq(eg.sum_rd_addr), eg.sum_rd_data.eq(sum_r.data),
             ack_r.addr.eq(eg.ack_rd_addr), eg.ack_rd_data.eq(ack_r.data),
         ]
@@ -83,15 +109,16 @@ def pattern(n, seed):
 
 
 def tcp_frame(payload_bytes, *, encap="eth", v6=False, seq=1000, flags="A", ip_id=7,
-              ip_opts=False, tcp_opts=(), ecn=ECT0, trailer=b"", seed=0):
+              ip_opts=0, tcp_opts=(), ecn=ECT0, trailer=b"", seed=0):
     """A TCP segment with ``payload_bytes`` of payload in an Ethernet frame
-    (``encaps.l2_header``), ``trailer`` bytes after the IP packet."""
+    (``encaps.l2_header``), ``trailer`` bytes after the IP packet; ``ip_opts``
+    IPv4 Router Alert options of 4 bytes each."""
     l2 = l2_header(encap, v6=v6)
     if v6:
         ip = IPv6(src="2001:db8::1", dst="2001:db8:ffff::2", tc=ecn, fl=0xABCDE)
     else:
         ip = IP(src="192.0.2.1", dst="198.51.100.2", id=ip_id, tos=ecn, flags="DF",
-                options=[IPOption_Router_Alert()] if ip_opts else [])
+                options=[IPOption_Router_Alert()] * int(ip_opts))
     tcp = TCP(sport=40000, dport=443, seq=seq & 0xFFFF_FFFF, ack=777, flags=flags, window=500,
               options=list(tcp_opts))
     return bytes(l2 / ip / tcp / pattern(payload_bytes, seed)) + trailer
@@ -99,7 +126,7 @@ def tcp_frame(payload_bytes, *, encap="eth", v6=False, seq=1000, flags="A", ip_i
 
 @dataclass
 class Data:
-    """A data frame to store in the ring and grant: cut at ``chunk_bytes``
+    """A data frame to store in cells and grant: cut at ``chunk_bytes``
     (0: whole), with RED's CE mark or not."""
     frame: bytes
     chunk_bytes: int = 0
@@ -110,10 +137,10 @@ class Data:
 class Grant:
     """One ``start`` of the egress and what must come out of it."""
     what: str                         # "ack", "whole" or "chunk"
-    addr: int
+    addr: int                         # ACK buffer, or the data frame's first cell
     nbytes: int                       # as stored
     want: bytes                       # the frame that must leave
-    releases: bool                    # data ring space goes back with it
+    releases: tuple                   # the cells (first, last, n) that go back with it, or None
     mark: bool = False
     ip: dict = field(default_factory=lambda: dict(found=0, word=0, ipv6=0))
     seg: dict = None                  # start_seg_info
@@ -137,13 +164,14 @@ def seg_fields(frame):
                 pay_bytes=s.pay_bytes, seq=s.seq, offflags=s.offflags, sum=s.sum, hdr_tail=s.hdr_tail)
 
 
-def data_grants(item, k, addr, label):
-    """The grants of data frame ``k`` stored at ring word ``addr``: one, or one per chunk."""
+def data_grants(item, k, cells, label):
+    """The grants of data frame ``k`` stored in ``cells``: one, or one per chunk."""
     frame = item.frame
     sent = set_ce(frame) if item.mark else frame
     ip = ip_fields(frame)
+    addr, chain = cells[0], (cells[0], cells[-1], len(cells))
     if not item.chunk_bytes:
-        return [Grant("whole", addr, len(frame), sent, True, item.mark, ip, item=k, label=label)]
+        return [Grant("whole", addr, len(frame), sent, chain, item.mark, ip, item=k, label=label)]
     info = seg_fields(frame)
     chunks = segment(sent, item.chunk_bytes)
     assert info["ok"] and len(chunks) > 1, f"{label}: the model does not cut it"
@@ -152,7 +180,7 @@ def data_grants(item, k, addr, label):
         off = i * item.chunk_bytes
         n = min(item.chunk_bytes, info["pay_bytes"] - off)
         last = i == len(chunks) - 1
-        grants.append(Grant("chunk", addr, len(frame), want, last, item.mark, ip, info,
+        grants.append(Grant("chunk", addr, len(frame), want, chain if last else None, item.mark, ip, info,
                             (i, off, n, int(last)), k, f"{label} chunk {i}/{len(chunks)}"))
     return grants
 
@@ -170,42 +198,49 @@ def merge(rng, streams):
     return out
 
 
-def build(items, *, seed, data_start=RING_WORDS - 150, acks=0, interleave=True):
-    """Memories and grants for ``items`` (``Data``), stored one after the
-    other from ring word ``data_start`` (as the ingress stores them, around
-    the ring's end, the partial last word's other lanes junk), and ``acks``
-    random ACK frames. With ``interleave`` the chunks of one frame have
-    other frames' grants between them."""
+def sum_addr(cells, b):
+    """Where the sum of the payload block that starts in frame word ``b`` lives,
+    for a frame in ``cells`` (the ingress's rule)."""
+    return cells[b // CELL_WORDS] * SUMS_PER_CELL + b % CELL_WORDS // 4
+
+
+def build(items, *, seed, acks=0, interleave=True):
+    """Memories and grants for ``items`` (``Data``), each stored in cells
+    drawn at random (as the ingress stores them, the partial last word's
+    other lanes junk), and ``acks`` random ACK frames. With ``interleave``
+    the chunks of one frame have other frames' grants between them."""
     rng = random.Random(seed)
-    ring = [rng.getrandbits(32) for _ in range(RING_WORDS)]
-    sums = [rng.getrandbits(16) for _ in range(SUM_WORDS)]
+    data = [rng.getrandbits(32) for _ in range(CELLS * CELL_WORDS)]
+    nxt = [rng.randrange(CELLS) for _ in range(CELLS)]
+    sums = [rng.getrandbits(16) for _ in range(CELLS * SUMS_PER_CELL)]
     ack_mem = [rng.getrandbits(32) for _ in range(BUF_COUNT * SLOT_WORDS)]
-    owner = {}
-    streams, at, used, spans_end = [], data_start, 0, False
+    free = list(range(CELLS))
+    rng.shuffle(free)
+    streams, scattered = [], False
     for k, item in enumerate(items):
         frame = item.frame
+        n = ncells(len(frame))
+        assert n <= len(free), f"the frames need more than {CELLS} cells"
+        cells, free = free[:n], free[n:]
+        for a, b in zip(cells, cells[1:]):
+            nxt[a] = b
         words = frame + rng.randbytes(-len(frame) % 4)
         for j in range(0, len(words), 4):
-            ring[(at + j // 4) % RING_WORDS] = int.from_bytes(words[j:j + 4], "little")
+            w = j // 4
+            data[cells[w // CELL_WORDS] * CELL_WORDS + w % CELL_WORDS] = int.from_bytes(words[j:j + 4], "little")
         if item.chunk_bytes:
             pay_word = seg_info(frame).pay_word
-            base = ((at + pay_word) % RING_WORDS) >> 2
             for j, s in enumerate(lane_block_sums(frame)):
-                a = (base + j) % SUM_WORDS
-                assert owner.setdefault(a, k) == k, "two frames' block sums meet"
-                sums[a] = s
-        streams.append(data_grants(item, k, at, f"frame #{k} ({len(frame)} bytes at word {at})"))
-        spans_end |= at + nwords(len(frame)) > RING_WORDS
-        at = (at + nwords(len(frame))) % RING_WORDS
-        used += nwords(len(frame))
-    assert used <= RING_WORDS, f"the frames need {used} ring words"
-    assert spans_end, "no frame spans the ring's end"
+                sums[sum_addr(cells, pay_word + 4 * j)] = s
+        streams.append(data_grants(item, k, cells, f"frame #{k} ({len(frame)} bytes in cells {cells})"))
+        scattered |= any(b != a + 1 for a, b in zip(cells, cells[1:]))
+    assert scattered, "no frame is in scattered cells"
     ack_grants = []
     for k in range(acks):
         buf, n = rng.randrange(BUF_COUNT), rng.choice([54, 60, 64, 66, 78, 90, 150, 253])
         want = b"".join(ack_mem[(buf * SLOT_WORDS + j) % len(ack_mem)].to_bytes(4, "little")
                         for j in range(nwords(n)))[:n]
-        ack_grants.append(Grant("ack", buf, n, want, False, label=f"ACK #{k} (buffer {buf})"))
+        ack_grants.append(Grant("ack", buf, n, want, None, label=f"ACK #{k} (buffer {buf})"))
     if interleave:
         # ACKs and whole frames land between chunks; the cut frames keep their order.
         wholes = [g for s in streams for g in s if g.what == "whole"]
@@ -213,18 +248,17 @@ def build(items, *, seed, data_start=RING_WORDS - 150, acks=0, interleave=True):
         grants = merge(rng, [cuts] + [[g] for g in wholes] + [[a] for a in ack_grants])
     else:
         grants = [g for s in streams for g in s] + ack_grants
-    return ring, sums, ack_mem, grants
+    return data, nxt, sums, ack_mem, grants
 
 
 # --- simulation -------------------------------------------------------------------------------
 
-def run(ring, sums, ack_mem, grants, *, seed, ready_p, max_gap=3):
+def run(data, nxt, sums, ack_mem, grants, *, seed, ready_p, max_gap=3, steal=True):
     """Send ``grants``; returns per grant the beats received, the strobes
     (with their cycle) and the cycles of its start, first and last word."""
     rng = random.Random(seed)
-    top = SegBench(ring, sums, ack_mem)
+    top = SegBench(data, nxt, sums, ack_mem, steal=steal)
     dut = top.egress
-    ptr_mod = 2 * RING_WORDS
     received = [[] for _ in grants]
     strobes = [[] for _ in grants]
     timing = [{} for _ in grants]
@@ -257,12 +291,11 @@ def run(ring, sums, ack_mem, grants, *, seed, ready_p, max_gap=3):
 
     async def bench(ctx):
         cur, nxt, wait = None, 0, 0
-        busy_want, rd_ptr, cycle = False, 0, 0
+        busy_want, cycle = False, 0
         while nxt < len(grants) or cur is not None:
             cycle += 1
             assert cycle < 200_000, "the egress hangs"
             assert ctx.get(dut.busy) == busy_want, f"cycle {cycle}: busy {ctx.get(dut.busy)}"
-            assert ctx.get(dut.data_rd_ptr) == rd_ptr, f"cycle {cycle}: data_rd_ptr"
             ctx.set(dut.start, 0)
             if cur is None and nxt < len(grants) and not wait:
                 set_start_fields(ctx, grants[nxt])
@@ -285,9 +318,11 @@ def run(ring, sums, ack_mem, grants, *, seed, ready_p, max_gap=3):
                     beat = ctx.get(dut.o.payload)
                     received[cur].append((beat.data, beat.keep, beat.first, beat.last))
                     took_last = bool(beat.last)
+            cells = ctx.get(dut.release_cells)
             s = dict(stat=ctx.get(dut.stat_frame), bytes=ctx.get(dut.stat_bytes),
-                     rel=ctx.get(dut.release_buf_en), data_rel=ctx.get(dut.data_frame_released))
-            if s["stat"] or s["rel"] or s["data_rel"] or s["bytes"]:
+                     rel=ctx.get(dut.release_buf_en), cells_rel=ctx.get(dut.release_cells_en),
+                     cells=(cells.first, cells.last, cells.n))
+            if s["stat"] or s["rel"] or s["cells_rel"] or s["bytes"]:
                 assert cur is not None, f"cycle {cycle}: strobes {s} with no frame"
                 strobes[cur].append((cycle, s))
             await ctx.tick()
@@ -295,15 +330,12 @@ def run(ring, sums, ack_mem, grants, *, seed, ready_p, max_gap=3):
                 busy_want = True
             if took_last:
                 timing[cur]["last"] = cycle
-                if grants[cur].releases:
-                    rd_ptr = (rd_ptr + nwords(grants[cur].nbytes)) % ptr_mod
                 busy_want = False
                 cur = None
         for _ in range(4):                                    # nothing more comes out
             ctx.set(dut.o.ready, 1)
             assert not ctx.get(dut.o.valid) and not ctx.get(dut.busy)
             await ctx.tick()
-        assert ctx.get(dut.data_rd_ptr) == rd_ptr
 
     simulate(top, bench, name="egress_seg")
     return received, strobes, timing
@@ -338,18 +370,19 @@ def check(grants, received, strobes, timing):
             f"{g.label}: keep {keeps}"
         assert [f for _d, _k, f, _l in beats] == [1] + [0] * (nw - 1), f"{g.label}: first"
         assert [l for _d, _k, _f, l in beats] == [0] * (nw - 1) + [1], f"{g.label}: last"
-        want_st = dict(stat=1, bytes=n, rel=int(g.what == "ack"), data_rel=int(g.releases))
+        s = st[0][1] if st else {}
+        want_st = dict(stat=1, bytes=n, rel=int(g.what == "ack"), cells_rel=int(g.releases is not None),
+                       cells=s.get("cells") if g.releases is None else g.releases)
         assert [c for c, _s in st] == [t["last"]], f"{g.label}: strobes at {st}, last word at {t['last']}"
-        assert st[0][1] == want_st, f"{g.label}: strobes {st[0][1]}, want {want_st}"
+        assert s == want_st, f"{g.label}: strobes {s}, want {want_st}"
         if g.what == "chunk":
             assert len(g.want) >= MIN_FRAME_BYTES
             assert checksums_verify(g.want), f"{g.label}: the model's chunk has a wrong checksum"
 
 
-def send(items, *, seed, ready_p=0.6, acks=0, interleave=True, data_start=RING_WORDS - 150):
-    ring, sums, ack_mem, grants = build(items, seed=seed, acks=acks, interleave=interleave,
-                                        data_start=data_start)
-    result = run(ring, sums, ack_mem, grants, seed=seed + 1, ready_p=ready_p)
+def send(items, *, seed, ready_p=0.6, acks=0, interleave=True):
+    data, nxt, sums, ack_mem, grants = build(items, seed=seed, acks=acks, interleave=interleave)
+    result = run(data, nxt, sums, ack_mem, grants, seed=seed + 1, ready_p=ready_p)
     check(grants, *result)
     return grants, result
 
@@ -360,8 +393,7 @@ def send(items, *, seed, ready_p=0.6, acks=0, interleave=True, data_start=RING_W
 def test_chunks_of_every_encapsulation_equal_the_model(v6):
     # Ethernet II, one VLAN tag, QinQ (0x88A8 and 0x9100 outer tags), PPPoE
     # and PPPoE in a VLAN tag; IPv4 with and without options. The payloads
-    # are not a multiple of the chunk, some odd; the first frame spans the
-    # ring's end.
+    # are not a multiple of the chunk, some odd; the frames in scattered cells.
     encaps = ["eth", "dot1q", "qinq", "qinq-9100", "pppoe", "pppoe-dot1q"]
     items = [Data(tcp_frame(333 + 57 * k, encap=e, v6=v6, seed=k), chunk_bytes=[96, 208, 64][k % 3])
              for k, e in enumerate(encaps)]
@@ -386,15 +418,24 @@ def test_tcp_options_and_odd_data_offsets_are_copied_to_every_chunk():
     for k, opts in enumerate(opt_sets):
         frame = tcp_frame(250 + 31 * k, v6=k % 2 == 1, tcp_opts=opts, seed=20 + k)
         items.append(Data(frame, chunk_bytes=80))
+    # The longest headers: their end in a frame's second cell (PPPoE in a
+    # VLAN tag, IPv4 with 40 bytes of options, doff 15: the payload from
+    # byte 146), and the first payload block across the cells' border
+    # (IPv6: from byte 126).
+    items += [Data(tcp_frame(300, encap="pppoe-dot1q", ip_opts=10, tcp_opts=opt_sets[5], seed=26),
+                   chunk_bytes=48),
+              Data(tcp_frame(280, encap="pppoe-dot1q", v6=True, tcp_opts=opt_sets[5], seed=27),
+                   chunk_bytes=64)]
     doffs = {dissect(d.frame)[TCP].dataofs for d in items}
     assert {5, 6, 7, 8, 13, 15} <= doffs, doffs
+    assert [seg_info(d.frame).pay_word for d in items[-2:]] == [36, 31]
     send(items, seed=3, acks=4)
 
 
 def test_chunk_16_pads_a_short_last_chunk_with_zeros_to_60_bytes():
     # No VLAN, no options: headers of 54 bytes, so a last chunk of 1..5
-    # payload bytes makes a frame shorter than 60; the ring holds the next
-    # frame's bytes there. The first frame is cut into 91 chunks.
+    # payload bytes makes a frame shorter than 60; its cell holds junk there.
+    # The first frame is cut into 91 chunks.
     items = [Data(tcp_frame(n, seed=n), chunk_bytes=SEGMENT_BLOCK_BYTES)
              for n in (1456, 17, 34, 35, 53, 100, 21)]
     grants, _ = send(items, seed=4, acks=3, ready_p=0.7)
@@ -406,15 +447,16 @@ def test_chunk_16_pads_a_short_last_chunk_with_zeros_to_60_bytes():
 def test_chunk_1456_of_full_size_frames():
     # The largest chunk: 91 block sums read per chunk. IPv4 and IPv6 with
     # a full 1460-byte payload and more, PPPoE; a trailer after the IP
-    # packet is not payload.
+    # packet is not payload; the largest frame (2048 bytes, 16 cells).
     items = [
         Data(tcp_frame(1460, seed=30), chunk_bytes=MAX_CHUNK_BYTES),
         Data(tcp_frame(1500, v6=True, tcp_opts=TS, seed=31), chunk_bytes=MAX_CHUNK_BYTES),
         Data(tcp_frame(1461, encap="pppoe", seed=32, trailer=bytes(range(7))),
              chunk_bytes=MAX_CHUNK_BYTES),
-        Data(tcp_frame(1999, encap="qinq", v6=True, seed=33), chunk_bytes=MAX_CHUNK_BYTES),
+        Data(tcp_frame(1966, encap="qinq", v6=True, seed=33), chunk_bytes=MAX_CHUNK_BYTES),
     ]
-    send(items, seed=5, acks=4, data_start=RING_WORDS - 700)
+    assert len(items[-1].frame) == MAX_FRAME_BYTES
+    send(items, seed=5, acks=4)
 
 
 def test_fin_and_psh_only_on_the_last_chunk():
@@ -461,10 +503,10 @@ def test_ce_mark_on_every_chunk_and_on_whole_frames():
 
 
 @pytest.mark.parametrize("ready_p", [0.3, 0.9])
-def test_acks_and_whole_frames_between_chunks_ring_released_after_the_last(ready_p):
+def test_acks_and_whole_frames_between_chunks_cells_released_after_the_last(ready_p):
     # Chunks of several frames with ACKs and whole data frames (some random
     # bytes, some TCP) granted between them; `check` pins the strobes: every
-    # chunk counts as a frame, only the last one gives the ring space back.
+    # chunk counts as a frame, only the last one gives the frame's cells back.
     rng = random.Random(9)
     items = []
     for k in range(10):
@@ -482,18 +524,39 @@ def test_acks_and_whole_frames_between_chunks_ring_released_after_the_last(ready
     assert {"ack", "whole"} <= between, "nothing was granted between the chunks"
 
 
+def test_each_chunk_reads_its_own_frames_cells_after_another_frames_grant():
+    # Two frames cut at 256 bytes, their chunks alternating, and a whole
+    # frame of ten cells between them: every chunk after the first starts
+    # (block sums, payload) in its frame's third cell or later, right after
+    # a grant of other cells; the chunk must wait for the walk of its own.
+    items = [Data(tcp_frame(1400, seed=90), chunk_bytes=256),
+             Data(tcp_frame(1300, v6=True, encap="dot1q", seed=91), chunk_bytes=256),
+             Data(tcp_frame(1200, seed=92))]
+    data, nxt, sums, ack_mem, grants = build(items, seed=13, interleave=False)
+    a, b = ([g for g in grants if g.item == k] for k in (0, 1))
+    whole = [g for g in grants if g.item == 2]
+    order = [g for pair in zip(a, b) for g in pair]
+    order = order[:5] + whole + order[5:] + a[len(b):] + b[len(a):]
+    assert len(order) == len(grants)
+    result = run(data, nxt, sums, ack_mem, order, seed=14, ready_p=0.8)
+    check(order, *result)
+
+
 def test_cycle_cost_of_a_chunk_without_back_pressure():
-    # With o.ready always high and starts back to back: a chunk's first word
-    # is offered at most max(blocks + 5, 9) cycles later than a whole frame's
-    # (the preparation reads the block sums one per cycle, and the IP header's
-    # words for its checksum), then the chunk streams as fast as a whole
-    # frame, one word every cycle or two.
+    # With o.ready always high, starts back to back and `next` never taken
+    # by the ingress: a chunk's first word
+    # is offered at most max(blocks + 5, 9) + ncells - 1 cycles later than a
+    # whole frame's (the preparation waits for the walk of the frame's
+    # ncells cells, one a cycle from the first, then reads the block sums
+    # one per cycle, and the IP header's words for its checksum), then the
+    # chunk streams as fast as a whole frame, one word every cycle or two.
     items = [Data(tcp_frame(100, seed=79)),
              Data(tcp_frame(1460, seed=80), chunk_bytes=MAX_CHUNK_BYTES),
              Data(tcp_frame(300, seed=81), chunk_bytes=SEGMENT_BLOCK_BYTES),
              Data(tcp_frame(700, v6=True, seed=82), chunk_bytes=256)]
-    ring, sums, ack_mem, grants = build(items, seed=11, interleave=False)
-    received, strobes, timing = run(ring, sums, ack_mem, grants, seed=12, ready_p=1.0, max_gap=0)
+    data, nxt, sums, ack_mem, grants = build(items, seed=11, interleave=False)
+    received, strobes, timing = run(data, nxt, sums, ack_mem, grants, seed=12, ready_p=1.0, max_gap=0,
+                                    steal=False)
     check(grants, received, strobes, timing)
     assert grants[0].what == "whole"
     whole_wait = timing[0]["first"] - timing[0]["start"]
@@ -502,6 +565,6 @@ def test_cycle_cost_of_a_chunk_without_back_pressure():
         span = t["last"] - t["first"] + 1
         if g.what == "chunk":
             blocks = -(-g.chunk[2] // SEGMENT_BLOCK_BYTES)
-            prep = max(blocks + 5, 9)
+            prep = max(blocks + 5, 9) + ncells(g.nbytes) - 1
             assert wait <= whole_wait + prep, f"{g.label}: first word {wait} cycles after start"
         assert span <= 2 * nwords(len(g.want)), f"{g.label}: {span} cycles for {len(g.want)} bytes"

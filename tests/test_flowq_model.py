@@ -15,7 +15,8 @@ from ackfilter.model import FilterModel
 from ackfilter.model.flowq import QUANTUM_MAX, QUANTUM_MIN, FlowQueues, cells_of, quantum_for_cpb
 from ackfilter.model.red import Red
 from ackfilter.model.shaper import LinkAccounting
-from ackfilter.params import DATA_CELL_BYTES, DATA_CELL_RESERVE, DATA_CELLS, F_SYS_HZ, cpb_q16_for_rate
+from ackfilter.params import (DATA_CELL_BYTES, DATA_CELL_RESERVE, DATA_CELLS, SHARED_CLASSES,
+                             cpb_q16_for_rate)
 from ackfilter.sim.traces import Flow, data_stream, tcp_frame
 
 
@@ -61,8 +62,8 @@ def test_the_quantum_refuses_a_register_value_out_of_range(bad):
 
 
 def test_cells_round_up():
-    assert DATA_CELLS * DATA_CELL_BYTES == 32768 and DATA_CELL_RESERVE == 16
-    assert [cells_of(n) for n in (60, 128, 129, 1514, 2048)] == [1, 1, 2, 12, 16]
+    assert DATA_CELLS * DATA_CELL_BYTES == 32768 and DATA_CELL_RESERVE == 8
+    assert [cells_of(n) for n in (60, 256, 257, 1514, 2048)] == [1, 1, 2, 6, 8]
 
 
 # -- sparse flows first ---------------------------------------------------------
@@ -151,12 +152,36 @@ def test_a_full_table_sends_new_flows_to_the_shared_queue_and_keeps_their_order(
     assert mine == [f for f in flows[4] if f in out] + [late]
 
 
+def test_the_shared_queue_holds_back_only_flows_of_the_classes_it_holds():
+    """While the shared queue holds a flow's frames, a new flow of another
+    tag class takes a free entry; one of the same class (its frames could be
+    the held flow's, as far as the class tells) joins the shared queue."""
+    m = fq_model(flow_entries=4)
+    flows = [bulk(44100 + i, 2, size=200) for i in range(5)]
+    for i in range(2):
+        for f in flows:
+            m.arrive(f[i])
+    held = m.classify(flows[4][0]).tag % SHARED_CLASSES
+    while m.fq.frames_of(0):
+        m.depart()
+    assert m.entries[0] is None and m.fq.frames_of(m.fq.shared)
+    def first_sport(same):
+        return next(p for p in range(30000, 31000)
+                    if (m.classify(syn(p)).tag % SHARED_CLASSES == held) == same)
+    other, same = syn(first_sport(False)), syn(first_sport(True))
+    m.arrive(other)
+    assert m.fq.frames_of(0) == [other]
+    m.arrive(same)
+    assert m.fq.frames_of(m.fq.shared)[-1] == same
+    m.check_invariants()
+
+
 def test_every_flow_keeps_its_order_under_random_traffic():
     """Random arrivals and departures of 40 flows (TCP data and ACKs, UDP)
     through 8 entries: every flow's data leave in arrival order, and so do
     its ACKs; nothing is lost but counted drops; the table ends empty."""
     rng = random.Random(7)
-    m = fq_model(flow_entries=8, data_cells=64, cell_reserve=16)
+    m = fq_model(flow_entries=8, data_cells=96, cell_reserve=8)
     arrived, seqs, acks, out = {}, {}, {}, []
     shared_used = table_full = 0
     for step in range(4000):
@@ -200,13 +225,14 @@ def test_every_flow_keeps_its_order_under_random_traffic():
 # -- overflow -------------------------------------------------------------------------
 
 def test_overflow_drops_from_the_head_of_the_fattest_queue_never_a_sparse_flow():
-    """The bulk fills the buffer to its limit (256 - 16 cells = 20 frames of
-    12 cells); a SYN then a DNS query still arrive, and the next bulk frame
-    over the limit halves the bulk's queue from its head."""
+    """The bulk fills the buffer to its limit (128 - 8 cells = 20 frames of
+    6 cells); a SYN arrives over the limit and halves the bulk's queue from
+    its head (10 frames, 60 cells); a DNS query and the next bulk frame
+    then fit."""
     m = fq_model()
     up = bulk(46000, 21)
     evs = [m.arrive(f) for f in up[:20]]
-    assert all(e == ["ARRIVE_DATA"] for e in evs) and m.fq.cells == 240
+    assert all(e == ["ARRIVE_DATA"] for e in evs) and m.fq.cells == 120
     assert m.arrive(syn(46001)) == ["DROP_DATA_OVERFLOW"] * 10 + ["ARRIVE_DATA"]
     assert m.fq.frames_of(0) == up[10:20]           # the head half went
     assert m.arrive(udp(5353)) == ["ARRIVE_DATA"]
@@ -226,7 +252,7 @@ def test_an_overflow_spares_the_frame_leaving_in_chunks():
     kind, first = m.depart()
     assert kind == "DEPART_DATA" and len(first) < 1514 and m.fq.current == 0
     ev = m.arrive(up[20])
-    # 228 droppable cells of 19 frames: drops until 114 or more are gone (10 frames).
+    # 114 droppable cells of 19 frames: drops until 57 or more are gone (10 frames).
     assert ev == ["DROP_DATA_OVERFLOW"] * 10 + ["ARRIVE_DATA"]
     assert m.fq.frames_of(0) == [up[0]] + up[11:21]
     m.check_invariants()

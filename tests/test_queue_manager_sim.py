@@ -6,15 +6,19 @@ The testbench plays the ingress, the egress and the shaper around it:
 * the ingress: each frame becomes the entry the ingress would commit
   (``ingress_entry_layout``), built from the model's classifier
   (``model.pktparse.classify``): verdict, length, IP packet length, the ACK
-  buffer (``buf``, unique among the buffers in use) or ring address
-  (``start``, unique per frame) and the pure ACK's metadata. Entries wait in
-  a FIFO (``entry_valid``/``entry``; ``entry_ready`` pops the head) and come
-  in bursts. A data frame is DATA_FULL when the testbench's count of data
-  frames not yet sent has reached ``desc_depth`` (as the ingress counts), or
-  at random (a full ring);
+  buffer (``buf``, unique among the buffers in use) or the data frame's
+  cells (``chain``: first, last, count; drawn from the testbench's free
+  list of ``CELLS`` cells, from its head, as the ingress takes them; a
+  frame's first cell is unique among the frames holding cells) and the
+  pure ACK's metadata. Entries wait in a FIFO (``entry_valid``/``entry``;
+  ``entry_ready`` pops the head) and come in bursts. A data frame is
+  DATA_FULL when it needs more cells than the free list has but its tail
+  (spec section 12, "Buffer"), or at random (the ingress found no room
+  while it wrote it). The descriptor FIFO is as deep as there are cells,
+  as in the core;
 * the egress: ``egress_busy`` rises the cycle after ``egress_start`` and
   stays high for a random time; an ACK buffer comes back to the pool when
-  its frame has left;
+  its frame has left, a data frame's cells to the free list;
 * the shaper: ``shaper_eligible`` falls after each start for a random time,
   long in congested phases, so that both queues fill.
 
@@ -25,8 +29,12 @@ it, is exactly what the model decides for the next frame; each departure is
 the class the model's scheduler picks); and beyond the event port:
 
 * a departure starts the egress in the same cycle, only while the egress
-  is free and the shaper allows, with the model's frame (its buffer or ring
-  address, its length and IP packet length);
+  is free and the shaper allows, with the model's frame (its buffer or
+  first cell, its length and IP packet length, RED's mark);
+* with RED on (``red``), a data frame RED drops gives its cells back in the
+  cycle of its ``DROP_RED`` event (``discard_en``, ``discard_cells`` its
+  chain), and ``discard_en`` is never high otherwise; at the end every
+  cell is free again: none was lost or given back twice;
 * the ACK buffers freed (``free_buf_en``/``free_buf_id``) at an arrival are
   exactly those of the frames the model's ACK queue lost (a superseded ACK,
   a dropped one), and nothing is freed otherwise;
@@ -37,22 +45,23 @@ the class the model's scheduler picks); and beyond the event port:
 """
 
 import random
+from collections import deque
 from dataclasses import replace
 
 import pytest
 
 from blocksim import simulate
-from ackfilter.gateware.ingress import Verdict, ingress_entry_layout
+from ackfilter.gateware.ingress import MAX_CELLS, Verdict, ingress_entry_layout
 from ackfilter.gateware.queue_manager import QueueManager
 from ackfilter.model import FilterModel
 from ackfilter.model.pktparse import classify, ip_packet_length
-from ackfilter.params import EVENTS
+from ackfilter.model.red import ECN_CE, Red, ecn_codepoint, ip_header
+from ackfilter.params import ARRIVAL_EVENTS, DATA_CELL_BYTES, EVENTS, RED_DECISION_LEAD
 from ackfilter.sim import traces
-from ackfilter.params import ARRIVAL_EVENTS
 
-RING_BITS = 12          # ring addresses: one per frame, unique
+CELLS = 64              # the data buffer: 8 KiB in cells of 128 bytes
 BUF_BITS = 8            # 256 ACK buffers: never short of one
-DESC_DEPTH = 32
+DESC_DEPTH = CELLS      # as the core: a queued frame holds a cell at least
 ARRIVALS = ARRIVAL_EVENTS
 ROOM = {"DROP_ACK_FRONT", "DROP_ACK_COVERED"}
 DEPARTS = {"DEPART_ACK", "DEPART_DATA"}
@@ -93,9 +102,19 @@ def frames_for(seed, n_random, n_flows):
     return frames
 
 
-def entry_value(p, frame, *, verdict, start, buf):
-    """The ingress's entry for ``frame`` (``p``: the model's classification)."""
-    meta = {}
+def ncells(nbytes):
+    """Cells a frame of ``nbytes`` bytes takes (spec section 12)."""
+    return -(-nbytes // DATA_CELL_BYTES)
+
+
+def entry_value(p, frame, *, verdict, chain, buf):
+    """The ingress's entry for ``frame`` (``p``: the model's classification):
+    for every frame its IP header and ECN field (RED's), for a pure ACK its
+    metadata."""
+    hdr = ip_header(frame)
+    ip = dict(found=0, word=0, ipv6=0) if hdr is None else \
+        dict(found=1, word=(hdr[0] - 2) // 4, ipv6=int(hdr[1] == 6))
+    meta = dict(ecn=ecn_codepoint(frame) or 0)
     if p.pure_ack:
         sack = p.sack + [(0, 0)] * (4 - len(p.sack))
         meta = dict(key=list(p.key), tag=p.tag, ack=p.ack, tsval=p.tsval, tsecr=p.tsecr,
@@ -104,37 +123,46 @@ def entry_value(p, frame, *, verdict, start, buf):
                     other_opts=int(p.other_opts), eligible=int(p.eligible), ece=int(p.ece),
                     cwr=int(p.cwr), ae=int(p.ae), ecn=p.ecn, accecn_opt=int(p.accecn_opt),
                     accecn_mask=p.accecn_mask, accecn=list(p.accecn))
-    layout = ingress_entry_layout(ring_bits=RING_BITS, buf_bits=BUF_BITS)
+    layout = ingress_entry_layout(cells=CELLS, buf_bits=BUF_BITS)
     return layout.const(dict(verdict=verdict, nbytes=min(len(frame), 0xFFFF),
                              l3_bytes=ip_packet_length(frame) & 0xFFF if len(frame) <= 2048 else 0,
-                             start=start, buf=buf, meta=meta))
+                             chain=chain, buf=buf, ip=ip, meta=meta))
 
 
 # -- the harness -----------------------------------------------------------
 
 def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, flow_entries=8,
-                seed=0, congest=0.7, full_p=0.03, hold=False):
+                seed=0, congest=0.7, full_p=0.03, hold=False, red=None):
     """Run the frames through a QueueManager; every check is made as it
     happens. ``hold``: the shaper stays closed until every frame has
-    arrived. Returns the model and a tally of the events seen."""
-    dut = QueueManager(ack_slots=ack_slots, flow_entries=flow_entries, ring_bits=RING_BITS,
+    arrived. ``red``: RED's registers (``red_*`` without the prefix), on.
+    Returns the model and a tally of the events seen (and of the frames
+    the free list had no room for, ``"no cells"``, and of the frames whose
+    cells a RED drop gave back, ``"discard"``)."""
+    dut = QueueManager(ack_slots=ack_slots, flow_entries=flow_entries, cells=CELLS,
                        buf_bits=BUF_BITS, desc_depth=DESC_DEPTH)
     model = FilterModel(ack_mode=ack_mode, ack_queue_limit=ack_queue_limit, flow_entries=flow_entries,
-                        data_share=data_share, ack_slots=ack_slots)
+                        data_share=data_share, ack_slots=ack_slots,
+                        red=Red(**red) if red is not None else None)
     rng = random.Random(seed)
-    tally = {}
+    tally = {"no cells": 0, "discard": 0}
 
     async def bench(ctx):
         ctx.set(dut.ack_mode, ack_mode)
         ctx.set(dut.ack_queue_limit, ack_queue_limit)
         ctx.set(dut.data_share, data_share)
+        for name, value in (red or {}).items():
+            ctx.set(getattr(dut, f"red_{name}"), value)
+        ctx.set(dut.red_enable, red is not None)
         pool = list(range(1 << BUF_BITS))       # ACK buffers the "ingress" may use
         rng.shuffle(pool)
-        buf_of, addr_of = {}, {}                # frame -> ACK buffer / ring address
+        buf_of, chain_of = {}, {}               # frame -> ACK buffer / its cells
+        cells = deque(range(CELLS))             # the free list of cells, head first
+        cells_of = {}                           # first cell -> the cells of a frame holding them
+        marked = set()                          # data frames RED marked (as the model queued them)
         fifo = []                               # (frame, verdict, entry): the entry FIFO
         sent = 0                                # frames handed to the FIFO
         arrived = 0                             # frames the manager reported
-        data_waiting = 0                        # data frames committed and not yet sent
         popped = []                             # frames popped, not yet reported
         busy_left = 0                           # egress busy for this many more cycles
         in_egress = None                        # the frame being sent
@@ -148,11 +176,13 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
         cycle = 0
 
         def next_entry():
-            nonlocal sent, data_waiting
+            nonlocal sent
             frame = frames[sent]
             sent += 1
             p = classify(frame, ack_mode=ack_mode)
-            start = buf = 0
+            buf = 0
+            chain = dict(first=0, last=0, n=0)
+            n = ncells(len(frame))
             if p.cls == "runt":
                 verdict = Verdict.RUNT
             elif p.cls == "oversize":
@@ -160,18 +190,29 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             elif p.cls == "ack":
                 verdict = Verdict.ACK
                 buf = buf_of[frame] = pool.pop()
-            elif data_waiting >= DESC_DEPTH or rng.random() < full_p:
+            elif n > min(MAX_CELLS, len(cells) - 1) or rng.random() < full_p:
+                # The free list keeps its tail.
                 verdict = Verdict.DATA_FULL
+                tally["no cells"] += n > len(cells) - 1
             else:
                 verdict = Verdict.DATA
-                start = addr_of[frame] = sent % (1 << RING_BITS)
-                data_waiting += 1
-            fifo.append((frame, verdict, entry_value(p, frame, verdict=verdict, start=start, buf=buf)))
+                mine = [cells.popleft() for _ in range(n)]
+                chain = chain_of[frame] = dict(first=mine[0], last=mine[-1], n=n)
+                cells_of[mine[0]] = mine
+            fifo.append((frame, verdict, entry_value(p, frame, verdict=verdict, chain=chain, buf=buf)))
 
+        def give_back(chain):
+            """A frame's cells go back to the free list, at its tail."""
+            mine = cells_of.pop(chain["first"])
+            assert (mine[-1], len(mine)) == (chain["last"], chain["n"])
+            cells.extend(mine)
+
+        give = None                             # cells given back at this edge
         while sent < len(frames) or fifo or popped or model.ack_queue or model.data_queue \
                 or in_egress is not None or quiet < 8:
             cycle += 1
             assert cycle < 400_000, "the queue manager hangs"
+            ctx.set(dut.now, cycle)
             # The ingress: bursts of frames into the FIFO.
             if burst == 0 and sent < len(frames) and rng.random() < 0.02:
                 burst = rng.choice([1, 2, 4, 8, 20])
@@ -196,6 +237,8 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             for s in STATS:
                 stats[s] += ctx.get(getattr(dut, s))
             start = ctx.get(dut.egress_start)
+            discard = ctx.get(dut.discard_en)
+            discard_cells = ctx.get(dut.discard_cells)
             if start:
                 assert busy_left == 0 and eligible, \
                     f"cycle {cycle}: egress started while busy ({busy_left}) or the shaper closed"
@@ -207,15 +250,31 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 assert bool(start) == (ev in DEPARTS), f"cycle {cycle}: {ev} with egress_start={start}"
                 if ev in ROOM:
                     pending_room.append(ev)
+                    assert not discard, f"cycle {cycle}: discard_en with {ev}"
                 elif ev in ARRIVALS:
                     assert popped, f"cycle {cycle}: {ev} before its entry was taken"
                     frame, verdict, _e = popped.pop(0)
                     arrived += 1
                     before = set(model.queued_ack_frames()) | ({frame} if verdict == Verdict.ACK else set())
-                    want = model.arrive(frame, data_full=(verdict == Verdict.DATA_FULL))
+                    want = model.arrive(frame, data_full=(verdict == Verdict.DATA_FULL),
+                                        now=cycle - RED_DECISION_LEAD if red is not None else None)
                     got = pending_room + [ev]
                     assert got == want, (f"cycle {cycle}: frame #{arrived - 1} ({frame[:60].hex()}): "
                                          f"hardware {got}, model {want}")
+                    # A data frame RED drops gives its cells back at once.
+                    dropped = ev == "DROP_RED" and verdict == Verdict.DATA
+                    assert bool(discard) == dropped, f"cycle {cycle}: {ev} ({verdict.name}) with discard_en={discard}"
+                    if dropped:
+                        got_chain = dict(first=discard_cells.first, last=discard_cells.last, n=discard_cells.n)
+                        assert got_chain == chain_of[frame], \
+                            f"cycle {cycle}: discard_cells {got_chain}, the frame's {chain_of[frame]}"
+                        give = chain_of.pop(frame)
+                        tally["discard"] += 1
+                    if ev == "ARRIVE_DATA_MARKED":
+                        # The model queues the frame with CE: the same cells.
+                        chain_of[model.data_queue[-1]] = chain_of.pop(frame)
+                        if ecn_codepoint(frame) != ECN_CE:      # (CE already: it leaves as it is)
+                            marked.add(model.data_queue[-1])
                     pending_room = []
                     gone = before - set(model.queued_ack_frames())
                     assert sorted(frees) == sorted(buf_of[f] for f in gone), \
@@ -231,19 +290,24 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 else:
                     assert ev in DEPARTS, ev
                     assert not pending_room and not frees, f"cycle {cycle}: {ev} after {pending_room} {frees}"
-                    got = model.depart()
+                    assert not discard, f"cycle {cycle}: discard_en with {ev}"
+                    got = model.depart(now=cycle if red is not None else None)
                     assert got is not None, f"cycle {cycle}: {ev}, the model has nothing queued"
                     assert got[0] == ev, f"cycle {cycle}: hardware {ev}, model {got[0]}"
                     frame = departing = got[1]
                     is_ack = ev == "DEPART_ACK"
                     assert ctx.get(dut.egress_is_ack) == is_ack
-                    assert ctx.get(dut.egress_addr) == (buf_of[frame] if is_ack else addr_of[frame]), \
+                    assert ctx.get(dut.egress_addr) == (buf_of[frame] if is_ack else chain_of[frame]["first"]), \
                         f"cycle {cycle}: {ev} of the wrong frame"
                     assert ctx.get(dut.egress_bytes) == len(frame)
                     assert ctx.get(dut.egress_l3_bytes) == ip_packet_length(frame)
+                    if not is_ack:
+                        assert ctx.get(dut.egress_mark) == (frame in marked), \
+                            f"cycle {cycle}: {ev} with egress_mark={ctx.get(dut.egress_mark)}"
             else:
                 quiet += 1
                 assert not start, f"cycle {cycle}: egress_start without an event"
+                assert not discard, f"cycle {cycle}: discard_en without an event"
             # The scheduler does not sit on a frame it may send: at most one
             # arrival (with its drops) goes first.
             may_send = busy_left == 0 and eligible and (model.ack_queue or model.data_queue)
@@ -256,6 +320,10 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 assert ctx.get(dut.backlog) == bool(model.ack_queue or model.data_queue)
             await ctx.tick()
 
+            # The free list after this edge: a drop's cells.
+            if give is not None:
+                give_back(give)
+                give = None
             # The egress and the shaper after this edge.
             if busy_left:
                 busy_left -= 1
@@ -263,7 +331,7 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                     if in_egress in buf_of:
                         pool.append(buf_of[in_egress])
                     else:
-                        data_waiting -= 1
+                        give_back(chain_of.pop(in_egress))
                     in_egress = None
             if closed:
                 closed -= 1
@@ -275,6 +343,7 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
 
         assert arrived == len(frames)
         assert not frees and not pending_room
+        assert not cells_of and sorted(cells) == list(range(CELLS)), f"cells lost: {cells_of}"
         assert ctx.get(dut.idle) and not ctx.get(dut.backlog)
         assert ctx.get(dut.ack_queue_depth) == 0 and ctx.get(dut.flows_active) == 0
 
@@ -330,10 +399,27 @@ def test_departures_follow_the_data_share(data_share):
 
 
 def test_mode_off_is_a_fifo():
-    # Every frame is data; the data queue fills to its 32 descriptors.
+    # Every frame is data; the data queue fills the cells.
     frames = frames_for(75, 80, 4)
     model, tally = run_manager(frames, ack_mode=0, ack_queue_limit=16, data_share=128, seed=9)
     assert "DEPART_ACK" not in tally and tally["DEPART_DATA"] > 30 and tally["DROP_DATA_FULL"] > 5
+    assert tally["no cells"] > 5, tally
+
+
+def test_a_data_frame_red_drops_gives_its_cells_back_at_once():
+    # RED on, its thresholds within the 8 KiB of cells, w_q = 1/4: the
+    # average follows the queue; RED drops Not-ECT data frames and marks
+    # ECT ones, decision by decision as the model decides (``now`` the
+    # event's cycle less RED_DECISION_LEAD). run_manager checks that each
+    # dropped frame's cells come back with its DROP_RED (a frame the
+    # ingress had no room for has none), the marks at the departures, and
+    # that no cell is lost.
+    frames = frames_for(80, 320, 6)
+    red = dict(min_bytes=800, max_bytes=4000, max_p=32768, wq_shift=2, gentle=1, idle_shift=10)
+    model, tally = run_manager(frames, ack_mode=1, ack_queue_limit=16, data_share=128, seed=12,
+                               red=red)
+    assert tally["discard"] > 10 and tally.get("ARRIVE_DATA_MARKED", 0) > 3, tally
+    assert tally["DEPART_DATA"] > 20, tally
 
 
 def corner_frames():

@@ -45,7 +45,12 @@ def upload_trace(seed, *, n=700):
     the uplink rate (queues form, so ACKs and chunks compete)."""
     rng = random.Random(seed)
     seq = {k: rng.getrandbits(32) for k in range(len(FLOWS))}
-    out, t = [], 0.0
+    # First, into an empty buffer, a segment with a bad TCP checksum (it
+    # must leave whole; later ones may find the buffer full).
+    bad = bytearray(traces.tcp_frame(FLOWS[0], seq=1, ack=1, flags="PA", payload=bytes(range(256)) * 3,
+                                     builder="raw"))
+    bad[-5] ^= 0x40
+    out, t = [(0.0, bytes(bad))], len(bad) * 8 / (2 * UPLINK_BPS)
     for i in range(n):
         k = rng.randrange(len(FLOWS))
         flow = FLOWS[k]

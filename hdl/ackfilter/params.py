@@ -17,7 +17,7 @@ from .units import format_rate
 
 __all__ = [
     "FIRMWARE_PARAMS", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES",
-    "DATA_CELL_BYTES", "DATA_CELLS", "DATA_CELL_RESERVE", "EVENTS", "ARRIVAL_EVENTS",
+    "DATA_CELL_BYTES", "DATA_CELLS", "DATA_CELL_RESERVE", "SHARED_CLASSES", "EVENTS", "ARRIVAL_EVENTS",
     "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "BOARD_BASE", "BOARD_REGS", "LINK_FIELDS", "PHY_FIELDS",
@@ -42,7 +42,10 @@ DATA_BUFFER_BYTES = 32768
 #: ceil(len / DATA_CELL_BYTES) of them, and the queue manager keeps
 #: DATA_CELL_RESERVE free (one frame of MAX_FRAME_BYTES) for the frame the
 #: ingress is writing next.
-DATA_CELL_BYTES = 128
+DATA_CELL_BYTES = 256
+#: The shared data queue (flows without a flow-table entry) counts its frames
+#: by the low bits of their flow tag in this many classes (spec section 12).
+SHARED_CLASSES = 16
 
 #: What the queue manager reports on its event port, by number (spec section 7).
 EVENTS = (

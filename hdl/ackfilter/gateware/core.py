@@ -16,8 +16,9 @@ from amaranth.lib.wiring import In, Out
 from .. import params as P
 from .csr import CSRBank, CSRBusSignature
 from .egress import Egress
-from .ingress import Ingress, ingress_entry_layout
+from .ingress import CELL_WORDS, MAX_CELLS, Ingress, ingress_entry_layout
 from .lib.buffer_pool import BufferPool
+from .lib.cells import CellList
 from .lib.stream import FrameStream, WORD_BYTES
 from .queue_manager import Event, QueueManager
 from .red import RED_PARAM_PORTS
@@ -44,6 +45,7 @@ def _check_sizes(data_buffer_bytes):
             or data_buffer_bytes & (data_buffer_bytes - 1)):
         raise TypeError(f"data_buffer_bytes must be a power of two >= {4 * P.MAX_FRAME_BYTES}, "
                         f"not {data_buffer_bytes!r}")
+    return data_buffer_bytes // P.DATA_CELL_BYTES
 
 
 class UplinkCore(wiring.Component):
@@ -53,7 +55,8 @@ class UplinkCore(wiring.Component):
     ----------
     ack_slots : int           ACK queue positions (default ``params.ACK_SLOTS``)
     flow_entries : int        flow table entries (default ``params.FLOW_ENTRIES``)
-    data_buffer_bytes : int   data ring size, a power of two (default ``params.DATA_BUFFER_BYTES``)
+    data_buffer_bytes : int   data buffer size, a power of two (default ``params.DATA_BUFFER_BYTES``),
+                              in cells of ``params.DATA_CELL_BYTES``
 
     Ports
     -----
@@ -86,35 +89,33 @@ class UplinkCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        ring_words = self.data_buffer_bytes // WORD_BYTES
-        ring_bits = (ring_words - 1).bit_length()
-        desc_depth = self.data_buffer_bytes // 64
+        cells = _check_sizes(self.data_buffer_bytes)
         buf_count = self.ack_slots + SPARE_BUFFERS
         buf_bits = (buf_count - 1).bit_length()
         slot_words = P.ACK_SLOT_BYTES // WORD_BYTES
 
         m.submodules.csr     = csr = CSRBank()
-        m.submodules.ingress = ingress = Ingress(ring_words=ring_words, desc_depth=desc_depth,
-                                                 buf_count=buf_count)
+        m.submodules.ingress = ingress = Ingress(cells=cells, buf_count=buf_count)
         m.submodules.pool    = pool = BufferPool(count=buf_count)
+        m.submodules.cells   = cell_list = CellList(cells=cells, max_cells=MAX_CELLS)
+        # Every queued data frame holds a cell, and the free list one more.
         m.submodules.manager = manager = QueueManager(
             ack_slots=self.ack_slots, flow_entries=self.flow_entries,
-            ring_bits=ring_bits, buf_bits=buf_bits, desc_depth=desc_depth)
-        m.submodules.egress  = egress = Egress(ring_bits=ring_bits, buf_bits=buf_bits,
-                                               slot_words=slot_words)
+            cells=cells, buf_bits=buf_bits, desc_depth=cells)
+        m.submodules.egress  = egress = Egress(cells=cells, buf_bits=buf_bits, slot_words=slot_words)
         m.submodules.shaper  = shaper = Shaper()
 
-        entry_layout = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
+        entry_layout = ingress_entry_layout(cells=cells, buf_bits=buf_bits)
         # Unbuffered: its LUT RAM is read asynchronously straight into the
         # manager's register of the frame it handles (`cur`), so the 900-odd
         # bits are held once, not in a FIFO output register as well.
         m.submodules.entries = entries = SyncFIFO(width=entry_layout.size, depth=ENTRY_FIFO_DEPTH)
-        m.submodules.data_ring = data_ring = Memory(shape=32, depth=ring_words, init=[])
+        m.submodules.data_ring = data_ring = Memory(shape=32, depth=cells * CELL_WORDS, init=[])
         m.submodules.ack_bufs = ack_bufs = Memory(shape=32, depth=buf_count * slot_words, init=[])
         ring_w, ring_r = data_ring.write_port(), data_ring.read_port()
         ack_w, ack_r = ack_bufs.write_port(), ack_bufs.read_port()
-        # The segmenter's payload block sums, one per four ring words (spec section 9).
-        m.submodules.block_sums = block_sums = Memory(shape=16, depth=ring_words // 4, init=[])
+        # The segmenter's payload block sums, one per four words of a cell (spec section 9).
+        m.submodules.block_sums = block_sums = Memory(shape=16, depth=cells * CELL_WORDS // 4, init=[])
         sum_w, sum_r = block_sums.write_port(), block_sums.read_port()
 
         # LAN side. The input word is registered first, so nothing in the core
@@ -135,8 +136,8 @@ class UplinkCore(wiring.Component):
             ingress.i.valid.eq(in_valid),
             ingress.i.payload.eq(in_beat),
             ingress.ack_mode.eq(csr.params.ack_mode),
-            ring_w.en.eq(ingress.ring_wr_en), ring_w.addr.eq(ingress.ring_wr_addr),
-            ring_w.data.eq(ingress.ring_wr_data),
+            ring_w.en.eq(ingress.buf_wr_en), ring_w.addr.eq(ingress.buf_wr_addr),
+            ring_w.data.eq(ingress.buf_wr_data),
             ack_w.en.eq(ingress.ack_wr_en), ack_w.addr.eq(ingress.ack_wr_addr),
             ack_w.data.eq(ingress.ack_wr_data),
             sum_w.en.eq(ingress.sum_wr_en), sum_w.addr.eq(ingress.sum_wr_addr),
@@ -144,8 +145,21 @@ class UplinkCore(wiring.Component):
             ingress.stage_alloc_valid.eq(pool.alloc_valid),
             ingress.stage_alloc_id.eq(pool.alloc_id),
             pool.take.eq(ingress.stage_take),
-            ingress.data_rd_ptr.eq(egress.data_rd_ptr),
-            ingress.data_frame_released.eq(egress.data_frame_released),
+            ingress.cell_head.eq(cell_list.head),
+            ingress.cell_free.eq(cell_list.free),
+            cell_list.ing_req.eq(ingress.cell_req),
+            cell_list.ing_addr.eq(ingress.cell_addr),
+            ingress.cell_next.eq(cell_list.rd_next),
+            cell_list.take_en.eq(ingress.take_en),
+            cell_list.take_head.eq(ingress.take_head),
+            cell_list.take_n.eq(ingress.take_n),
+            cell_list.eg_addr.eq(egress.cell_addr),
+            egress.cell_next.eq(cell_list.rd_next),
+            egress.cell_ok.eq(cell_list.eg_ok),
+            cell_list.rel_en.eq(egress.release_cells_en),
+            cell_list.rel.eq(egress.release_cells),
+            cell_list.dis_en.eq(manager.discard_en),
+            cell_list.dis.eq(manager.discard_cells),
             entries.w_en.eq(ingress.entry_valid & entries.w_rdy),
             entries.w_data.eq(ingress.entry.as_value()),
             ingress.entry_ready.eq(entries.w_rdy),
@@ -188,8 +202,6 @@ class UplinkCore(wiring.Component):
             sum_r.addr.eq(egress.sum_rd_addr), egress.sum_rd_data.eq(sum_r.data),
             egress.start_mark.eq(manager.egress_mark),
             egress.start_ip.eq(manager.egress_ip),
-            egress.discard.eq(manager.egress_discard),
-            egress.discard_words.eq(manager.egress_discard_words),
             ring_r.addr.eq(egress.ring_rd_addr), egress.ring_rd_data.eq(ring_r.data),
             ack_r.addr.eq(egress.ack_rd_addr), egress.ack_rd_data.eq(ack_r.data),
             self.o.valid.eq(egress.o.valid),

@@ -9,6 +9,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..model.pktparse import TCP_FIN, TCP_PSH
 from ..model.segmenter import MAX_CHUNK_BYTES, MIN_FRAME_BYTES, SEGMENT_BLOCK_BYTES, TCP_PROTOCOL
+from .ingress import CELL_WORDS, MAX_CELLS
+from .lib.cells import chain_layout
 from .lib.stream import FrameStream, WORD_BYTES
 from .parser import ip_header_layout, seg_info_layout
 
@@ -36,12 +38,13 @@ def _swap16(v):
 
 
 class Egress(wiring.Component):
-    """Reads a frame word by word from the data ring or an ACK buffer.
+    """Reads a frame word by word from the data buffer's cells or an ACK buffer.
 
     A small FIFO decouples the one-cycle memory read latency from the output
-    back-pressure. When the frame's last word has been accepted, the buffer is
-    released: an ACK buffer goes back to the pool, data ring space back to the
-    ingress.
+    back-pressure. A data frame's cells are found by walking their chain
+    (:mod:`.lib.cells`) from its first, one a cycle, ahead of the reads. When
+    the frame's last word has been accepted, the buffer is released: an ACK
+    buffer goes back to the pool, a data frame's cells to the free list.
 
     A grant with ``start_seg`` is one chunk of a data frame the segmenter
     cuts (spec section 9, ``model.segmenter.segment``): the frame's headers
@@ -53,44 +56,49 @@ class Egress(wiring.Component):
     chunk written on the way, padded with zeros to 60 bytes. The TCP
     checksum needs the sums of the payload blocks the chunk covers: they are
     read, one per cycle, in a preparation phase before the chunk's first
-    word is read (``busy`` is high through it). The ring space is released
-    only with the last chunk's last word; ``stat_*`` counts every chunk.
+    word is read (``busy`` is high through it), once the chain is walked. The
+    cells are released only with the last chunk's last word; ``stat_*``
+    counts every chunk.
 
     Ports
     -----
-    start, start_is_ack, start_addr, start_bytes : In   a frame to send
-                                        (a chunk: the whole stored frame's)
+    start, start_is_ack, start_addr, start_bytes : In   a frame to send: its ACK
+                                        buffer or first cell, its bytes as
+                                        stored (a chunk: the whole frame's)
     start_mark, start_ip : In           send it with its IP header's ECN field CE
     start_seg, start_seg_info : In      this grant is a chunk of a cut data frame
     start_chunk_idx, start_chunk_off, start_chunk_len, start_chunk_last : In
                                         the chunk: index, first payload byte
                                         (a multiple of 16), payload bytes, last one
-    discard, discard_words : In         release that many ring words unsent (not while busy)
     busy : Out(1)                       a frame is being prepared or sent
-    ring_rd_addr, ring_rd_data : the data ring read port (synchronous)
+    ring_rd_addr, ring_rd_data : the data buffer's read port (synchronous)
+    cell_addr, cell_next, cell_ok : the free list's ``next`` (combinational), for the
+                                        walk, when ``cell_ok`` (the ingress has the port first)
     ack_rd_addr, ack_rd_data : the ACK buffer read port (synchronous)
     sum_rd_addr, sum_rd_data : the payload block sums' read port (synchronous)
     o : Out(FrameStream)
     release_buf_en, release_buf_id : an ACK buffer is free again
-    data_rd_ptr : Out                   ring released up to here
-    data_frame_released : Out(1)
+    release_cells_en, release_cells : a data frame's cells are free again
     stat_frame, stat_bytes : Out        a frame (or chunk) has left, its bytes
 
     Parameters
     ----------
-    ring_bits : int      log2 of the data ring's words
+    cells : int          cells of the data buffer
     buf_bits : int       log2 of the ACK buffer count
     slot_words : int     words per ACK buffer
     """
 
-    def __init__(self, *, ring_bits, buf_bits, slot_words):
+    def __init__(self, *, cells, buf_bits, slot_words):
+        self.cells = cells
+        self.cell_bits = (cells - 1).bit_length()
+        ring_bits = self.cell_bits + (CELL_WORDS - 1).bit_length()
         self.ring_bits = ring_bits
         self.buf_bits = buf_bits
         self.slot_bits = (slot_words - 1).bit_length()
         super().__init__({
             "start":               In(1),
             "start_is_ack":        In(1),
-            "start_addr":          In(max(ring_bits, buf_bits)),
+            "start_addr":          In(max(self.cell_bits, buf_bits)),
             "start_bytes":         In(16),
             "start_mark":          In(1),
             "start_ip":            In(ip_header_layout),
@@ -100,11 +108,12 @@ class Egress(wiring.Component):
             "start_chunk_off":     In(11),
             "start_chunk_len":     In(11),
             "start_chunk_last":    In(1),
-            "discard":             In(1),
-            "discard_words":       In(16),
             "busy":                Out(1),
             "ring_rd_addr":        Out(ring_bits),
             "ring_rd_data":        In(32),
+            "cell_addr":           Out(range(cells)),
+            "cell_next":           In(range(cells)),
+            "cell_ok":             In(1),
             "ack_rd_addr":         Out(buf_bits + self.slot_bits),
             "ack_rd_data":         In(32),
             "sum_rd_addr":         Out(ring_bits - 2),
@@ -112,8 +121,8 @@ class Egress(wiring.Component):
             "o":                   Out(FrameStream()),
             "release_buf_en":      Out(1),
             "release_buf_id":      Out(buf_bits),
-            "data_rd_ptr":         Out(ring_bits + 1),
-            "data_frame_released": Out(1),
+            "release_cells_en":    Out(1),
+            "release_cells":       Out(chain_layout(cells, MAX_CELLS)),
             "stat_frame":          Out(1),
             "stat_bytes":          Out(16),
         })
@@ -121,7 +130,6 @@ class Egress(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=32 + 4 + 2, depth=4)
-        rb = self.ring_bits
 
         is_ack      = Signal()
         addr        = Signal(max(self.ring_bits, self.buf_bits))
@@ -147,6 +155,22 @@ class Egress(wiring.Component):
         prep_step = Signal(range(_MAX_BLOCKS + _PREP_TAIL_CYCLES + 1))
 
         m.d.comb += nwords.eq((nbytes + WORD_BYTES - 1) >> 2)
+
+        # The data frame's cells: `chain[k]` is its cell k, walked one a
+        # cycle from its first (`walk_cell` ends at its last).
+        wb = (CELL_WORDS - 1).bit_length()
+        chain     = Array(Signal(range(self.cells), name=f"chain{k}") for k in range(MAX_CELLS))
+        walk_k    = Signal(range(MAX_CELLS + 1))
+        walk_cell = Signal(range(self.cells))
+        ncells    = Signal(range(MAX_CELLS + 1))
+        walk_done = Signal()
+        m.d.comb += [walk_done.eq(walk_k >= ncells), self.cell_addr.eq(walk_cell)]
+        with m.If(self.start):
+            m.d.sync += [chain[0].eq(self.start_addr), walk_cell.eq(self.start_addr), walk_k.eq(1),
+                         ncells.eq(Mux(self.start_is_ack, 1, (self.start_bytes + CELL_WORDS * WORD_BYTES - 1)
+                                       >> (wb + 2)))]
+        with m.Elif(~walk_done & self.cell_ok):
+            m.d.sync += [chain[walk_k].eq(self.cell_next), walk_cell.eq(self.cell_next), walk_k.eq(walk_k + 1)]
 
         with m.If(self.start):
             seg_now = self.start_seg & ~self.start_is_ack
@@ -182,10 +206,9 @@ class Egress(wiring.Component):
         tcp_len    = Signal(16)             # protocol + TCP length of the pseudo-header
         seq_i      = Signal(32)             # the chunk's sequence number
         offflags_i = Signal(16)             # its data-offset/flags word (network order)
-        pay_addr   = Signal(rb)             # ring address of chunk word 0, payload words
         blocks     = Signal(range(_MAX_BLOCKS + 1))   # block sums to read, 1..91
         prep_end   = Signal.like(prep_step)   # the preparation's last step
-        sum_addr   = Signal(rb - 2)
+        blk_word   = Signal(9)              # the frame word where the next block sum's block starts
         hdr_a      = Signal(17)
         hdr_b      = Signal(17)
         acc        = Signal(_ACC_BITS)
@@ -216,9 +239,8 @@ class Egress(wiring.Component):
                 seq_i.eq(info.seq + chunk_off),
                 offflags_i.eq(Mux(chunk_last, info.offflags,
                                   info.offflags & (0xFFFF ^ (TCP_FIN | TCP_PSH)))),
-                pay_addr.eq(addr[:rb] + chunk_off[2:]),
                 blocks.eq((chunk_len + SEGMENT_BLOCK_BYTES - 1) >> _BLOCK_SHIFT),
-                sum_addr.eq(((addr[:rb] + info.pay_word)[:rb] >> 2) + chunk_off[_BLOCK_SHIFT:]),
+                blk_word.eq(info.pay_word + chunk_off[2:]),
                 rd_idx.eq(ip.word),
             ]
         with m.If(prep & (prep_step == 1)):
@@ -262,17 +284,18 @@ class Egress(wiring.Component):
         sum_reg = Signal(16)
         m.d.comb += [
             sum_issue.eq(prep & (prep_step >= 1) & (prep_step <= blocks)),
-            self.sum_rd_addr.eq(sum_addr),
+            self.sum_rd_addr.eq(Cat(blk_word[2:wb], chain[blk_word[wb:]])),
         ]
         with m.If(sum_issue):
-            m.d.sync += sum_addr.eq(sum_addr + 1)
+            m.d.sync += blk_word.eq(blk_word + 4)
         m.d.sync += [sum_valid.eq(sum_issue), sum_reg_valid.eq(sum_valid), sum_reg.eq(self.sum_rd_data)]
 
         with m.If(prep & (prep_step == 2)):
             m.d.sync += acc.eq(hdr_a + hdr_b + _swap16(offflags_i))
         with m.Elif(sum_reg_valid):
             m.d.sync += acc.eq(acc + sum_reg)
-        with m.If(prep):
+        # (Step 0 waits for the chain: the steps after it read the cells.)
+        with m.If(prep & ((prep_step != 0) | walk_done)):
             m.d.sync += prep_step.eq(prep_step + 1)
             with m.If(prep_step == blocks + (_PREP_TAIL_CYCLES - 1)):
                 m.d.sync += acc_fold.eq(acc[0:16] + acc[16:_ACC_BITS])
@@ -283,12 +306,14 @@ class Egress(wiring.Component):
 
         # --- Reading the words ------------------------------------------------------------
         # A chunk's words from pay_word on are the payload's words from
-        # chunk_off on: the same ring words, chunk_off / 4 further on.
+        # chunk_off on: the frame's words chunk_off / 4 further on.
         in_payload = Signal()
+        frame_word = Signal(10)
         with m.If(self.start):
             m.d.sync += in_payload.eq(0)
         m.d.comb += [
-            self.ring_rd_addr.eq(Mux(in_payload, pay_addr, addr[:rb]) + rd_idx),
+            frame_word.eq(Mux(in_payload, chunk_off[2:], 0) + rd_idx),
+            self.ring_rd_addr.eq(Cat(frame_word[:wb], chain[frame_word[wb:]])),
             self.ack_rd_addr.eq(Cat(rd_idx[:self.slot_bits], addr[:self.buf_bits])),
         ]
 
@@ -422,10 +447,11 @@ class Egress(wiring.Component):
             fifo.r_en.eq(self.o.ready),
         ]
 
-        # The ring space goes back with a whole data frame, or with a cut
-        # frame's last chunk (all of the stored frame's words).
-        data_rd_ptr = self.data_rd_ptr
+        # The cells go back with a whole data frame, or with a cut frame's
+        # last chunk (all of the stored frame's cells).
         releases_data = ~is_ack & (~seg | chunk_last)
+        m.d.comb += [self.release_cells.first.eq(chain[0]), self.release_cells.last.eq(walk_cell),
+                     self.release_cells.n.eq(ncells)]
         with m.If(self.o.valid & self.o.ready & out.last):
             m.d.sync += self.busy.eq(0)
             m.d.comb += [
@@ -433,11 +459,6 @@ class Egress(wiring.Component):
                 self.stat_bytes.eq(nbytes),
                 self.release_buf_en.eq(is_ack),
                 self.release_buf_id.eq(addr[:self.buf_bits]),
-                self.data_frame_released.eq(releases_data),
+                self.release_cells_en.eq(releases_data),
             ]
-            with m.If(releases_data):
-                m.d.sync += data_rd_ptr.eq(data_rd_ptr + ((store_bytes + WORD_BYTES - 1) >> 2))
-        with m.If(self.discard):
-            m.d.sync += data_rd_ptr.eq(data_rd_ptr + self.discard_words)
-            m.d.comb += self.data_frame_released.eq(1)
         return m

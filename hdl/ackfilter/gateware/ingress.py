@@ -1,22 +1,27 @@
 """Ingress of the uplink core: store each frame, classify it, hand it on.
 
-Every word is written at once into the data ring (where a data frame will
-stay) and into the current staging ACK buffer (where a pure ACK will stay),
-while the parser watches. When the parser has classified the frame, the
-ingress commits it to one of the two, or drops it, and pushes a
-:data:`ingress_entry_layout` record into the queue manager's FIFO. Nothing is
-copied afterwards: committing is moving a pointer.
+Every word is written at once into the data buffer's free cells (where a
+data frame will stay, :mod:`.lib.cells`) and into the current staging ACK
+buffer (where a pure ACK will stay), while the parser watches. When the
+parser has classified the frame, the ingress commits it to one of the two,
+or drops it, and pushes a :data:`ingress_entry_layout` record into the queue
+manager's FIFO. Nothing is copied afterwards: committing is moving a pointer.
 """
 
 from amaranth.hdl import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..params import ACK_SLOT_BYTES
+from ..params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
 from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout, seg_info_layout
+from .lib.cells import chain_layout
 from .lib.stream import FrameStream, WORD_BYTES
 
-__all__ = ["Verdict", "ingress_entry_layout", "Ingress"]
+__all__ = ["Verdict", "ingress_entry_layout", "Ingress", "CELL_WORDS", "MAX_CELLS"]
+
+#: Words of a data cell, and the most cells one frame takes.
+CELL_WORDS = DATA_CELL_BYTES // WORD_BYTES
+MAX_CELLS = -(-MAX_FRAME_BYTES // DATA_CELL_BYTES)
 
 
 class Verdict(enum.Enum, shape=3):
@@ -27,12 +32,12 @@ class Verdict(enum.Enum, shape=3):
     DATA_FULL = 4
 
 
-def ingress_entry_layout(*, ring_bits, buf_bits):
+def ingress_entry_layout(*, cells, buf_bits):
     return data.StructLayout({
         "verdict": Verdict,
         "nbytes":  16,
         "l3_bytes": 12,            # IP packet length (shaper accounting), <= MAX_FRAME_BYTES
-        "start":   ring_bits,      # data ring word address of a DATA frame
+        "chain":   chain_layout(cells, MAX_CELLS),   # the cells of a DATA frame
         "buf":     buf_bits,       # ACK buffer of an ACK
         "ip":      ip_header_layout,   # where RED marks a DATA frame (ECN: meta.ecn)
         "meta":    ack_meta_layout,
@@ -47,13 +52,18 @@ class Ingress(wiring.Component):
     -----
     i : In(FrameStream)
     ack_mode : In(2)                  0 = off: every frame is data
-    ring_wr : Out                     write port of the data ring
+    buf_wr : Out                      write port of the data buffer: word ``w`` of cell
+                                      ``c`` at ``c * CELL_WORDS + w``
     ack_wr : Out                      write port of the ACK buffers
-    sum_wr : Out                      write port of the segmenter's block sums: payload block j
-                                      of a frame whose payload starts in ring word w lives at
-                                      (w >> 2) + j (spec section 9; no two frames' blocks meet)
-    data_rd_ptr : In(ring_bits + 1)   the egress has released the ring up to here
-    data_frames_released : In(1)      a data frame left the ring
+    sum_wr : Out                      write port of the segmenter's block sums: the
+                                      payload block that starts in word ``b`` of a frame
+                                      lives at ``cell(b) * (CELL_WORDS / 4) + (b mod CELL_WORDS) / 4``
+                                      (spec section 9; one cell holds the starts of at most
+                                      ``CELL_WORDS / 4`` blocks, and a cell one frame)
+    cell_head, cell_free : In         the free list (:class:`~.lib.cells.CellList`)
+    cell_req, cell_addr, cell_next : Out, Out, In   its ``next`` at ``cell_addr``, read
+                                      when ``cell_req`` (at a cell's last word and at a commit)
+    take_en, take_head, take_n : Out  a data frame keeps its cells
     stage_alloc_valid, stage_alloc_id, stage_take : the ACK buffer pool
     entry_valid, entry, entry_ready : the record to the queue manager's FIFO
     ev_overrun : Out(1)               a frame was dropped: FIFO full
@@ -61,47 +71,52 @@ class Ingress(wiring.Component):
     idle : Out(1)                     no frame in flight here
     """
 
-    def __init__(self, *, ring_words, desc_depth, buf_count):
-        self.ring_words = ring_words
-        self.desc_depth = desc_depth
+    def __init__(self, *, cells, buf_count):
+        self.cells = cells
         self.buf_count = buf_count
-        self.ring_bits = (ring_words - 1).bit_length()
+        self.cell_bits = (cells - 1).bit_length()
         self.buf_bits = (buf_count - 1).bit_length()
         self.slot_words = ACK_SLOT_BYTES // WORD_BYTES
-        rb, bb = self.ring_bits, self.buf_bits
+        cb, bb = self.cell_bits, self.buf_bits
+        wb = (CELL_WORDS - 1).bit_length()
         super().__init__({
             "i":                    In(FrameStream()),
             "ack_mode":             In(2),
-            "ring_wr_en":           Out(1),
-            "ring_wr_addr":         Out(rb),
-            "ring_wr_data":         Out(32),
+            "buf_wr_en":            Out(1),
+            "buf_wr_addr":          Out(cb + wb),
+            "buf_wr_data":          Out(32),
             "ack_wr_en":            Out(1),
             "ack_wr_addr":          Out(bb + (self.slot_words - 1).bit_length()),
             "ack_wr_data":          Out(32),
             "sum_wr_en":            Out(1),
-            "sum_wr_addr":          Out(rb - 2),
+            "sum_wr_addr":          Out(cb + wb - 2),
             "sum_wr_data":          Out(16),
-            "data_rd_ptr":          In(rb + 1),
-            "data_frame_released":  In(1),
+            "cell_head":            In(range(cells)),
+            "cell_free":            In(range(cells + 1)),
+            "cell_req":             Out(1),
+            "cell_addr":            Out(range(cells)),
+            "cell_next":            In(range(cells)),
+            "take_en":              Out(1),
+            "take_head":            Out(range(cells)),
+            "take_n":               Out(range(MAX_CELLS + 1)),
             "stage_alloc_valid":    In(1),
             "stage_alloc_id":       In(bb),
             "stage_take":           Out(1),
             "entry_valid":          Out(1),
-            "entry":                Out(ingress_entry_layout(ring_bits=rb, buf_bits=bb)),
+            "entry":                Out(ingress_entry_layout(cells=cells, buf_bits=bb)),
             "entry_ready":          In(1),
             "ev_overrun":           Out(1),
             "stat_frame":           Out(1),
             "stat_bytes":           Out(16),
             "stat_pure_ack":        Out(1),
             "stat_ineligible":      Out(1),
-            "data_frames_queued":   Out(range(self.desc_depth + 1)),
             "idle":                 Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.parser = parser = FrameParser()
-        rb = self.ring_bits
+        wb = (CELL_WORDS - 1).bit_length()
 
         beat = self.i.payload
         take_word = self.i.valid & parser.ready
@@ -113,22 +128,33 @@ class Ingress(wiring.Component):
             parser.last.eq(beat.last),
         ]
 
-        wr_ptr      = Signal(rb + 1)        # end of the committed data in the ring
         widx        = Signal(16)            # words of this frame so far
         in_frame    = Signal()
-        overflow    = Signal()              # this frame did not fit in the ring
+        overflow    = Signal()              # this frame did not fit in the free cells
         stage_buf   = Signal(self.buf_bits, init=self.buf_count - 1)
-        queued      = self.data_frames_queued
 
-        word_ptr = Signal(rb + 1)
-        m.d.comb += word_ptr.eq(wr_ptr + widx)
+        # The frame's cells: the free list's head, then each cell's `next`
+        # (read when the cell's last word is written). `chain[k]` is the
+        # frame's cell k (for the block sums), `last_cell` the cell of its
+        # last word so far.
+        cur_cell  = Signal(range(self.cells))          # of word widx, from its cell's second on
+        last_cell = Signal(range(self.cells))
+        chain     = Array(Signal(range(self.cells), name=f"chain{k}") for k in range(MAX_CELLS))
+        k = widx[wb:]
+        cell_now = Signal(range(self.cells))
+        m.d.comb += [
+            cell_now.eq(Mux(k == 0, self.cell_head, cur_cell)),
+            self.cell_addr.eq(cell_now),
+            self.cell_req.eq((take_word & (widx[:wb] == CELL_WORDS - 1)) | parser.done),
+        ]
+        # The free list keeps its tail: a frame may write `free - 1` cells.
         fits = Signal()
-        m.d.comb += fits.eq(((word_ptr - self.data_rd_ptr)[:rb + 1] < self.ring_words) & (widx < 2**rb))
+        m.d.comb += fits.eq((k < MAX_CELLS) & (k + 1 < self.cell_free))
 
         m.d.comb += [
-            self.ring_wr_addr.eq(word_ptr[:rb]),
-            self.ring_wr_data.eq(beat.data),
-            self.ring_wr_en.eq(take_word & fits & ~overflow),
+            self.buf_wr_addr.eq(Cat(widx[:wb], cell_now)),
+            self.buf_wr_data.eq(beat.data),
+            self.buf_wr_en.eq(take_word & fits & ~overflow),
             self.ack_wr_addr.eq(Cat(widx[:(self.slot_words - 1).bit_length()], stage_buf)),
             self.ack_wr_data.eq(beat.data),
             self.ack_wr_en.eq(take_word & (widx < self.slot_words)),
@@ -136,22 +162,25 @@ class Ingress(wiring.Component):
         with m.If(take_word):
             with m.If(~fits):
                 m.d.sync += overflow.eq(1)
+            with m.Elif(~overflow):
+                m.d.sync += last_cell.eq(cell_now)
+                with m.If(widx[:wb] == 0):
+                    m.d.sync += chain[k].eq(cell_now)
+                with m.If(widx[:wb] == CELL_WORDS - 1):
+                    m.d.sync += cur_cell.eq(self.cell_next)
             with m.If(beat.last):
                 m.d.sync += [widx.eq(widx + 1), in_frame.eq(0)]
             with m.Else():
                 m.d.sync += [widx.eq(widx + 1), in_frame.eq(1)]
 
-        # The segmenter's block sums, as the parser strobes them. A block's
-        # address is its first word's, over four: a frame's first block is at
-        # least 13 words after its start (headers), so it never shares an
-        # address with a block of the frame before, and within the ring no
-        # two live blocks do. Not after an overflow: the words did not fit,
-        # and their addresses may hold a queued frame's blocks.
-        pay_base = Signal(rb)
+        # The segmenter's block sums, as the parser strobes them (a block's
+        # cells are written before its sum). Not after an overflow: the
+        # words did not fit, and the cells named may hold a queued frame.
+        blk_word = Signal(9)                    # the block's first word in the frame
         m.d.comb += [
-            pay_base.eq(wr_ptr[:rb] + parser.pay_word),
+            blk_word.eq(parser.pay_word + 4 * parser.sum_block),
             self.sum_wr_en.eq(parser.sum_we & ~overflow),
-            self.sum_wr_addr.eq(pay_base[2:] + parser.sum_block),
+            self.sum_wr_addr.eq(Cat(blk_word[2:wb], chain[blk_word[wb:]])),
             self.sum_wr_data.eq(parser.sum_value),
         ]
 
@@ -166,19 +195,21 @@ class Ingress(wiring.Component):
                 m.d.comb += verdict.eq(Verdict.OVERSIZE)
             with m.Case(FrameClass.ACK):
                 with m.If(self.ack_mode == 0):
-                    m.d.comb += verdict.eq(Mux(overflow | (queued == self.desc_depth),
-                                               Verdict.DATA_FULL, Verdict.DATA))
+                    m.d.comb += verdict.eq(Mux(overflow, Verdict.DATA_FULL, Verdict.DATA))
                 with m.Else():
                     m.d.comb += verdict.eq(Verdict.ACK)
             with m.Default():
-                m.d.comb += verdict.eq(Mux(overflow | (queued == self.desc_depth),
-                                           Verdict.DATA_FULL, Verdict.DATA))
+                m.d.comb += verdict.eq(Mux(overflow, Verdict.DATA_FULL, Verdict.DATA))
 
+        # The frame's cells, if it is kept: `widx` words from the head on.
+        ncells = (widx + CELL_WORDS - 1) >> wb
         m.d.comb += [
             entry.verdict.eq(verdict),
             entry.nbytes.eq(res.nbytes),
             entry.l3_bytes.eq(res.l3_bytes),
-            entry.start.eq(wr_ptr[:rb]),
+            entry.chain.first.eq(self.cell_head),
+            entry.chain.last.eq(last_cell),
+            entry.chain.n.eq(ncells),
             entry.buf.eq(stage_buf),
             entry.meta.eq(res.meta),
             entry.ip.eq(res.ip),
@@ -188,19 +219,20 @@ class Ingress(wiring.Component):
             self.stat_bytes.eq(Mux(parser.done, res.nbytes, 0)),
             self.stat_pure_ack.eq(parser.done & res.pure_ack),
             self.stat_ineligible.eq(parser.done & res.pure_ack & ~res.meta.eligible),
+            # The cell after the frame's last: already walked when the frame
+            # ended with its cell, else its `next`.
+            self.take_head.eq(Mux(widx[:wb] == 0, cur_cell, self.cell_next)),
+            self.take_n.eq(ncells),
         ]
-        committed_data = Signal()
         with m.If(parser.done):
             m.d.sync += [widx.eq(0), overflow.eq(0)]
             with m.If(~self.entry_ready):
                 m.d.comb += self.ev_overrun.eq(1)
             with m.Elif(verdict == Verdict.DATA):
-                m.d.comb += committed_data.eq(1)
-                m.d.sync += wr_ptr.eq(wr_ptr + widx)
+                m.d.comb += self.take_en.eq(1)
             with m.Elif(verdict == Verdict.ACK):
                 m.d.comb += self.stage_take.eq(1)
                 m.d.sync += stage_buf.eq(self.stage_alloc_id)
 
-        m.d.sync += queued.eq(queued + committed_data - self.data_frame_released)
         m.d.comb += self.idle.eq(~in_frame & parser.ready & ~parser.done & ~self.i.valid)
         return m

@@ -30,7 +30,8 @@ from .lib.buffer_pool import FreeStack
 from .flow_cam import SET_CYCLES, FlowCAM
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
-from .ingress import Verdict, ingress_entry_layout
+from .ingress import MAX_CELLS, Verdict, ingress_entry_layout
+from .lib.cells import chain_layout
 from .parser import ip_header_layout, seg_info_layout
 from ..model.flowkey import KEY_V6_BIT, KEY_WORDS
 from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
@@ -98,7 +99,8 @@ class QueueManager(wiring.Component):
     ----------
     ack_slots : int      ACK queue positions
     flow_entries : int   flow table entries
-    ring_bits, buf_bits, desc_depth : sizes of the buffers it points into
+    cells, buf_bits, desc_depth : sizes of the buffers it points into (data cells, ACK
+              buffers, data frames queued at most)
 
     Ports (groups)
     --------------
@@ -116,7 +118,7 @@ class QueueManager(wiring.Component):
               queue with its ``last`` chunk
     egress_mark, egress_ip : the granted frame is to leave with CE (RED, or ACC for an ACK), its
               IP header here
-    egress_discard, egress_discard_words : a data frame RED dropped gives its ring space back
+    discard_en, discard_cells : a data frame RED dropped gives its cells back
     free_buf_en, free_buf_id : an ACK buffer whose frame is gone
     ev_valid, ev_kind : event trace
     stat_superseded, stat_collision, stat_cam_full, stat_red_marked, stat_red_ce_already,
@@ -128,16 +130,16 @@ class QueueManager(wiring.Component):
         will happen until the next frame arrives)
     """
 
-    def __init__(self, *, ack_slots=64, flow_entries=64, ring_bits, buf_bits, desc_depth):
+    def __init__(self, *, ack_slots=64, flow_entries=64, cells, buf_bits, desc_depth):
         for name, value in (("ack_slots", ack_slots), ("flow_entries", flow_entries)):
             if not isinstance(value, int) or not 2 <= value <= 255:
                 raise TypeError(f"{name} must be an integer in 2..255, not {value!r}")
         self.ack_slots = ack_slots
         self.flow_entries = flow_entries
-        self.ring_bits = ring_bits
+        self.cells = cells
         self.buf_bits = buf_bits
         self.desc_depth = desc_depth
-        entry = ingress_entry_layout(ring_bits=ring_bits, buf_bits=buf_bits)
+        entry = ingress_entry_layout(cells=cells, buf_bits=buf_bits)
         super().__init__({
             "entry_valid":       In(1),
             "entry":             In(entry),
@@ -155,7 +157,7 @@ class QueueManager(wiring.Component):
             "shaper_eligible":   In(1),
             "egress_start":      Out(1),
             "egress_is_ack":     Out(1),
-            "egress_addr":       Out(max(ring_bits, buf_bits)),
+            "egress_addr":       Out(max((cells - 1).bit_length(), buf_bits)),
             "egress_bytes":      Out(16),
             "egress_l3_bytes":   Out(16),
             "egress_store_bytes": Out(16),
@@ -167,8 +169,8 @@ class QueueManager(wiring.Component):
             "egress_chunk_last": Out(1),
             "egress_mark":       Out(1),
             "egress_ip":         Out(ip_header_layout),
-            "egress_discard":    Out(1),
-            "egress_discard_words": Out(16),
+            "discard_en":        Out(1),
+            "discard_cells":     Out(chain_layout(cells, MAX_CELLS)),
             "free_buf_en":       Out(1),
             "free_buf_id":       Out(buf_bits),
             "ev_valid":          Out(1),
@@ -196,11 +198,10 @@ class QueueManager(wiring.Component):
         node_ids, flow_ids = range(n_slots), range(n_flows)
 
         m.submodules.cam = cam = FlowCAM(entries=n_flows)
-        # A data frame in the ring: sent (with CE when `mark`), or, when RED
-        # dropped it (`discard`), only released, in its turn, since the ring
-        # gives space back in order.
-        desc_layout = data.StructLayout({"start": self.ring_bits, "nbytes": 16, "l3_bytes": 12,
-                                         "mark": 1, "ip": ip_header_layout, "discard": 1,
+        # A data frame in its cells, sent with CE when `mark`. (A frame RED
+        # drops gives its cells back at once.)
+        desc_layout = data.StructLayout({"chain": chain_layout(self.cells, MAX_CELLS), "nbytes": 16,
+                                         "l3_bytes": 12, "mark": 1, "ip": ip_header_layout,
                                          "seg": seg_info_layout})
         m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
         desc_r = data.View(desc_layout, desc.r_data)
@@ -256,14 +257,13 @@ class QueueManager(wiring.Component):
         cov_cand   = cov_nodes.read_port(domain="comb")    # of the candidate to drop
 
         # RED (spec section 10) decides for every data-class frame; the data
-        # queue's occupancy in bytes is its queue length. A discard at the
-        # head of the descriptors is no data to send.
+        # queue's occupancy in bytes is its queue length.
         m.submodules.red = red = RedUnit()
         m.d.comb += [getattr(red, name).eq(getattr(self, f"red_{name}")) for name in RED_PARAM_PORTS]
         m.d.comb += red.now.eq(self.now)
         data_bytes = Signal(20)
         have_data = Signal()
-        m.d.comb += have_data.eq(desc.r_rdy & ~desc_r.discard)
+        m.d.comb += have_data.eq(desc.r_rdy)
         # `have_data` of the cycle before, for Depart's choice: the block
         # RAM's output arrives 5.6 ns into the cycle, too late for the choice
         # and the ACK departure's bookkeeping after it. Depart follows the
@@ -606,20 +606,13 @@ class QueueManager(wiring.Component):
                 # its way to the FIFO's read port (`level` counts it a cycle
                 # before `r_rdy` shows it): `backlog` does not show it yet, and
                 # a harness that skips cycles when idle would strand the frame.
-                # A discard at the head is work too.
                 m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
                 # `cur` (and the key ring) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
                 # frame is taken.
                 m.d.sync += [cur.eq(self.entry), key_ring.eq(Cat(self.entry.meta.key, C(0, 32))),
                              key_v6.eq(self.entry.meta.key[0][KEY_V6_BIT])]
-                with m.If(desc.r_rdy & desc_r.discard & ~self.egress_busy):
-                    # (Not while a frame is sent: its words, before these,
-                    # are released first.)
-                    m.d.comb += [desc.r_en.eq(1), self.egress_discard.eq(1),
-                                 self.egress_discard_words.eq((desc_r.nbytes + 3) >> 2)]
-                    m.next = "Discarded"
-                with m.Elif(can_depart):
+                with m.If(can_depart):
                     # (A descriptor on its way holds the departure a cycle.)
                     with m.If(~desc_in_flight):
                         m.next = "Depart"
@@ -655,7 +648,7 @@ class QueueManager(wiring.Component):
                 # The decision comes RED_LATENCY cycles after it was taken
                 # (params.RED_DECISION_LEAD counts them for the model).
                 desc_w = data.View(desc_layout, desc.w_data)
-                m.d.comb += [desc_w.start.eq(cur.start), desc_w.nbytes.eq(cur.nbytes),
+                m.d.comb += [desc_w.chain.eq(cur.chain), desc_w.nbytes.eq(cur.nbytes),
                              desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
                              desc_w.seg.eq(cur.seg)]
                 with m.If(red.done):
@@ -665,8 +658,8 @@ class QueueManager(wiring.Component):
                                  self.stat_red_ce_already.eq(marked & red.ce_already)]
                     with m.If(red.action == RedAction.DROP):
                         event(Event.DROP_RED)
-                        with m.If(cur.verdict == Verdict.DATA):      # in the ring: give it back
-                            m.d.comb += [desc.w_en.eq(1), desc_w.discard.eq(1)]
+                        with m.If(cur.verdict == Verdict.DATA):      # in its cells: give them back
+                            m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(cur.chain)]
                     with m.Elif(cur.verdict == Verdict.DATA_FULL):
                         event(Event.DROP_DATA_FULL)
                     with m.Else():
@@ -676,10 +669,6 @@ class QueueManager(wiring.Component):
                             event(Event.ARRIVE_DATA_MARKED)
                         with m.Else():
                             event(Event.ARRIVE_DATA)
-
-            with m.State("Discarded"):
-                # The descriptor FIFO shows its next head from the next cycle.
-                m.next = "Idle"
 
             with m.State("Lookup"):
                 m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
@@ -1069,7 +1058,7 @@ class QueueManager(wiring.Component):
                 m.d.comb += [
                     desc.r_en.eq(leaves),
                     self.egress_is_ack.eq(0),
-                    self.egress_addr.eq(desc_r.start),
+                    self.egress_addr.eq(desc_r.chain.first),
                     self.egress_mark.eq(desc_r.mark),
                     self.egress_ip.eq(desc_r.ip),
                     self.egress_seg.eq(cut),

@@ -342,7 +342,7 @@ class FilterModel:
             # data queued (a new connection's SYN, a request, a DNS query)
             # is never notified (spec section 12).
             idx, hit = self._lookup(p)
-            exempt = fq.empty(self._data_queue_for(idx, hit, allocate=False))
+            exempt = fq.empty(self._data_queue_for(idx, hit, p, allocate=False))
         action = "pass"
         if self.red is not None:
             if now is None:
@@ -367,20 +367,20 @@ class FilterModel:
                 self.counters["drop_data_overflow"] += 1
                 events.append("DROP_DATA_OVERFLOW")
             idx, hit = self._lookup(p)
-            fq.enqueue(self._data_queue_for(idx, hit, allocate=True, p=p), frame)
+            fq.enqueue(self._data_queue_for(idx, hit, p, allocate=True), frame, tag=p.tag)
         self.data_bytes += len(frame)
         events.append("ARRIVE_DATA_MARKED" if action == "mark" else "ARRIVE_DATA")
         return events
 
-    def _data_queue_for(self, idx, hit, *, allocate, p=None):
-        """The queue a data frame of the flow looked up as ``(idx, hit)``
-        joins (spec section 12): its entry's; without one (a miss) a new
-        entry's, the lowest free, when the shared queue is empty (``allocate``:
-        take it now); else the shared queue."""
+    def _data_queue_for(self, idx, hit, p, *, allocate):
+        """The queue a data frame ``p`` of the flow looked up as ``(idx,
+        hit)`` joins (spec section 12): its entry's; without one (a miss) a
+        new entry's, the lowest free, unless frames of its class wait in the
+        shared queue (``allocate``: take the entry now); else the shared queue."""
         fq = self.fq
         if hit or idx is not None:                  # its entry, or a collision
-            return fq.choose(idx, hit=hit)
-        if fq.empty(fq.shared) and None in self.entries:
+            return fq.choose(idx, hit=hit, tag=p.tag)
+        if not fq.in_shared(p.tag) and None in self.entries:
             new = self.entries.index(None)
             if allocate:
                 self.entries[new] = _FlowEntry(key=p.key, tag=p.tag, count=0, newest=None, floor=None)

@@ -3,7 +3,8 @@
 
 Each flow-table entry has a data queue of its own, and one more queue, the
 *shared* queue, takes the data of flows that have no entry (the table is
-full, or the flow's tag is another flow's). The scheduler is RFC 8290's
+full, or the flow's tag is another flow's), and of flows whose earlier
+frames may still wait there (it counts its frames by flow-tag class). The scheduler is RFC 8290's
 (FQ-CoDel, section 4; sch_cake's without its sets): a queue that becomes
 active joins the *new* list with one quantum of credit and is served before
 the *old* list; a queue whose credit is spent gets a quantum more and goes to
@@ -27,7 +28,7 @@ flow table, RED and the choice between the ACK class and data.
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..params import DATA_CELL_BYTES, DATA_CELL_RESERVE, F_SYS_HZ
+from ..params import DATA_CELL_BYTES, DATA_CELL_RESERVE, F_SYS_HZ, SHARED_CLASSES
 
 __all__ = ["QUANTUM_MIN", "QUANTUM_MAX", "quantum_for_cpb", "cells_of", "FlowQueues"]
 
@@ -97,6 +98,10 @@ class FlowQueues:
         self.frames = 0
         self.bytes = 0
         self.current = None    # the queue whose head frame is leaving in chunks (its first has left)
+        # The shared queue's frames by class (the low bits of the flow tag),
+        # and each frame's class, head first.
+        self.class_frames = [0] * SHARED_CLASSES
+        self.shared_classes = deque()
         self.released = []     # queues that left the lists (see take_released)
 
     # -- introspection ---------------------------------------------------
@@ -114,14 +119,25 @@ class FlowQueues:
 
     # -- arrival ---------------------------------------------------------
 
-    def choose(self, entry, *, hit):
-        """The queue of a data frame whose flow is ``entry`` (``hit``: its
-        key is the entry's; ``entry`` None: no entry). The flow's own queue,
-        unless its data could still be in the shared queue: then the shared
-        queue, so a flow's frames never sit in two queues at once."""
+    @staticmethod
+    def class_of(tag):
+        """The class a flow's frames count in while in the shared queue."""
+        return tag % SHARED_CLASSES
+
+    def in_shared(self, tag):
+        """Frames of the flow with ``tag`` may be in the shared queue (some
+        frame of its class is)."""
+        return self.class_frames[self.class_of(tag)] > 0
+
+    def choose(self, entry, *, hit, tag):
+        """The queue of a data frame of the flow with ``tag`` whose entry is
+        ``entry`` (``hit``: its key is the entry's; ``entry`` None: no
+        entry): the flow's own queue, unless that is empty and the flow's
+        frames may still be in the shared queue; then the shared queue, so a
+        flow's frames never sit in two queues at once."""
         if entry is None or not hit:
             return self.shared
-        if self.queues[entry].frames or not self.queues[self.shared].frames:
+        if self.queues[entry].frames or not self.in_shared(tag):
             return entry
         return self.shared
 
@@ -147,19 +163,31 @@ class FlowQueues:
         while 2 * freed < goal and len(vq.frames) > keep:
             frame = vq.frames[keep]
             del vq.frames[keep]
+            self._left_shared(victim, keep)
             self._account(vq, frame, -1)
             dropped.append((victim, frame))
             freed += cells_of(len(frame))
         return dropped
 
-    def enqueue(self, q, frame):
+    def enqueue(self, q, frame, *, tag):
         queue = self.queues[q]
         queue.frames.append(frame)
+        if q == self.shared:
+            self.shared_classes.append(self.class_of(tag))
+            self.class_frames[self.class_of(tag)] += 1
         self._account(queue, frame, +1)
         if queue.listed is None:
             queue.listed = "new"
             queue.credit = self.quantum
             self.new.append(q)
+
+    def _left_shared(self, q, i):
+        """Frame ``i`` of queue ``q`` has left it: the shared queue's count
+        of its class goes down."""
+        if q == self.shared:
+            c = self.shared_classes[i]
+            del self.shared_classes[i]
+            self.class_frames[c] -= 1
 
     def _account(self, queue, frame, sign):
         queue.cells += sign * cells_of(len(frame))
@@ -204,6 +232,7 @@ class FlowQueues:
         queue.credit -= self.charge(frame)
         if last:
             whole = queue.frames.popleft()
+            self._left_shared(q, 0)
             self._account(queue, whole, -1)
             self.current = None
             if not queue.frames:
@@ -226,3 +255,5 @@ class FlowQueues:
         assert self.cells == sum(queue.cells for queue in self.queues)
         assert all(queue.cells == sum(cells_of(len(f)) for f in queue.frames) for queue in self.queues)
         assert self.frames == sum(len(queue.frames) for queue in self.queues)
+        assert len(self.shared_classes) == len(self.queues[self.shared].frames)
+        assert self.class_frames == [list(self.shared_classes).count(c) for c in range(SHARED_CLASSES)]
