@@ -3,7 +3,8 @@ the register table (``ackfilter.params``) and hand-reasoned expectations.
 
 The bus contract (csr.py): ``r_stb`` with ``addr`` gives ``r_data``
 ``READ_LATENCY`` (2) cycles later, at most every other cycle; ``w_stb`` with
-``addr``/``w_data`` writes. Parameters are clamped to their range and read
+``addr``/``w_data`` writes, the parameter holding the value from the second
+cycle after the strobe's. Parameters are clamped to their range and read
 back sign-extended; a counter's low word latches its high word, so reading
 low then high is one atomic 64-bit read; an increment (``inc.<name>``,
 ``inc_bits`` wide) reaches its counter's value within 2N + 3 cycles (N
@@ -28,6 +29,7 @@ async def write(ctx, dut, addr, word):
     ctx.set(dut.bus.w_stb, 1)
     await ctx.tick()
     ctx.set(dut.bus.w_stb, 0)
+    await ctx.tick()
 
 
 async def read(ctx, dut, addr):

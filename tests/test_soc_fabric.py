@@ -106,9 +106,11 @@ def test_datapath_csrs_read_and_write_through_the_bridge_with_clamping():
         assert await read(ctx, bus, M.CSR_BASE + 4 * red_max_p.addr) == red_max_p.maximum
         assert ctx.get(top.bank.params.red_max_p) == red_max_p.maximum
         await write(ctx, bus, M.CSR_BASE + 4 * ack_mode.addr, 0)
+        await ctx.tick()                # the bank registers a write before it applies it
         assert ctx.get(top.bank.params.ack_mode) == 0
         # past the bank's 256 words: nothing answers but the ack, and nothing changes
         await write(ctx, bus, M.CSR_BASE + 4 * (256 + ack_mode.addr), 2)
+        await ctx.tick()
         assert ctx.get(top.bank.params.ack_mode) == 0
 
     run(top, bench)

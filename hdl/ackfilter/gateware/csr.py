@@ -5,7 +5,8 @@ widths and defaults. The bus (:data:`CSRBusSignature`, the usual CSR bus
 names, so a CPU bus bridge attaches as it is) is a word-addressed register
 port: ``r_stb`` with ``addr`` gives ``r_data`` two cycles later (it holds
 until the next read's), and comes at most every other cycle; ``w_stb`` with
-``addr``/``w_data`` writes. Writes to parameters are
+``addr``/``w_data`` writes (the parameter holds the value from the second
+cycle after the strobe's). Writes to parameters are
 clamped to the range the table gives; a signed parameter reads ``w_data`` as
 a signed 32-bit word and reads back sign-extended (a write of -10 reads as
 0xFFFFFFF6). Reading a counter's low word latches its high word, so
@@ -73,7 +74,7 @@ class CSRBank(wiring.Component):
     params : Out(param_layout())  current value of each parameter (``params.ack_mode``, ...)
     inc : In(counter_layout())    amount to add to each counter this cycle (``inc_bits`` wide)
     info : In(info_layout())      read-only words (capacities, live levels)
-    busy : Out(1)                 an increment is registered or pending, or the values are
+    busy : Out(1)                 a write, or an increment, is registered or pending, or the values are
                                   being cleared after a reset
     """
 
@@ -92,12 +93,18 @@ class CSRBank(wiring.Component):
 
         # Writes: one clamp for all parameters, its bounds and signedness
         # chosen by the address (a pair of 33-bit compares instead of a pair
-        # per parameter).
+        # per parameter). The write is registered first and takes effect a
+        # cycle later (strobes come at most every other cycle): the bus
+        # comes from the CPU's side of the chip, and the address decode, the
+        # bounds and the compares' carry chains did not fit in the same cycle.
+        w_stb, w_addr, w_data = Signal(), Signal.like(bus.addr), Signal.like(bus.w_data)
+        m.d.sync += [w_stb.eq(bus.w_stb), w_addr.eq(bus.addr), w_data.eq(bus.w_data)]
+
         def by_param(value_of, shape):
             table = [C(0, shape)] * 32
             for p in P.PARAMS:
                 table[p.addr - P.PARAM_BASE] = C(value_of(p), shape)
-            return Array(table)[bus.addr[0:5]]
+            return Array(table)[w_addr[0:5]]
 
         assert all(P.PARAM_BASE <= p.addr < P.PARAM_BASE + 32 for p in P.PARAMS)
         w_signed = by_param(lambda p: int(p.signed), 1)
@@ -105,11 +112,11 @@ class CSRBank(wiring.Component):
         w_value = Signal(signed(33))
         w_clamped = Signal(signed(33))
         m.d.comb += [
-            w_value.eq(Mux(w_signed, bus.w_data.as_signed(), bus.w_data)),
+            w_value.eq(Mux(w_signed, w_data.as_signed(), w_data)),
             w_clamped.eq(Mux(w_value < w_min, w_min, Mux(w_value > w_max, w_max, w_value))),
         ]
         for p in P.PARAMS:
-            with m.If(bus.w_stb & (bus.addr == p.addr)):
+            with m.If(w_stb & (w_addr == p.addr)):
                 m.d.sync += self.params[p.name].eq(w_clamped)
 
         # Counters: the 64-bit values in block RAM (one read port, one write
@@ -161,7 +168,7 @@ class CSRBank(wiring.Component):
                 m.d.sync += pend.eq(pend + inc)
         with m.If(upd_valid & (upd == n - 1)):
             m.d.sync += clearing.eq(0)
-        m.d.comb += self.busy.eq(clearing | Cat(*incs, *pends).any())
+        m.d.comb += self.busy.eq(clearing | w_stb | Cat(*incs, *pends).any())
 
         # Reads, in two stages (READ_LATENCY): the word is chosen (and a
         # counter's value read) in the cycle after r_stb, and registered into
