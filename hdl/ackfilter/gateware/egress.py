@@ -134,7 +134,6 @@ class Egress(wiring.Component):
         is_ack      = Signal()
         addr        = Signal(max(self.ring_bits, self.buf_bits))
         nbytes      = Signal(16)            # bytes that leave (a chunk's, padded)
-        store_bytes = Signal(16)            # bytes stored (the whole frame's)
         nwords      = Signal(15)
         rd_idx      = Signal(15)            # next word to read
         pending     = Signal()              # a read was issued last cycle
@@ -176,7 +175,7 @@ class Egress(wiring.Component):
             seg_now = self.start_seg & ~self.start_is_ack
             m.d.sync += [
                 self.busy.eq(1), is_ack.eq(self.start_is_ack), addr.eq(self.start_addr),
-                nbytes.eq(self.start_bytes), store_bytes.eq(self.start_bytes), rd_idx.eq(0),
+                nbytes.eq(self.start_bytes), rd_idx.eq(0),
                 mark.eq(self.start_mark), ip.eq(self.start_ip),
                 seg.eq(seg_now), info.eq(self.start_seg_info),
                 chunk_idx.eq(self.start_chunk_idx), chunk_off.eq(self.start_chunk_off),
