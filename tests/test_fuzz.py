@@ -78,8 +78,8 @@ def test_captures_show_sack_dsack_ece_ipv6_and_tagged_frames(captures):
                     seen.add("dsack")
             if s.flags & checker.ECE:
                 seen.add("ece")
-            seen.add(f"v{s.flow[0]}")
-            seen.update(f"tpid {tpid:#06x}" for tpid, _vid in s.flow[1])
+            seen.add("v6" if s.flow.ipv6 else "v4")
+            seen.update(f"tpid {tpid:#06x}" for tpid, _vid in s.flow.tags)
     assert {"sack", "dsack", "ece", "v4", "v6", "tpid 0x8100", "tpid 0x88a8"} <= seen
 
 
@@ -175,7 +175,7 @@ def test_mutated_acks_stay_in_their_flow_among_unmutated_neighbours(captures):
     segs = [checker.parse_segment(f, slot_bytes=campaign.ack_slot_bytes()) for _t, f in chunk.frames]
     mutated_acks = [i for i in mutated if segs[i].ack_flagged]
     with_neighbours = [i for i in mutated_acks
-                       if any(segs[j].flow == segs[i].flow and not chunk.mutations[j]
+                       if any(segs[j].ack_flagged and segs[j].flow == segs[i].flow and not chunk.mutations[j]
                               for j in range(max(0, i - 200), min(len(segs), i + 200)))]
     assert len(mutated_acks) > len(mutated) // 2
     # (the others had their flow changed: VLAN, addresses or ports hit)
@@ -226,14 +226,25 @@ def test_the_checker_passes_a_clean_real_run_and_catches_each_kind_of_tampering(
     assert judge(out, c).ok
     segs = [checker.parse_segment(f, slot_bytes=campaign.ack_slot_bytes()) for f in out]
     # Two ACKs of one flow swapped on the way out.
+    # (every frame has a flow: the ACK-flagged ones are picked)
     a = next(k for k in range(len(out) - 1) if segs[k].cls == "ack" and any(
-        segs[m].flow == segs[k].flow for m in range(k + 1, len(out))))
-    b = next(m for m in range(a + 1, len(out)) if segs[m].flow == segs[a].flow)
+        segs[m].ack_flagged and segs[m].flow == segs[k].flow for m in range(k + 1, len(out))))
+    b = next(m for m in range(a + 1, len(out)) if segs[m].ack_flagged and segs[m].flow == segs[a].flow)
     swapped = list(out)
     swapped[a], swapped[b] = swapped[b], swapped[a]
     assert {v.rule for v in judge(swapped, c).violations} == {"ack-order"}
+    # Two data frames of one flow swapped; two of different flows, next to
+    # each other among the data, swapped (the flow queues may do that).
+    data = [k for k in range(len(out)) if segs[k].cls == "data"]
+    d1, d2 = next((x, y) for i, x in enumerate(data) for y in data[i + 1:]
+                  if segs[x].flow == segs[y].flow and out[x] != out[y])
+    e1, e2 = next((x, y) for x, y in zip(data, data[1:]) if segs[x].flow != segs[y].flow)
+    for (x, y), rules in (((d1, d2), {"data-order"}), ((e1, e2), set())):
+        swapped = list(out)
+        swapped[x], swapped[y] = swapped[y], swapped[x]
+        assert {v.rule for v in judge(swapped, c).violations} == rules
     # The last ACK of a flow withheld (and counted as superseded): nothing carries it.
-    last = max(k for k in range(len(out)) if segs[k].flow == segs[a].flow)
+    last = max(k for k in range(len(out)) if segs[k].ack_flagged and segs[k].flow == segs[a].flow)
     withheld = out[:last] + out[last + 1:]
     c2 = dict(c, frames_out=c["frames_out"] - 1, acks_superseded=c["acks_superseded"] + 1)
     assert {v.rule for v in judge(withheld, c2).violations} == {"coverage"}

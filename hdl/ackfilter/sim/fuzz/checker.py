@@ -11,8 +11,12 @@ may produce, whatever its internal decisions were:
 * **per-flow ACK order** — the zero-payload ACK-flagged TCP segments of a flow
   (ACK set, SYN/FIN/RST clear, TCP payload 0 by the IP lengths; eligible or
   not) leave in the order they arrived;
-* **data FIFO** — everything that is certainly not such a segment leaves in
-  arrival order;
+* **per-flow data order** — the frames of a flow that are certainly not such
+  a segment leave in the order they arrived. Data of *different* flows may
+  leave in any order (the flow queues of spec section 12 serve them by
+  deficit round robin), and an ACK may overtake data, of its flow or not.
+  With the ACK filter off every frame is data: a flow's frames, ACKs
+  included, leave in arrival order;
 * **coverage** — every such ACK that did not leave is either one of at most
   ``drop_ack_front`` overload losses, or its information is carried by the
   first later ACK of its flow that did leave (:func:`carried`, after Linux
@@ -23,35 +27,54 @@ may produce, whatever its internal decisions were:
 * **counters** — ``frames_in == frames_out + acks_superseded + every drop_*``,
   and ``frames_in``/``frames_out`` match the frame lists.
 
-A flow is the IP version, the addresses and ports, and the L2 encapsulation:
-each VLAN tag's TPID and 12-bit VID, the PPPoE session.
+A flow is the spec's flow key (section 2, "Flow key"; :func:`flow_key`), for
+every frame whatever its class: the L2 encapsulation (each VLAN tag's TPID
+and 12-bit VID, the PPPoE session ID), whether the L2 header announces IPv6,
+and, when an IP header is there, the IP protocol, the addresses and, for
+TCP, UDP, DCCP, SCTP and UDP-Lite outside a fragment, the ports. Two frames
+are of one flow only when every field is equal. The order rules use it
+exactly: a coarser flow would flag reorderings the flow queues may make, a
+finer one would miss a flow reordered across its parts. The hardware's 16-bit tag
+plays no part: a flow whose tag collides goes to the shared queue, a FIFO,
+which keeps the flow's order too.
 
 Three classes (:attr:`Segment.cls`):
 
 ``"ack"``
     a whole, well-framed zero-payload ACK-flagged TCP segment no longer than
-    an ACK slot: subject to the order and coverage rules;
+    an ACK slot: subject to the ACK order and coverage rules;
 ``"data"``
     certainly not one (payload, SYN/FIN/RST, no ACK flag, not TCP, an IP
     fragment, an IPv6 extension header, unknown L2, malformed IP/TCP
-    lengths, runts): subject to the FIFO rule;
+    lengths, runts): subject to the data order rule;
 ``"unsure"``
     a zero-payload ACK-flagged segment whose framing leaves its class to the
     implementation (cut short, bytes after the IP packet in a frame longer
-    than 60 bytes, longer than a slot): exempt from both order rules, still
-    subject to coverage if it does not leave.
+    than 60 bytes, longer than a slot): exempt from both order rules (as an
+    ACK it may overtake its flow's data, as data be overtaken by its flow's
+    ACKs, so no order is certain), still subject to coverage if it does not
+    leave. With the filter off it is data like every frame.
+
+The segmenter (spec section 9) is not understood: a chunk is no input frame
+and fails *identity*. The campaign runs with ``chunk_bytes`` 0.
 """
 
 import bisect
+import ipaddress
 import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-__all__ = ["Segment", "Violation", "CheckReport", "parse_segment", "eligible", "carried", "check",
-           "before", "after", "ahead"]
+__all__ = ["FlowKey", "Segment", "Violation", "CheckReport", "flow_key", "parse_segment", "eligible",
+           "carried", "check", "before", "after", "ahead"]
 
 VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
 MIN_FRAME = 60          # without FCS; shorter frames are padded by the sender's NIC
 MAX_TAGS = 2
+#: IP protocols whose header starts with the two ports (spec section 2, "Flow
+#: key"): TCP (RFC 9293), UDP (RFC 768), DCCP (RFC 4340), SCTP (RFC 9260),
+#: UDP-Lite (RFC 3828).
+PORT_PROTOCOLS = (6, 17, 33, 132, 136)
 
 FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = (1 << i for i in range(8))
 
@@ -83,13 +106,116 @@ def _ones_sum(data):
     return total
 
 
+class FlowKey(NamedTuple):
+    """A frame's flow (spec section 2, "Flow key"): equal keys, one flow.
+
+    Absent or unread fields hold their zero value, as the key's words do, so
+    tuple equality is word equality: ``src``/``dst`` are 4 bytes (16 when
+    ``ipv6``) when ``ip``, else empty; ``ports`` is always 4 bytes, zero
+    without ports.
+    """
+
+    tags: tuple = ()              # ((tpid, vid), ...), outermost first, at most two
+    pppoe_session: int = None     # the session ID of a PPPoE session header, None without one
+    ipv6: bool = False            # the L2 header announces IPv6 (EtherType 0x86DD, PPP 0x0057)
+    ip: bool = False              # an IP header of the announced version is there
+    proto: int = 0                # IPv4 protocol, IPv6 next header of the fixed header
+    src: bytes = b""
+    dst: bytes = b""
+    ports: bytes = bytes(4)       # the transport header's first four bytes, or zero
+
+
+def flow_key(frame):
+    """The :class:`FlowKey` of any frame, from spec section 2, "Flow key".
+
+    The L2 header: a TPID 0x8100, 0x88A8 or 0x9100 is a tag when the frame
+    holds its TCI and the EtherType after it; a third tag or one cut short
+    ends the parse (the key is the tags before it). EtherType 0x8864 with
+    ver/type 0x11 and code 0, the frame holding those and the session ID, is
+    a PPPoE session; it announces IP when the frame holds the PPP protocol
+    too and that is 0x0021 or 0x0057. The EtherType itself is no part of the
+    key: non-IP traffic is one flow per link.
+
+    From the IP header on, a field is read from the 4-byte word of its header
+    that holds it, and a word the frame does not hold entirely reads as 0.
+    An IP header is there when its first word says the announced version
+    (and, IPv4, IHL >= 5); then come the protocol, the addresses, and the
+    ports for :data:`PORT_PROTOCOLS` unless the packet is a fragment (IPv4 MF
+    or an offset; IPv6 has ports only when the fixed header's next header is
+    the transport, so never with an extension header). The IP length fields
+    play no part.
+    """
+    f = bytes(frame)
+    n = len(f)
+    if n < 14:
+        return FlowKey()
+
+    def word(at):
+        return f[at:at + 4] if n >= at + 4 else bytes(4)
+
+    at = 12
+    etype = struct.unpack_from("!H", f, at)[0]
+    tags = []
+    while etype in VLAN_TPIDS:
+        if len(tags) == MAX_TAGS or n < at + 6:
+            return FlowKey(tags=tuple(tags))
+        tags.append((etype, struct.unpack_from("!H", f, at + 2)[0] & 0x0FFF))
+        at += 4
+        etype = struct.unpack_from("!H", f, at)[0]
+    at += 2
+    session = version = None
+    if etype == 0x8864:
+        if n >= at + 4 and f[at] == 0x11 and f[at + 1] == 0:
+            session = struct.unpack_from("!H", f, at + 2)[0]
+            if n >= at + 8:
+                version = {0x0021: 4, 0x0057: 6}.get(struct.unpack_from("!H", f, at + 6)[0])
+        at += 8
+    else:
+        version = {0x0800: 4, 0x86DD: 6}.get(etype)
+    link = dict(tags=tuple(tags), pppoe_session=session, ipv6=version == 6)
+    first = word(at)[0]
+    if version is None or first >> 4 != version or (version == 4 and first & 0x0F < 5):
+        return FlowKey(**link)
+    if version == 4:
+        proto = word(at + 8)[1]
+        fragment = struct.unpack_from("!H", word(at + 4), 2)[0] & 0x3FFF    # MF, fragment offset
+        src, dst = word(at + 12), word(at + 16)
+        transport = at + 4 * (first & 0x0F)
+    else:
+        proto, fragment = word(at + 4)[2], 0
+        src = b"".join(word(at + 8 + 4 * k) for k in range(4))
+        dst = b"".join(word(at + 24 + 4 * k) for k in range(4))
+        transport = at + 40
+    ports = word(transport) if proto in PORT_PROTOCOLS and not fragment else bytes(4)
+    return FlowKey(**link, ip=True, proto=proto, src=src, dst=dst, ports=ports)
+
+
+def _describe_flow(key):
+    """A short text of a :class:`FlowKey`, for messages."""
+    parts = [f"tag {tpid:#06x}/{vid}" for tpid, vid in key.tags]
+    if key.pppoe_session is not None:
+        parts.append(f"PPPoE {key.pppoe_session:#06x}")
+    if key.ip:
+        if key.ipv6:
+            src, dst = ipaddress.IPv6Address(key.src), ipaddress.IPv6Address(key.dst)
+        else:
+            src, dst = ".".join(map(str, key.src)), ".".join(map(str, key.dst))
+        parts.append(f"IPv{6 if key.ipv6 else 4} proto {key.proto} {src} > {dst}")
+        if any(key.ports):
+            sport, dport = struct.unpack("!HH", key.ports)
+            parts.append(f"ports {sport} > {dport}")
+    else:
+        parts.append("not IP" + (" (IPv6 announced)" if key.ipv6 else ""))
+    return ", ".join(parts)
+
+
 @dataclass
 class Segment:
     """What the checker knows of one frame."""
 
     cls: str                      # "ack", "data" or "unsure"
     why: str = ""                 # why data / unsure / not eligible, for messages
-    flow: tuple = None
+    flow: FlowKey = None          # every frame's (:func:`flow_key`)
     flags: int = 0                # the 12 bits: reserved(3) AE CWR ECE URG ACK PSH RST SYN FIN
     ack: int = 0
     ecn: int = 0
@@ -140,7 +266,8 @@ def _options(seg, opts):
 
 
 def parse_segment(frame, *, slot_bytes):
-    """Class a frame and, for a zero-payload ACK-flagged segment, read what the rules need.
+    """Class a frame, take its flow key and, for a zero-payload ACK-flagged segment,
+    read what the rules need.
 
     Parameters
     ----------
@@ -151,45 +278,44 @@ def parse_segment(frame, *, slot_bytes):
     """
     f = bytes(frame)
     n = len(f)
+    key = flow_key(f)
     if n < 14:
-        return Segment("data", "runt")
+        return Segment("data", "runt", flow=key)
     off = 12
     etype = struct.unpack_from("!H", f, off)[0]
     tags = []
     while etype in VLAN_TPIDS:
         if len(tags) == MAX_TAGS or n < off + 6:
-            return Segment("data", "third VLAN tag" if len(tags) == MAX_TAGS else "cut in a tag")
+            return Segment("data", "third VLAN tag" if len(tags) == MAX_TAGS else "cut in a tag", flow=key)
         tags.append((etype, struct.unpack_from("!H", f, off + 2)[0] & 0x0FFF))
         off += 4
         etype = struct.unpack_from("!H", f, off)[0]
     off += 2
-    session = None
     if etype == 0x8864:
         if n < off + 8:
-            return Segment("data", "cut in the PPPoE header")
+            return Segment("data", "cut in the PPPoE header", flow=key)
         if f[off] != 0x11 or f[off + 1] != 0:
-            return Segment("data", "PPPoE ver/type/code")
-        session = struct.unpack_from("!H", f, off + 2)[0]
+            return Segment("data", "PPPoE ver/type/code", flow=key)
         proto = struct.unpack_from("!H", f, off + 6)[0]
         off += 8
         version = {0x0021: 4, 0x0057: 6}.get(proto)
     else:
         version = {0x0800: 4, 0x86DD: 6}.get(etype)
     if version is None:
-        return Segment("data", "not IP")
+        return Segment("data", "not IP", flow=key)
     ip = off
     ip_csum_ok = ihl_ok = True
     if version == 4:
         if n < ip + 20 or f[ip] >> 4 != 4:
-            return Segment("data", "no IPv4 header")
+            return Segment("data", "no IPv4 header", flow=key)
         ihl = f[ip] & 0x0F
         total = struct.unpack_from("!H", f, ip + 2)[0]
         if ihl < 5 or n < ip + 4 * ihl or total < 4 * ihl:
-            return Segment("data", "bad IHL or total length")
+            return Segment("data", "bad IHL or total length", flow=key)
         if struct.unpack_from("!H", f, ip + 6)[0] & 0x3FFF:
-            return Segment("data", "IPv4 fragment")
+            return Segment("data", "IPv4 fragment", flow=key)
         if f[ip + 9] != 6:
-            return Segment("data", "not TCP")
+            return Segment("data", "not TCP", flow=key)
         ihl_ok = ihl == 5
         ip_csum_ok = _ones_sum(f[ip:ip + 4 * ihl]) == 0xFFFF
         ecn = f[ip + 1] & 3
@@ -199,9 +325,9 @@ def parse_segment(frame, *, slot_bytes):
         pseudo = src + dst + struct.pack("!xBH", 6, tcp_len)
     else:
         if n < ip + 40 or f[ip] >> 4 != 6:
-            return Segment("data", "no IPv6 header")
+            return Segment("data", "no IPv6 header", flow=key)
         if f[ip + 6] != 6:
-            return Segment("data", "IPv6 next header is not TCP")
+            return Segment("data", "IPv6 next header is not TCP", flow=key)
         tcp_len = struct.unpack_from("!H", f, ip + 4)[0]
         ecn = (struct.unpack_from("!H", f, ip)[0] >> 4) & 3
         src, dst = f[ip + 8:ip + 24], f[ip + 24:ip + 40]
@@ -209,18 +335,16 @@ def parse_segment(frame, *, slot_bytes):
         pseudo = src + dst + struct.pack("!IxxxB", tcp_len, 6)
     ip_end = tcp + tcp_len
     if tcp_len < 20 or n < tcp + 20:
-        return Segment("data", "no TCP header")
+        return Segment("data", "no TCP header", flow=key)
     doff = f[tcp + 12] >> 4
     if doff < 5 or 4 * doff > tcp_len:
-        return Segment("data", "bad TCP data offset")
+        return Segment("data", "bad TCP data offset", flow=key)
     flags = ((f[tcp + 12] & 0x0F) << 8) | f[tcp + 13]
     if tcp_len > 4 * doff:
-        return Segment("data", "TCP payload")
+        return Segment("data", "TCP payload", flow=key)
     if not flags & ACK or flags & (SYN | FIN | RST):
-        return Segment("data", "no ACK flag, or SYN/FIN/RST")
-    seg = Segment("ack", flow=(version, tuple(tags), session, src, dst,
-                               struct.unpack_from("!H", f, tcp)[0], struct.unpack_from("!H", f, tcp + 2)[0]),
-                  flags=flags, ack=struct.unpack_from("!I", f, tcp + 8)[0], ecn=ecn,
+        return Segment("data", "no ACK flag, or SYN/FIN/RST", flow=key)
+    seg = Segment("ack", flow=key, flags=flags, ack=struct.unpack_from("!I", f, tcp + 8)[0], ecn=ecn,
                   ihl_ok=ihl_ok, ip_csum_ok=ip_csum_ok)
     if n < ip_end:
         seg.cls, seg.why, seg.whole = "unsure", "frame shorter than its IP packet", False
@@ -333,8 +457,9 @@ def check(inputs, outputs, counters=None, *, slot_bytes, filter_off=False, max_v
     slot_bytes : int
         ACK slot size of the core under test.
     filter_off : bool
-        The ACK filter was off: everything must leave in arrival order and
-        nothing may be removed but by a drop counter.
+        The ACK filter was off: every frame is data (a flow's frames, ACKs
+        included, leave in arrival order) and nothing may be removed but by
+        a drop counter.
     max_violations : int
         Violations kept per rule (all are counted in ``report.counts``).
     """
@@ -372,26 +497,26 @@ def check(inputs, outputs, counters=None, *, slot_bytes, filter_off=False, max_v
         out_index.append(copies[c])
     left = set(out_index)
 
-    # Order: a flow's ACK-class segments, and the data class, in arrival order.
-    last_ack = {}
-    last_data = -1
-    last_any = -1
+    # Order, per flow: the ACK class in arrival order, the data class in
+    # arrival order (with the filter off, every frame is data). Between the
+    # classes, and between flows, any order goes; "unsure" is in neither.
+    last_ack, last_data = {}, {}      # flow -> latest arrival index that has left
     for i in out_index:
         s = segs[i]
-        if filter_off and i < last_any:
-            violate("data-order", (last_any, i), "filter off, yet a frame overtook an earlier one")
-        last_any = max(last_any, i)
-        if s.cls == "ack":
+        if s.cls == "ack" and not filter_off:
             prev = last_ack.get(s.flow, -1)
             if i < prev:
                 violate("ack-order", (i, prev),
                         f"ACK #{i} ({_describe(s)}) left after the later ACK #{prev} "
                         f"({_describe(segs[prev])}) of its flow")
             last_ack[s.flow] = max(prev, i)
-        elif s.cls == "data":
-            if i < last_data:
-                violate("data-order", (i, last_data), f"data #{i} left after the later data #{last_data}")
-            last_data = max(last_data, i)
+        elif s.cls == "data" or filter_off:
+            prev = last_data.get(s.flow, -1)
+            if i < prev:
+                violate("data-order", (i, prev),
+                        f"{'frame' if filter_off else 'data'} #{i} left after the later "
+                        f"{'frame' if filter_off else 'data'} #{prev} of its flow ({_describe_flow(s.flow)})")
+            last_data[s.flow] = max(prev, i)
 
     # Coverage of the ACK-flagged segments that did not leave. A frame cut
     # short carries nothing (the receiver's IP drops it): never a carrier.
