@@ -16,6 +16,7 @@ Set ``ACKFILTER_VCD=1`` to write a VCD per test into build/vcd/
 (tests/blocksim.py).
 """
 
+import copy
 import math
 import random
 from collections import Counter
@@ -99,7 +100,8 @@ class RedBench:
         await self.tick(ctx)
         ctx.set(self.dut.emptied, 0)
 
-    async def arrive(self, ctx, qlen, *, ecn, has_ip=True, v6=False, will_store=True, emptied=False):
+    async def arrive(self, ctx, qlen, *, ecn, has_ip=True, v6=False, will_store=True, emptied=False,
+                     exempt=False):
         """Offer a frame as soon as ``ready`` (with an ``emptied`` strobe in
         the same cycle if asked), check the decision against the model's,
         and return the model's action; the testbench is then in the cycle of
@@ -114,13 +116,17 @@ class RedBench:
         ctx.set(dut.ecn, ecn)
         ctx.set(dut.has_ip, has_ip)
         ctx.set(dut.will_store, will_store)
+        ctx.set(dut.exempt, exempt)
         if emptied:
             ctx.set(dut.emptied, 1)
             model.emptied(self.now)
         before = model.avg_q16
         ce_before = model.counters["red_ce_already"]
         decided_at = self.now
-        want, _frame = model.arrive(frame, qlen, self.now)
+        # What the frame would have met without `exempt` (a copy of the model).
+        unexempt = copy.deepcopy(model) if exempt else None
+        count_before = model.count
+        want, _frame = model.arrive(frame, qlen, self.now, exempt=exempt)
         await self.tick(ctx)
         ctx.set(dut.start, 0)
         ctx.set(dut.emptied, 0)
@@ -129,13 +135,22 @@ class RedBench:
             assert not ctx.get(dut.ready), f"ready while deciding, decision at {decided_at}"
             await self.tick(ctx)
         where = (f"decision at cycle {decided_at}: qlen {qlen}, ecn {ecn}, has_ip {has_ip}, "
-                 f"will_store {will_store}; model {want}, avg_q16 {model.avg_q16}, count {model.count}")
+                 f"will_store {will_store}, exempt {exempt}; model {want}, avg_q16 {model.avg_q16}, "
+                 f"count {model.count}")
         assert ctx.get(dut.done), where
         assert ctx.get(dut.action) == ACTIONS[want].value, where
         assert ctx.get(dut.ce_already) == (model.counters["red_ce_already"] - ce_before), where
         assert ctx.get(dut.avg_q16) == model.avg_q16, where
         assert ctx.get(dut.count) == model.count, where
         assert ctx.get(dut.prng) == model.prng, where
+        if exempt:
+            # An exempt frame passes and leaves count as it was (spec section 12);
+            # count what the exemption changed, so the tests know it was exercised.
+            would, _ = unexempt.arrive(frame, qlen, decided_at)
+            assert want == "pass" and model.count == count_before, where
+            self.stats["exempt"] += 1
+            self.stats["exempt-spared"] += would != "pass"
+            self.stats["exempt-kept-count"] += unexempt.count != model.count
         self.stats[want] += 1
         self.stats["ce_already"] += model.counters["red_ce_already"] - ce_before
         if model.enable:
@@ -219,7 +234,7 @@ async def random_traffic(bench, ctx, rng, *, qmax, decisions):
         has_ip = rng.random() < 0.85
         will_store = rng.random() < 0.7
         want = await bench.arrive(ctx, qlen, ecn=random_ecn(rng), has_ip=has_ip, v6=rng.random() < 0.3,
-                                  will_store=will_store, emptied=strobe)
+                                  will_store=will_store, emptied=strobe, exempt=rng.random() < 0.15)
         if will_store and want != "drop":
             queue_empty = False
 
@@ -240,7 +255,7 @@ def test_decisions_average_count_and_prng_follow_the_model_cycle_by_cycle(name, 
     on = params["enable"] and params["min_bytes"] < params["max_bytes"]
     # The sequence did what it is for: idle periods decayed the average,
     # and decisions waited for the steps that fell due while deciding.
-    assert st["decayed"] > 0 and st["pass"] > 0 and st["jumps"] > 0, st
+    assert st["decayed"] > 0 and st["pass"] > 0 and st["jumps"] > 0 and st["exempt"] > 20, st
     # Arrivals at an empty queue on a step's cycle and one cycle either side
     # of it (the same cycle with steps two cycles apart).
     assert st["step-1"] > 0 and st["step+0"] > 0, st
@@ -250,6 +265,8 @@ def test_decisions_average_count_and_prng_follow_the_model_cycle_by_cycle(name, 
     if on:
         assert st["mark"] > 0 and st["drop"] > 0 and st["ce_already"] > 0, st
         assert st["below"] > 0 and st["early"] > 0 and st["forced"] > 0, st
+        # Exempt frames that would have been notified, or would have moved count.
+        assert st["exempt-spared"] > 0 and st["exempt-kept-count"] > 0, st
     else:
         assert st["mark"] == st["drop"] == 0, st
 
@@ -310,6 +327,42 @@ def test_count_saturates_at_65535_as_the_model_does():
     simulate(bench.dut, testbench, name="red_count_max")
 
 
+
+def test_an_exempt_frame_passes_where_it_would_be_dropped_and_keeps_count():
+    # The average held in the early region with max_p 0 (never notified:
+    # count grows) and then in the forced region (every frame notified: a
+    # Not-ECT frame dropped); exempt frames in between pass and leave count
+    # as it is, while the average and the random numbers go on (checked per
+    # decision against the model by RedBench.arrive).
+    params = dict(enable=1, min_bytes=100, max_bytes=200, max_p=0, wq_shift=1, gentle=0,
+                  idle_shift=4)
+    bench = RedBench(params)
+    seen = []
+
+    async def testbench(ctx):
+        bench.begin(ctx)
+        await bench.arrive(ctx, 0, ecn=ECN_ECT0)                    # the queue fills
+        for _ in range(12):
+            await bench.arrive(ctx, 150, ecn=ECN_ECT0)
+        grown = bench.model.count
+        for _ in range(5):
+            await bench.arrive(ctx, 150, ecn=ECN_ECT0, exempt=True)
+        seen.append((grown, bench.model.count))
+        await bench.arrive(ctx, 150, ecn=ECN_ECT0)                  # and grows on from there
+        seen.append(bench.model.count)
+        for _ in range(12):
+            await bench.arrive(ctx, 5000, ecn=ECN_NOT_ECT, exempt=True)
+        assert bench.model.avg_bytes >= 200                         # forced
+        seen.append(bench.model.count)
+        seen.append(await bench.arrive(ctx, 5000, ecn=ECN_NOT_ECT))
+        seen.append(bench.model.count)
+
+    simulate(bench.dut, testbench, name="red_exempt")
+    (grown, held), after_one, in_forced, verdict, after_drop = seen
+    assert grown >= 10 and held == grown and after_one == grown + 1
+    assert in_forced == grown + 1 and verdict == "drop" and after_drop == 0
+
+
 @pytest.mark.parametrize("avg_bytes,gentle", [(2000, False), (4125, True)])
 def test_the_share_of_notified_frames_is_2pb_over_1_plus_pb(avg_bytes, gentle):
     # A queue held at q = avg_bytes + 1 bytes: with w_q = 1/2 the average
@@ -351,5 +404,5 @@ def test_the_share_of_notified_frames_is_2pb_over_1_plus_pb(avg_bytes, gentle):
 def test_red_unit_converts_to_verilog():
     text = verilog.convert(RedUnit(), name="red_unit")
     assert "module red_unit" in text
-    for port in ("start", "emptied", "ready", "done", "action", "avg_q16", "prng"):
+    for port in ("start", "emptied", "exempt", "ready", "done", "action", "avg_q16", "prng"):
         assert port in text

@@ -65,7 +65,7 @@ class RedUnit(wiring.Component):
     """The RED decision for the data queue, one frame at a time (spec section 10).
 
     A decision taken in cycle D (``start``) is that of
-    ``Red.arrive(frame, qlen, now_cycles=D)`` of :mod:`ackfilter.model.red`,
+    ``Red.arrive(frame, qlen, now_cycles=D, exempt=exempt)`` of :mod:`ackfilter.model.red`,
     with ``Red.emptied(t0)`` called at every ``emptied`` strobe; its result
     comes with ``done`` ``RED_LATENCY`` cycles later, without stalls.
 
@@ -116,7 +116,11 @@ class RedUnit(wiring.Component):
     has_ip : In(1)
         the frame has an IP header RED can mark (model ``ip_header``);
     will_store : In(1)
-        the frame is stored unless RED drops it (it ends an idle period then).
+        the frame is stored unless RED drops it (it ends an idle period then);
+    exempt : In(1)
+        the frame may not be notified (with flow queues its flow has no data
+        queued, spec section 12): it passes and ``count`` keeps its value
+        (the average and the random number are taken all the same).
     done : Out(1)
         ``RED_LATENCY`` cycles after ``start``: ``action`` and
         ``ce_already`` are this frame's (they hold until the next ``done``).
@@ -150,6 +154,7 @@ class RedUnit(wiring.Component):
     ecn:        In(2)
     has_ip:     In(1)
     will_store: In(1)
+    exempt:     In(1)
 
     done:       Out(1)
     action:     Out(2)
@@ -182,10 +187,11 @@ class RedUnit(wiring.Component):
         ecn = Signal.like(self.ecn)
         has_ip = Signal()
         will_store = Signal()
+        exempt = Signal()
         with m.If(go):
             m.d.sync += [
                 qlen.eq(self.qlen), ecn.eq(self.ecn), has_ip.eq(self.has_ip),
-                will_store.eq(self.will_store),
+                will_store.eq(self.will_store), exempt.eq(self.exempt),
                 self.prng.eq(_xorshift32(self.prng)),
             ]
         rand16 = self.prng[32 - P_FRAC_BITS:]
@@ -295,7 +301,7 @@ class RedUnit(wiring.Component):
 
         with m.If(stage[_VERDICT]):
             # notify := forced, or early and (room <= 0 or rand16 * room < num << 16)
-            notified = on & ~below & (~early | room_le0 | (product < (num << P_FRAC_BITS)))
+            notified = ~exempt & on & ~below & (~early | room_le0 | (product < (num << P_FRAC_BITS)))
             # Marked only in the early region; the forced region drops ECT too.
             markable = has_ip & (ecn != ECN_NOT_ECT) & early
             m.d.sync += [
@@ -303,10 +309,11 @@ class RedUnit(wiring.Component):
                                    RedAction.PASS)),
                 self.ce_already.eq(notified & markable & (ecn == ECN_CE)),
             ]
-            with m.If(~on | below | notified):
-                m.d.sync += self.count.eq(0)
-            with m.Elif(self.count != COUNT_MAX):
-                m.d.sync += self.count.eq(self.count + 1)
+            with m.If(~exempt):                     # an exempt frame leaves count as it is
+                with m.If(~on | below | notified):
+                    m.d.sync += self.count.eq(0)
+                with m.Elif(self.count != COUNT_MAX):
+                    m.d.sync += self.count.eq(self.count + 1)
             # A stored frame ends the idle period: the steps counted while
             # deciding are forgotten (the model's arrival at D applies none
             # due after D).
