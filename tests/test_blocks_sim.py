@@ -5,7 +5,8 @@
   frames, and every frame's flow key against words written out by hand
   (``tests/flowkeys.py``);
 * the shaper and its link accounting (``LinkCharge``, exhaustively over
-  every length) against the model (``model.shaper``);
+  every length) against the model (``model.shaper``), and the charge it
+  tells the flow queues (``charged``) for each frame;
 * the flow CAM, the buffer pool and the free stack against plain Python sets;
 * the stream register against the words it was given.
 
@@ -28,9 +29,10 @@ from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ecn_codepoint, ip_header as red_ip_header
 from ackfilter.model.segmenter import SegInfo, lane_block_sums, seg_info, why_whole
 from ackfilter.model.shaper import GcraShaper, LinkAccounting
+from ackfilter import params
 from ackfilter.params import MAX_FRAME_BYTES
 from ackfilter.gateware.parser import FrameClass, FrameParser
-from ackfilter.gateware.shaper import RECOVERY_CYCLES, LinkCharge, Shaper
+from ackfilter.gateware.shaper import CHARGED_LATENCY, RECOVERY_CYCLES, LinkCharge, Shaper
 
 CLS = {FrameClass.DATA: "data", FrameClass.ACK: "ack", FrameClass.RUNT: "runt",
        FrameClass.OVERSIZE: "oversize"}
@@ -533,3 +535,62 @@ def test_parser_gathers_the_segmenters_sums_and_fields_like_the_model():
     check_against_model(frames, results)
     ok = [f for f in frames if seg_info(f).ok and seg_info(f).pay_bytes > 0]
     assert len(ok) >= 30, "most random cases must be segments the segmenter may cut"
+
+
+def random_accounting(rng):
+    """Link accounting settings drawn over the registers' whole ranges."""
+    ovh, mpu = params.param("shaper_overhead_bytes"), params.param("shaper_mpu_bytes")
+    return LinkAccounting(charge_base=rng.choice(list(params.SHAPER_CHARGE_BASES)),
+                          overhead_bytes=rng.choice([ovh.minimum, ovh.maximum, 0,
+                                                     rng.randint(ovh.minimum, ovh.maximum)]),
+                          mpu_bytes=rng.choice([0, mpu.maximum, rng.randint(0, mpu.maximum)]),
+                          link_layer=rng.choice(list(params.SHAPER_LINK_LAYERS)))
+
+
+@pytest.mark.parametrize("cpb_q16", [0, 65536 * 3, 123457])
+def test_shaper_tells_each_charge_charged_latency_cycles_after_its_grant(cpb_q16):
+    # The flow queues' credit pays exactly what the shaper charges: one
+    # `charged` strobe per grant, CHARGED_LATENCY cycles after it (before
+    # the shaper is eligible again), with the model's link charge for the
+    # frame and the settings of the grant's cycle (they change every cycle
+    # here; the charge is that of the cycle the lengths came in).
+    dut = Shaper()
+    rng = random.Random(cpb_q16)
+    frames = []
+    for _ in range(150):
+        length = rng.choice([1, 14, 54, 60, 64, 1514, MAX_FRAME_BYTES, rng.randint(1, MAX_FRAME_BYTES)])
+        frames.append((length, rng.choice([0, 20, length, rng.randint(0, length)])))
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.cpb_q16, cpb_q16)
+        cycle, now, grants = 0, 0, {}
+        pending = list(frames)
+        while pending or any(c + CHARGED_LATENCY >= cycle for c in grants):
+            # `now` skips ahead to `wake_at` while the shaper waits (as the replay harness does).
+            now = max(now + 1, ctx.get(dut.wake_at)) if cycle else 0
+            ctx.set(dut.now, now)
+            accounting = random_accounting(rng)
+            for name, value in accounting.registers().items():
+                ctx.set(getattr(dut, name[len("shaper_"):]), value)
+            start = bool(pending) and ctx.get(dut.eligible) and rng.random() < 0.5
+            if start:
+                length, l3 = pending.pop(0)
+                grants[cycle] = (length, l3, accounting)
+                ctx.set(dut.charge, 1)
+                ctx.set(dut.charge_bytes, length)
+                ctx.set(dut.charge_l3_bytes, l3)
+            if ctx.get(dut.charged):
+                assert cycle - CHARGED_LATENCY in grants, f"cycle {cycle}: charged without a grant"
+                length, l3, acc = grants[cycle - CHARGED_LATENCY]
+                assert ctx.get(dut.charged_bytes) == acc.charged_bytes(length, l3), (length, l3, acc)
+                assert not ctx.get(dut.eligible), f"cycle {cycle}: eligible before the charge came"
+                seen.append((length, l3))
+            await ctx.tick()
+            ctx.set(dut.charge, 0)
+            ctx.set(dut.charge_bytes, rng.randint(0, MAX_FRAME_BYTES))     # count only with `charge`
+            ctx.set(dut.charge_l3_bytes, rng.randint(0, MAX_FRAME_BYTES))
+            cycle += 1
+
+    simulate(dut, bench, name=f"shaper_charged_{cpb_q16}")
+    assert seen == frames

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from .. import params as P
 from ..params import MAX_FRAME_BYTES
 
-__all__ = ["LinkCharge", "Shaper", "RECOVERY_CYCLES"]
+__all__ = ["LinkCharge", "Shaper", "RECOVERY_CYCLES", "CHARGED_LATENCY", "CHARGE_BITS"]
 
 _ATM = P.SHAPER_LINK_LAYERS["atm"]
 _PTM = P.SHAPER_LINK_LAYERS["ptm"]
@@ -22,6 +22,8 @@ _MPU = P.param("shaper_mpu_bytes")
 _MAX_SUM = MAX_FRAME_BYTES + max(_OVH.maximum, _MPU.maximum)
 _MAX_CHARGE = -(-_MAX_SUM // 48) * 53
 _CHARGE_BITS = _MAX_CHARGE.bit_length()
+#: Width of a link charge (``Shaper.charged_bytes``).
+CHARGE_BITS = _CHARGE_BITS
 
 #: ``floor(m / 3) == (m * 171) >> 9`` for every 0 <= m < 512 (171 / 512 exceeds
 #: 1/3 by 1/1536, which moves no quotient while m < 512): ``ceil(n / 48)`` is
@@ -143,6 +145,13 @@ class LinkCharge(wiring.Component):
 #: then the ``eligible`` register. Frames are at least 15 words long at the
 #: egress, so this never delays one.
 RECOVERY_CYCLES = LinkCharge.LATENCY + 4
+#: A ``charge`` in cycle t gives ``Shaper.charged`` in cycle t + 6, when
+#: LinkCharge has the frame's bytes (the cycle they go into the cost). It is
+#: below RECOVERY_CYCLES, so the queue manager has applied a data queue's
+#: charge to its credit before ``eligible`` lets it choose the next frame.
+CHARGED_LATENCY = LinkCharge.LATENCY
+assert CHARGED_LATENCY == 6, "the docstrings say 6"
+assert CHARGED_LATENCY < RECOVERY_CYCLES
 
 
 class Shaper(wiring.Component):
@@ -164,6 +173,13 @@ class Shaper(wiring.Component):
     charge_l3_bytes : In     the IP packet length of that frame (spec section 6)
     eligible : Out(1)        a frame may start now (registered; low for
                              ``RECOVERY_CYCLES`` after a charge)
+    charged : Out(1)         a strobe, one cycle for each ``charge``: high in
+                             cycle t + ``CHARGED_LATENCY`` (6) for a ``charge``
+                             in cycle t, before ``eligible`` rises again
+    charged_bytes : Out(CHARGE_BITS)   valid with ``charged``: that frame's
+                             :class:`LinkCharge` bytes, the ones its cost
+                             (``charged_bytes * cpb_q16``) is made of; the flow
+                             queues' credit pays the same
     wake_at : Out(48)        earliest ``now`` at which ``eligible`` rises
     """
 
@@ -179,6 +195,8 @@ class Shaper(wiring.Component):
     charge_l3_bytes: In(16)
     eligible:       Out(1)
     wake_at:        Out(48)
+    charged:        Out(1)
+    charged_bytes:  Out(CHARGE_BITS)
 
     def elaborate(self, platform):
         m = Module()
@@ -213,6 +231,9 @@ class Shaper(wiring.Component):
         m.d.sync += [step.eq(Cat(self.charge, step[:-1])), now_q.eq(self.now)]
         with m.If(step[0]):
             m.d.sync += t_charge.eq(now_q << 16)
+        # The charge's bytes, told in the cycle the cost takes them (both registers).
+        assert CHARGED_LATENCY == latency
+        m.d.comb += [self.charged.eq(step[latency - 1]), self.charged_bytes.eq(link.charge_bytes)]
         with m.If(step[latency - 1]):
             m.d.sync += cost.eq(link.charge_bytes * self.cpb_q16)
         with m.If(step[latency]):
