@@ -63,6 +63,10 @@ class TB:
             await self.edge
         self.dut.rst.value = 0
         await self.edge
+        # The core takes nothing while it builds its free list of cells (a
+        # cell a cycle): a sender that starts at once would start late.
+        while not self.dut.i_ready.value:
+            await self.edge
 
     async def _every_cycle(self):
         """Count cycles into ``now``; record events and frames that leave.

@@ -50,6 +50,8 @@ def run_cells(*, cells, max_cells, seed, cycles, take_p=0.3, rel_p=0.3, dis_p=0.
         held = None                     # a drop that waits a cycle (its cells)
         last_rel = last_dis = -2        # cycles of the last rel_en / dis_en
         cycle = 0
+        while not ctx.get(dut.ready):   # the free list is built after reset
+            await ctx.tick()
 
         def check():
             assert ctx.get(dut.head) == free[0], f"cycle {cycle}: head {ctx.get(dut.head)}, model {free[0]}"
@@ -153,6 +155,9 @@ def test_after_reset_every_cell_is_free_in_order():
     dut = CellList(cells=8, max_cells=4)
 
     async def bench(ctx):
+        assert not ctx.get(dut.ready)
+        await ctx.tick().repeat(8)              # a cell a cycle
+        assert ctx.get(dut.ready)
         assert ctx.get(dut.head) == 0 and ctx.get(dut.free) == 8
         for c in range(7):
             ctx.set(dut.ing_req, 1)
@@ -195,3 +200,45 @@ def test_the_constructor_checks_its_sizes():
         CellList(cells=16, max_cells=16)
     with pytest.raises(TypeError, match=r"cells must be an integer 4\.\.4096, not 8\.0"):
         CellList(cells=8.0, max_cells=2)
+
+
+def test_a_reset_rebuilds_the_free_list_whatever_order_the_cells_came_back_in():
+    # Frames given back out of order scramble `next`, which a reset does not
+    # clear (LUT RAM): after a reset the list is 0 -> 1 -> ... again, built a
+    # cell a cycle while `ready` is low.
+    from amaranth.hdl import Module, ResetInserter, Signal
+    dut = CellList(cells=8, max_cells=4)
+    rst = Signal()
+    top = Module()
+    top.submodules.dut = ResetInserter(rst)(dut)
+
+    async def bench(ctx):
+        while not ctx.get(dut.ready):
+            await ctx.tick()
+        # Take 0-1, 2-3, 4-5 (frames of two), give them back 4-5, 0-1, 2-3.
+        for first in (0, 2, 4):
+            ctx.set(dut.take_en, 1)
+            ctx.set(dut.take_n, 2)
+            ctx.set(dut.take_head, first + 2)
+            await ctx.tick()
+        ctx.set(dut.take_en, 0)
+        for first in (4, 0, 2):
+            ctx.set(dut.rel_en, 1)
+            ctx.set(dut.rel, {"first": first, "last": first + 1, "n": 2})
+            await ctx.tick()
+            ctx.set(dut.rel_en, 0)
+            await ctx.tick()
+        ctx.set(dut.ing_req, 1)
+        ctx.set(dut.ing_addr, 7)
+        assert ctx.get(dut.rd_next) == 4                # scrambled: ... 7 -> 4 -> 5 -> 0 ...
+        ctx.set(rst, 1)
+        await ctx.tick()
+        ctx.set(rst, 0)
+        assert not ctx.get(dut.ready)
+        await ctx.tick().repeat(8)
+        assert ctx.get(dut.ready) and ctx.get(dut.head) == 0 and ctx.get(dut.free) == 8
+        for c in range(8):
+            ctx.set(dut.ing_addr, c)
+            assert ctx.get(dut.rd_next) == (c + 1) % 8
+
+    simulate(top, bench, name="cells_reset_rebuild")

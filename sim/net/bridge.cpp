@@ -394,6 +394,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kResetCycles - kRstLatency; i++) tick(nop);
     top->rst = 0;
     for (int i = 0; i < 1 + kRstLatency; i++) tick(nop);
+    // The core takes no input while it builds its free list of data cells
+    // after the reset (a cell a cycle): traffic starts once it does.
+    for (int i = 0; i < 100000 && !top->i_ready; i++) tick(nop);
     for (auto [addr, val] : csr_writes) {
         top->csr_addr = addr; top->csr_w_data = val; top->csr_w_stb = 1;
         tick(nop);

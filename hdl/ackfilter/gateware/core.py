@@ -125,7 +125,8 @@ class UplinkCore(wiring.Component):
         in_beat = Signal.like(ingress.i.payload)
         accept = Signal()
         m.d.comb += [
-            self.i.ready.eq(ingress.i.ready & ~(in_valid & in_beat.last)),
+            # (Nothing comes in while the free list of cells is built after a reset.)
+            self.i.ready.eq(ingress.i.ready & ~(in_valid & in_beat.last) & cell_list.ready),
             accept.eq(self.i.valid & self.i.ready),
         ]
         with m.If(accept):

@@ -31,6 +31,7 @@ def check_run(model, sent, events, received, *, counters=None):
     if not isinstance(model, FilterModel):
         raise TypeError(f"model must be a FilterModel, not {model!r}")
     pending = []
+    first_cycle = None       # of the arrival's first event (its drops' or its own)
     frames = iter(sent)
     n_in = 0
     expected_out = []
@@ -38,13 +39,18 @@ def check_run(model, sent, events, received, *, counters=None):
         if ev == OVERRUN_EVENT:
             raise AssertionError(f"cycle {cycle}: drop_overrun (the core fell behind its input)")
         if ev in ROOM:
+            if not pending:
+                first_cycle = cycle
             pending.append(ev)
             continue
         if ev in ARRIVALS:
             frame = next(frames, None)
             assert frame is not None, f"cycle {cycle}: {ev} but every input frame was accounted for"
             n_in += 1
-            got = model.arrive(frame, data_full=(ev == "DROP_DATA_FULL"), now=cycle - RED_DECISION_LEAD)
+            # RED decided RED_DECISION_LEAD cycles before the arrival's
+            # first event (an overflow drop comes with the decision).
+            now = (first_cycle if pending else cycle) - RED_DECISION_LEAD
+            got = model.arrive(frame, data_full=(ev == "DROP_DATA_FULL"), now=now)
             want = pending + [ev]
             assert got == want, (
                 f"cycle {cycle}, event #{i}: input frame #{n_in - 1} ({frame[:64].hex()}...): "
@@ -55,6 +61,11 @@ def check_run(model, sent, events, received, *, counters=None):
         got = model.depart(now=cycle)
         assert got is not None, f"cycle {cycle}: hardware sent {ev}, the model has nothing queued"
         assert got[0] == ev, f"cycle {cycle}, event #{i}: hardware {ev}, model {got[0]}"
+        # The frame too, as it happens (the n-th departure is the n-th frame out).
+        n = len(expected_out)
+        assert n >= len(received) or received[n] == got[1], (
+            f"cycle {cycle}, event #{i}: output frame #{n} differs from the model:\n"
+            f" hw    {received[n].hex()}\n model {got[1].hex()}")
         expected_out.append(got[1])
     assert not pending, f"{pending} without the arrival that caused it"
     assert len(received) == len(expected_out), (

@@ -49,6 +49,10 @@ class CellList(wiring.Component):
     dis_en, dis : In   a chain the queue manager dropped is free again
                        (each of ``rel_en`` and ``dis_en`` at most every other
                        cycle; in the same cycle, ``dis`` waits one)
+    ready : Out        the free list is built: after a reset ``next`` is
+                       rewritten to the chain ``0 -> 1 -> ... -> cells - 1``,
+                       a cell a cycle (a reset finds it in whatever order the
+                       frames left), and nothing may take or give cells before
     """
 
     def __init__(self, *, cells, max_cells):
@@ -75,6 +79,7 @@ class CellList(wiring.Component):
             "rel":       In(chain),
             "dis_en":    In(1),
             "dis":       In(chain),
+            "ready":     Out(1),
         })
 
     def elaborate(self, platform):
@@ -105,6 +110,15 @@ class CellList(wiring.Component):
         with m.Else():
             m.d.comb += [give_en.eq(self.dis_en), give.eq(self.dis)]
         m.d.comb += [w.en.eq(give_en), w.addr.eq(tail), w.data.eq(give.first)]
+        # After a reset: the chain rewritten, a cell a cycle.
+        init_busy = Signal(init=1)
+        init_i = Signal(range(n))
+        m.d.comb += self.ready.eq(~init_busy)
+        with m.If(init_busy):
+            m.d.comb += [w.en.eq(1), w.addr.eq(init_i), w.data.eq(Mux(init_i == n - 1, 0, init_i + 1))]
+            m.d.sync += init_i.eq(init_i + 1)
+            with m.If(init_i == n - 1):
+                m.d.sync += init_busy.eq(0)
         with m.If(give_en):
             m.d.sync += tail.eq(give.last)
         with m.If(self.take_en):
