@@ -423,66 +423,108 @@ def test_flow_cam_matches_like_a_dictionary():
     simulate(dut, bench, name="flow_cam")
 
 
+def _with_reset(dut):
+    from amaranth.hdl import Module, ResetInserter, Signal
+    rst = Signal()
+    top = Module()
+    top.submodules.dut = ResetInserter(rst)(dut)
+    return top, rst
+
+
+async def _built(ctx, dut, cycles):
+    """Wait for ``ready`` after a reset: exactly ``cycles`` cycles."""
+    for _ in range(cycles):
+        assert not ctx.get(dut.ready)
+        await ctx.tick()
+    assert ctx.get(dut.ready)
+
+
 def test_buffer_pool_never_hands_out_a_buffer_twice():
+    # Two stacks, one per free port: the offer is the last buffer given back
+    # on port a while port a's stack holds one, else port b's. Two frees and
+    # a take in one cycle, a free of the buffer just taken too. A reset (every
+    # 200 cycles) rebuilds the stacks, whatever the LUT RAM holds.
     dut = BufferPool(count=10)
+    top, rst = _with_reset(dut)
     rng = random.Random(5)
 
     async def bench(ctx):
-        in_use = {9}                        # buffer count-1 starts out taken
-        pending = set()                     # freed last cycle: offered from the next
-        await ctx.tick()
-        for _ in range(400):
-            take = rng.random() < 0.5 and ctx.get(dut.alloc_valid)
-            if take:
-                got = ctx.get(dut.alloc_id)
-                assert got not in in_use and got not in pending
-                assert got == min(set(range(10)) - in_use - pending)
-                in_use.add(got)
-            frees = rng.sample(sorted(in_use - ({got} if take else set())),
-                               k=min(2, len(in_use) - (1 if take else 0), rng.randrange(3)))
-            ctx.set(dut.take, take)
-            ctx.set(dut.free_a_en, len(frees) > 0)
-            ctx.set(dut.free_a_id, frees[0] if frees else 0)
-            ctx.set(dut.free_b_en, len(frees) > 1)
-            ctx.set(dut.free_b_id, frees[1] if len(frees) > 1 else 0)
-            await ctx.tick()
-            ctx.set(dut.take, 0)
-            ctx.set(dut.free_a_en, 0)
-            ctx.set(dut.free_b_en, 0)
-            in_use -= set(frees)
-            pending = set(frees)            # registered: offered from the next cycle
-            assert ctx.get(dut.alloc_valid) == (len(in_use | pending) < 10)
+        for run in range(3):
+            if run:
+                ctx.set(rst, 1)
+                await ctx.tick()
+                ctx.set(rst, 0)
+            await _built(ctx, dut, 9)
+            stack_a, stack_b = list(range(9)), []   # buffer count-1 starts out taken
+            in_use = {9}
+            for _ in range(200):
+                assert ctx.get(dut.alloc_valid) == bool(stack_a or stack_b)
+                if stack_a or stack_b:
+                    assert ctx.get(dut.alloc_id) == (stack_a or stack_b)[-1]
+                take = bool(stack_a or stack_b) and rng.random() < 0.5
+                if take:
+                    got = (stack_a or stack_b).pop()
+                    assert got not in in_use
+                    in_use.add(got)
+                # Any buffer in use may come back, the one taken in this cycle too.
+                frees = rng.sample(sorted(in_use), k=min(2, len(in_use), rng.randrange(3)))
+                ctx.set(dut.take, take)
+                ctx.set(dut.free_a_en, len(frees) > 0)
+                ctx.set(dut.free_a_id, frees[0] if frees else 0)
+                ctx.set(dut.free_b_en, len(frees) > 1)
+                ctx.set(dut.free_b_id, frees[1] if len(frees) > 1 else 0)
+                await ctx.tick()
+                ctx.set(dut.take, 0)
+                ctx.set(dut.free_a_en, 0)
+                ctx.set(dut.free_b_en, 0)
+                if frees:
+                    stack_a.append(frees[0])
+                if len(frees) > 1:
+                    stack_b.append(frees[1])
+                in_use -= set(frees)
+                assert len(stack_a) + len(stack_b) + len(in_use) == 10
 
-    simulate(dut, bench, name="buffer_pool")
+    simulate(top, bench, name="buffer_pool")
 
 
-def test_free_stack_hands_out_every_id_once_and_the_last_freed_first():
-    # The ACK queue's node allocator: one take or one free per cycle, a stack.
-    dut = FreeStack(count=8)
-    rng = random.Random(6)
+@pytest.mark.parametrize("initial", [8, 3, 0])
+def test_free_stack_hands_out_every_id_once_and_the_last_freed_first(initial):
+    # The ACK queue's node allocator and each half of the buffer pool: a
+    # stack, a take and a free in one cycle (the free takes the top's place).
+    # A reset (every 200 cycles) rebuilds it, whatever the LUT RAM holds.
+    dut = FreeStack(count=8, initial=initial)
+    top, rst = _with_reset(dut)
+    rng = random.Random(6 + initial)
 
     async def bench(ctx):
-        free = list(range(8))               # the stack, top last: 7 is on top at first
-        in_use = set()
-        for _ in range(500):
-            assert ctx.get(dut.alloc_valid) == bool(free)
-            if free:
-                assert ctx.get(dut.alloc_id) == free[-1]
-            if free and (not in_use or rng.random() < 0.5):
-                ctx.set(dut.take, 1)
-                in_use.add(free.pop())
-            elif in_use:
-                back = rng.choice(sorted(in_use))
-                ctx.set(dut.free_en, 1)
-                ctx.set(dut.free_id, back)
-                in_use.remove(back)
-                free.append(back)
-            await ctx.tick()
-            ctx.set(dut.take, 0)
-            ctx.set(dut.free_en, 0)
-        assert len(free) + len(in_use) == 8
+        for run in range(3):
+            if run:
+                ctx.set(rst, 1)
+                await ctx.tick()
+                ctx.set(rst, 0)
+            await _built(ctx, dut, initial)
+            free = list(range(initial))     # the stack, top last: initial-1 on top at first
+            in_use = set(range(initial, 8))
+            for _ in range(200):
+                assert ctx.get(dut.alloc_valid) == bool(free)
+                if free:
+                    assert ctx.get(dut.alloc_id) == free[-1]
+                take = bool(free) and rng.random() < 0.5
+                if take:
+                    in_use.add(free.pop())
+                back = rng.choice(sorted(in_use)) if in_use and rng.random() < 0.5 else None
+                ctx.set(dut.take, take)
+                ctx.set(dut.free_en, back is not None)
+                ctx.set(dut.free_id, back if back is not None else 0)
+                await ctx.tick()
+                ctx.set(dut.take, 0)
+                ctx.set(dut.free_en, 0)
+                if back is not None:
+                    in_use.remove(back)
+                    free.append(back)
+                assert len(free) + len(in_use) == 8
 
-    simulate(dut, bench, name="free_stack")
+    simulate(top, bench, name=f"free_stack{initial}")
 
 
 def test_stream_register_passes_every_word_in_order_under_backpressure():

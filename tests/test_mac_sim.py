@@ -536,11 +536,13 @@ def test_tx_prefetch_streams_far_faster_than_the_framer_reads():
                 sent += 1
 
     simulate(dut, tb, name="tx_prefetch_stream")
-    # Three register stages, then the queue: the first word is out on cycle 4.
-    # The queue holds 4 words and the loop from the fetch decision to the pop
-    # is 5 cycles, so at least 4 words leave in every 5 cycles; the framer
-    # takes one word in 4 cycles at 1000 Mb/s.
+    # Three register stages, the ring, then the output register: the first
+    # word is out on cycle 5. Three places and a loop of 6 cycles from the
+    # fetch decision to the pop: 3 words leave in every 6 cycles (twice the
+    # framer's one word in 4 cycles at 1000 Mb/s), and never 4 cycles
+    # without one.
     assert [d for _, d in got] == list(range(len(got)))
-    assert got[0][0] == 4
-    for first in range(4, 55):
-        assert sum(first <= c < first + 5 for c, _ in got) >= 4, got
+    assert got[0][0] == 5
+    for first in range(5, 54):
+        assert sum(first <= c < first + 6 for c, _ in got) == 3, got
+        assert sum(first <= c < first + 4 for c, _ in got) >= 1, got

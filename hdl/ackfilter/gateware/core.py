@@ -125,8 +125,11 @@ class UplinkCore(wiring.Component):
         in_beat = Signal.like(ingress.i.payload)
         accept = Signal()
         m.d.comb += [
-            # (Nothing comes in while the free list of cells is built after a reset.)
-            self.i.ready.eq(ingress.i.ready & ~(in_valid & in_beat.last) & cell_list.ready),
+            # (Nothing comes in while the free list of cells and the ACK
+            # buffers' free stacks are built after a reset, DATA_CELLS and
+            # ack_slots + SPARE_BUFFERS - 1 cycles; the manager's stack of
+            # list nodes, ack_slots cycles, is built before either.)
+            self.i.ready.eq(ingress.i.ready & ~(in_valid & in_beat.last) & cell_list.ready & pool.ready),
             accept.eq(self.i.valid & self.i.ready),
         ]
         with m.If(accept):
