@@ -154,6 +154,10 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
         for name, value in (red or {}).items():
             ctx.set(getattr(dut, f"red_{name}"), value)
         ctx.set(dut.red_enable, red is not None)
+        # The stack of list nodes is rebuilt after a reset, a node a cycle;
+        # in the core nothing comes in meanwhile (it waits longer, for the
+        # ACK buffers' stacks and the free list of cells).
+        await ctx.tick().repeat(ack_slots)
         pool = list(range(1 << BUF_BITS))       # ACK buffers the "ingress" may use
         rng.shuffle(pool)
         buf_of, chain_of = {}, {}               # frame -> ACK buffer / its cells
