@@ -858,10 +858,12 @@ def main(argv=None):
     ap.add_argument("--sweep-pnr", action="store_true", help="place and route every sweep point too")
     ap.add_argument("--sizes", default=",".join(map(str, SWEEP_SIZES)),
                     help="sweep sizes, comma-separated (default %(default)s)")
-    ap.add_argument("--ack-slots", type=int, default=64, help="ACK queue positions (default 64)")
-    ap.add_argument("--flow-entries", type=int, default=64, help="flow table entries (default 64)")
-    ap.add_argument("--data-buffer-bytes", type=int, default=32768,
-                    help="data ring size, a power of two (default 32768)")
+    ap.add_argument("--ack-slots", type=int, default=P.ACK_SLOTS,
+                    help="ACK queue positions (default params.ACK_SLOTS, %(default)s)")
+    ap.add_argument("--flow-entries", type=int, default=P.FLOW_ENTRIES,
+                    help="flow table entries (default params.FLOW_ENTRIES, %(default)s)")
+    ap.add_argument("--data-buffer-bytes", type=int, default=P.DATA_BUFFER_BYTES,
+                    help="data buffer size, a power of two (default params.DATA_BUFFER_BYTES, %(default)s)")
     ap.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
                     help="sweep points built at once (default 2; each needs one core and "
                          "about 1 GB)")
