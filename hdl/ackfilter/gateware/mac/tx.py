@@ -308,7 +308,7 @@ class _Prefetch(wiring.Component):
     ring place a registered pointer names, a multiplexer of registers alone.
     (A queue that shifted down on a pop and took the word at its first free
     place had a choice per bit that depended on the reader's ``r_en``;
-    synthesis folded that choice into every bit: 653 LUT4 for 35 bits.)
+    synthesis folded it into every bit: 653 LUT4 for 35 bits, block alone.)
     """
 
     def __init__(self, width, *, stages=3):
