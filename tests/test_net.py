@@ -54,6 +54,25 @@ def test_quick_plan_covers_what_the_issue_names():
     assert sum(sc.duration + E.LEAD_S + 3 for sc, _ in E.plan(quick=True)) < 15 * 60
 
 
+def test_gate_against_the_filter_off_is_one_and_a_half_times():
+    """The gate (``checks``): the default's S1 goodput at 64k at least 1.5 x
+    the filter off's, exactly at the boundary and one bit/s below it."""
+    d = E.default_variant()
+
+    def row(variant, bps):
+        return {"scenario": "S1", "uplink_bps": 64000, "variant": variant, "valid": True,
+                "forward_goodput_bps": bps}
+
+    def gate(a, b):
+        found = [ok for kind, what, ok in E.checks([row(d, a), row("off", b)])
+                 if kind == "gate" and "filter off" in what]
+        assert len(found) == 1
+        return found[0]
+
+    assert gate(6000, 4000) and not gate(5999, 4000)
+    assert gate(8000, 2800) and not gate(4000, 4000)
+
+
 def test_default_variant_is_the_cores_reset_values():
     v = E.VARIANTS[E.default_variant()]
     assert params.ACK_FILTER_MODES[v.ack_mode] == params.param("ack_mode").default
