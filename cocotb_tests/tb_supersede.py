@@ -13,12 +13,10 @@ its queue until the output is released. (The drop-from-front test holds with
 a closed shaper instead, so that its scoreboard can be split in phases.)
 
 The flow table: the default core (the only build these tests use) has
-FLOW_ENTRIES = ACK_SLOTS = 64, and an entry exists only while its flow has a
-tracked ACK queued, so all 64 entries are in use only when the queue is full;
-an arrival then drops from the front first (freeing an entry if the head was
-its flow's last), so ``cam_full`` cannot happen in this configuration (it
-needs FLOW_ENTRIES < ACK_SLOTS). Untracked ACKs are produced here by CAM tag
-collisions instead (two flows whose 16-bit tags are equal).
+FLOW_ENTRIES entries and ACK_SLOTS queue positions. Untracked ACKs come from
+CAM tag collisions (two flows whose 16-bit tags are equal) and, when there
+are fewer entries than positions, from a full table (``cam_full``; the test
+with more flows than entries).
 
 Frames of one scenario are written ``A0, A1, ...`` for flow A; the expected
 output lists them by name. Event letters: ``N`` ``ARRIVE_ACK_NEW``, ``S``
@@ -666,45 +664,75 @@ async def test_tag_collision_never_supersedes_another_flow(dut, mode):
     assert cnt["cam_collisions"] == 3, cnt
 
 
+def table_and_queue_by_hand(arrivals, entries, slots):
+    """What spec section 3 decides for ``arrivals`` (``(flow, frame)``, each
+    ACK higher than its flow's earlier ones) in aggressive mode with the
+    output held, written out step by step: a flow with an entry supersedes
+    its one queued ACK in place (``S``: the position now holds the new
+    frame); otherwise a full queue drops its head (``F``, freeing the head's
+    entry if it was tracked) and the ACK is appended, tracked in a free entry
+    (``N``) or untracked when none is free (``U``, counted ``cam_full``).
+    Returns the letters and the frames in the queue from head to tail."""
+    queue, owners, letters = [], {}, []
+    for f, frame in arrivals:
+        if f in owners:
+            owners[f][2] = frame
+            letters.append("S")
+            continue
+        if len(queue) == slots:
+            head, tracked, _ = queue.pop(0)
+            letters.append("F")
+            if tracked:
+                del owners[head]
+        pos = [f, len(owners) < entries, frame]
+        if pos[1]:
+            owners[f] = pos
+        queue.append(pos)
+        letters.append("N" if pos[1] else "U")
+    return "".join(letters), [frame for _, _, frame in queue]
+
+
 @cocotb.test(timeout_time=100, timeout_unit="ms")
 async def test_more_flows_than_entries_everything_still_leaves(dut):
-    """100 flows with the output held. The default core has FLOW_ENTRIES =
-    ACK_SLOTS = 64 and an entry exists only while its flow has a tracked ACK
-    queued, so the table can only be full when the queue is: the 65th ACK
-    drops the head from the front (freeing its flow's entry) and is tracked,
-    never untracked (``cam_full`` stays 0; see the module docstring).
+    """100 flows with the output held, against the step-by-step reading of
+    the spec above (:func:`table_and_queue_by_hand`).
 
-    Round 1: one ACK per flow 0..99 -> flows 36..99 queued.
-    Round 2: a higher ACK for flows 99 down to 36 (reverse order): each
-    supersedes its flow's ACK in place, so the queue order stays 36..99.
-    Round 3: a higher ACK for flows 0..35: each drops the head (36..71).
-    """
+    Round 1: one ACK per flow 0..99. Round 2: a higher ACK for flows 99 down
+    to 36 (reverse order). Round 3: a higher ACK for flows 0..35.
+
+    With FLOW_ENTRIES = ACK_SLOTS = 64 an entry exists only while its flow has
+    a tracked ACK queued, so the table is full only when the queue is: the
+    65th ACK drops the head from the front (freeing its entry) and is tracked;
+    round 1 is ``N`` x 64 then ``FN`` x 36, round 2 supersedes in place
+    (``S`` x 64), round 3 drops from the front again (``FN`` x 36), and
+    ``cam_full`` stays 0. With fewer entries than slots (the flow queues'
+    build, 32) the ACKs of flows beyond the table are queued untracked and
+    counted ``cam_full``; they never supersede, and still leave in order."""
+    entries, slots = P.FLOW_ENTRIES, P.ACK_SLOTS
+    assert P.param("ack_queue_limit").default >= slots, "the test fills the whole ACK queue"
     tb, gate, model = await start(dut, mode=AGGRESSIVE)
     flows = distinct_tag_flows(100, first=1000)
-    r1 = [ack(f, A + i) for i, f in enumerate(flows)]
-    r2 = {i: ack(flows[i], A + 5000 + i) for i in range(36, 100)}
-    r3 = [ack(flows[i], A + 9000 + i) for i in range(36)]
-    e0, r0 = await held(tb, gate, r1)
-    assert await tb.info("flows_active") == 64
-    assert await tb.info("ack_queue_depth") == 64
-    assert decisions(tb, e0) == "D" + "N" * 64 + "FN" * 36, decisions(tb, e0)
-    e1 = len(tb.events)
-    for i in reversed(range(36, 100)):
-        await tb.send(r2[i], gap=PACE_GAP)
-    await settle(tb)
-    assert decisions(tb, e1) == "S" * 64, decisions(tb, e1)
-    e2 = len(tb.events)
-    for f in r3:
-        await tb.send(f, gap=PACE_GAP)
-    await settle(tb)
-    assert decisions(tb, e2) == "FN" * 36, decisions(tb, e2)
-    assert await tb.info("flows_active") == 64
+    rounds = [[(i, ack(flows[i], A + i)) for i in range(100)],
+              [(i, ack(flows[i], A + 5000 + i)) for i in reversed(range(36, 100))],
+              [(i, ack(flows[i], A + 9000 + i)) for i in range(36)]]
+    want_letters, want_out = table_and_queue_by_hand([a for r in rounds for a in r], entries, slots)
+    if entries == slots:
+        assert want_letters == "N" * 64 + "FN" * 36 + "S" * 64 + "FN" * 36, "the hand reading"
+    e0, r0 = await held(tb, gate, [f for _, f in rounds[0]])
+    assert await tb.info("ack_queue_depth") == slots
+    for r in rounds[1:]:
+        for _, f in r:
+            await tb.send(f, gap=PACE_GAP)
+        await settle(tb)
+    got = decisions(tb, e0)
+    assert got == "D" + want_letters, f"decisions {got[1:]!r}, expected {want_letters!r}"
+    assert await tb.info("flows_active") == min(entries, slots)
     await release(tb, gate)
     out = [f for _, f in tb.received[r0 + 1:]]
-    want_out = [r2[i] for i in range(72, 100)] + r3
-    assert out == want_out, "order of the 100 flows' ACKs"
+    assert out == want_out, "the ACKs that left, in order"
     cnt = await finish(tb, model)
-    assert (cnt["cam_full"], cnt["drop_ack_front"], cnt["acks_superseded"]) == (0, 72, 64), cnt
+    assert (cnt["cam_full"], cnt["drop_ack_front"], cnt["acks_superseded"]) == (
+        want_letters.count("U"), want_letters.count("F"), want_letters.count("S")), cnt
 
 
 # --------------------------------------------------------------------------
