@@ -18,7 +18,7 @@ from ackfilter.sim.replay import replay
 
 
 @pytest.mark.parametrize("mode,elab", [
-    ("conservative", {}),                                  # the default core: 64 slots, 64 flows
+    ("conservative", {}),                                  # the default core (params' sizes)
     ("aggressive", {"ack_slots": 32, "flow_entries": 8}),  # more queued flows than flow entries
 ])
 def test_random_trace_of_ten_thousand_frames_matches_the_model(mode, elab):
@@ -29,7 +29,8 @@ def test_random_trace_of_ten_thousand_frames_matches_the_model(mode, elab):
     res = replay(frames, uplink_rate_bps=200_000_000, ack_mode=mode, ack_slots=limit,
                  events=True, elab=elab)
     model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], ack_queue_limit=limit,
-                        ack_slots=elab.get("ack_slots", 64), flow_entries=elab.get("flow_entries", 64))
+                        ack_slots=elab.get("ack_slots", params.ACK_SLOTS),
+                        flow_entries=elab.get("flow_entries", params.FLOW_ENTRIES))
     check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
               counters=res.counters)
     c = res.counters
