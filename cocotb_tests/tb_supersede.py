@@ -705,9 +705,10 @@ async def test_more_flows_than_entries_everything_still_leaves(dut):
     65th ACK drops the head from the front (freeing its entry) and is tracked;
     round 1 is ``N`` x 64 then ``FN`` x 36, round 2 supersedes in place
     (``S`` x 64), round 3 drops from the front again (``FN`` x 36), and
-    ``cam_full`` stays 0. With fewer entries than slots (the flow queues'
-    build, 32) the ACKs of flows beyond the table are queued untracked and
-    counted ``cam_full``; they never supersede, and still leave in order."""
+    ``cam_full`` stays 0. With fewer entries than slots (a build with
+    FLOW_ENTRIES 32, say) the ACKs of flows beyond the table are queued
+    untracked and counted ``cam_full``; they never supersede, and still
+    leave in order."""
     entries, slots = P.FLOW_ENTRIES, P.ACK_SLOTS
     assert P.param("ack_queue_limit").default >= slots, "the test fills the whole ACK queue"
     tb, gate, model = await start(dut, mode=AGGRESSIVE)
