@@ -547,7 +547,9 @@ async def test_frame_leaves_no_parser_state_behind(dut, group):
     tb = await start_tb(dut, mode)
     errors = []
     k = 0
-    batch_size = 40                   # <= 40 cases + 2 busy ACKs queued of 64
+    # A batch's cases and the two busy flows' ACKs fit the ACK queue and the
+    # flow table (with an entry to spare for the blocker's flow).
+    batch_size = min(40, P.ACK_SLOTS - 2, P.FLOW_ENTRIES - 3)
     for b0 in range(0, len(cases), batch_size):
         batch = cases[b0:b0 + batch_size]
         tb.o_ready_pattern = itertools.repeat(0)

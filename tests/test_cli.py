@@ -326,15 +326,15 @@ def test_ack_slots_above_the_built_size_announce_the_rebuild_first(eth_pcap, tmp
     assert code == 0
     assert asked == [{"ack_slots": 200}]
     note = fake_replay.err_before
-    assert "--ack-slots 200 is more than the 64 ACK slots" in note
-    assert "minutes" in note and "Verilator" in note and "--ack-slots 64 or less" in note
+    assert f"--ack-slots 200 is more than the {params.ACK_SLOTS} ACK slots" in note
+    assert "minutes" in note and "Verilator" in note and f"--ack-slots {params.ACK_SLOTS} or less" in note
     assert "cached" in note
 
 
 def test_ack_slots_within_the_built_size_or_cached_say_nothing(eth_pcap, tmp_path, capsys,
                                                               fake_replay, monkeypatch):
     from ackfilter.sim import replay as rp
-    for slots, needed in (("64", True), ("200", False)):
+    for slots, needed in ((str(params.ACK_SLOTS), True), ("200", False)):
         monkeypatch.setattr(rp, "build_needed", lambda elab=None, needed=needed: needed)
         code, err = run_replay(["replay", "--in", str(eth_pcap), "--out", str(tmp_path / "o.pcap"),
                                 "--ack-slots", slots, "-q"], fake_replay, capsys)

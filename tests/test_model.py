@@ -467,9 +467,10 @@ def test_a_covered_drop_of_the_arrivals_own_flow_is_looked_up_again():
 
 def test_under_overload_no_flow_loses_its_only_ack_while_covered_ones_exist():
     # 40 flows, each sends two ACKs (the second covers the first) into a
-    # 50-ACK queue, nothing departs: 30 covered ACKs go, every flow keeps its
-    # newest ACK and no ACK is dropped from the front.
-    m = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=50)
+    # 50-ACK queue of a table with 64 entries, nothing departs: 30 covered
+    # ACKs go, every flow keeps its newest ACK and no ACK is dropped from the
+    # front.
+    m = FilterModel(ack_mode=CONSERVATIVE, ack_queue_limit=50, flow_entries=64, ack_slots=64)
     for ack in (1000, 2000):
         for flow in range(40):
             m.arrive(mk_ack(ack + flow, flow=flow))

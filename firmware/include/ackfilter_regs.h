@@ -7,8 +7,8 @@
 #define ACKFILTER_F_SYS_HZ 50000000u
 #define ACKFILTER_MAX_FRAME_BYTES 2048u
 #define ACKFILTER_ACK_SLOT_BYTES 256u
-#define ACKFILTER_DEFAULT_ACK_SLOTS 64u
-#define ACKFILTER_DEFAULT_FLOW_ENTRIES 64u
+#define ACKFILTER_DEFAULT_ACK_SLOTS 32u
+#define ACKFILTER_DEFAULT_FLOW_ENTRIES 32u
 #define ACKFILTER_DEFAULT_DATA_BUFFER_BYTES 32768u
 
 /* Word addresses. A counter is 64 bits: the low word at its address, the high
@@ -129,7 +129,7 @@
 #define ACKFILTER_ACK_MODE_DEFAULT 2u
 #define ACKFILTER_ACK_QUEUE_LIMIT_MIN 1u
 #define ACKFILTER_ACK_QUEUE_LIMIT_MAX 255u
-#define ACKFILTER_ACK_QUEUE_LIMIT_DEFAULT 64u
+#define ACKFILTER_ACK_QUEUE_LIMIT_DEFAULT 32u
 #define ACKFILTER_DATA_SHARE_MIN 0u
 #define ACKFILTER_DATA_SHARE_MAX 256u
 #define ACKFILTER_DATA_SHARE_DEFAULT 128u
@@ -215,7 +215,7 @@
 /* X(name, addr, width, is_signed, default, min, max, unit) */
 #define ACKFILTER_PARAMS(X) \
     X(ack_mode, 0x00u, 2, 0, 2u, 0u, 2u, "enum") \
-    X(ack_queue_limit, 0x01u, 8, 0, 64u, 1u, 255u, "ACKs") \
+    X(ack_queue_limit, 0x01u, 8, 0, 32u, 1u, 255u, "ACKs") \
     X(data_share, 0x02u, 9, 0, 128u, 0u, 256u, "1/256") \
     X(shaper_cpb_q16, 0x03u, 32, 0, 0u, 0u, 0xffffffffu, "cycles/byte Q16") \
     X(shaper_burst_bytes, 0x04u, 16, 0, 1514u, 0u, 65535u, "bytes") \

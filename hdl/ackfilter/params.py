@@ -34,8 +34,8 @@ F_SYS_HZ = 50_000_000
 
 #: Elaboration defaults of the uplink core (docs/design.md, "Sizes"): ACK
 #: queue positions, flow table entries and the data ring in bytes (a power of two).
-ACK_SLOTS = 64
-FLOW_ENTRIES = 64
+ACK_SLOTS = 32
+FLOW_ENTRIES = 32
 DATA_BUFFER_BYTES = 32768
 
 #: The data buffer in cells (docs/spec.md section 12): a frame takes
@@ -156,7 +156,7 @@ def _params():
         ("ack_mode",                  2,    2,     0,   2,          "enum",
          "ACK filter: 0 off (plain FIFO), 1 conservative (keeps two ACKs per flow), 2 aggressive "
          "(keeps one)"),
-        ("ack_queue_limit",           8,   64,     1,   255,        "ACKs",
+        ("ack_queue_limit",           8,   ACK_SLOTS,     1,   255,        "ACKs",
          "ACK queue length at which drop-from-front starts (clamped to ACK_SLOTS)"),
         ("data_share",                9,  128,     0,   256,        "1/256",
          "share of the uplink bytes guaranteed to data when ACKs are waiting "
