@@ -55,6 +55,12 @@ def line_rate_frames(n_frames, *, n_flows=256, seed=1):
     return frames
 
 
+def arrival_cycles(events):
+    """The cycle of each frame's arrival event (``params.ARRIVAL_EVENTS``: one
+    per frame the queue manager took, whatever it dropped to make room)."""
+    return [cycle for cycle, ev in events if ev in params.ARRIVAL_EVENTS]
+
+
 def _line(label, value):
     print(f"  {label:<48} {value}")
 
@@ -122,8 +128,7 @@ def main(args):
     log("   replaying at full input speed ...")
     fast = replay(frames, ack_mode="conservative", feed=(1, 0), events=True)
     fc = fast.counters
-    arrivals = [cycle for cycle, ev in fast.events if not ev.startswith("DEPART")
-                and ev != "DROP_ACK_FRONT"]
+    arrivals = arrival_cycles(fast.events)
     _line("frames in", f"{fc['frames_in']}")
     _line("dropped by the core (overrun)", f"{fc['drop_overrun']}")
     _line("ACKs superseded while the output was busy", f"{fc['acks_superseded']}")
