@@ -548,7 +548,8 @@ async def test_frame_leaves_no_parser_state_behind(dut, group):
     errors = []
     k = 0
     # A batch's cases and the two busy flows' ACKs fit the ACK queue and the
-    # flow table (with an entry to spare for the blocker's flow).
+    # flow table, with an entry to spare (with per-flow data queues the
+    # blocker's flow holds one too).
     batch_size = min(40, P.ACK_SLOTS - 2, P.FLOW_ENTRIES - 3)
     for b0 in range(0, len(cases), batch_size):
         batch = cases[b0:b0 + batch_size]
@@ -762,7 +763,8 @@ async def test_parsed_fields_decide_supersession(dut):
         await tb.drain()
 
     # A batch fits the ACK queue and the flow table: each frame takes at most
-    # one entry, and the blocker data frame's flow one more (its data queue).
+    # one entry, and one is spared (with per-flow data queues the blocker
+    # data frame's flow holds one too).
     room = min(60, P.ACK_SLOTS, P.FLOW_ENTRIES - 1)
     queued = 0
     for s in seqs:

@@ -144,7 +144,7 @@ def test_every_parameter_reads_its_default_after_reset():
     assert got_bus == {p.name: p.to_word(p.default) for p in P.PARAMS}
     # The table's own defaults, as documented (spec sections 3, 4, 6).
     assert got_ports["ack_mode"] == P.ACK_FILTER_MODES["aggressive"]
-    assert got_ports["ack_queue_limit"] == P.ACK_SLOTS and got_ports["data_share"] == 128
+    assert got_ports["ack_queue_limit"] == 32 == P.ACK_SLOTS and got_ports["data_share"] == 128
     assert got_ports["shaper_cpb_q16"] == 0 and got_ports["shaper_overhead_bytes"] == 24
 
 
