@@ -433,16 +433,19 @@ def checks(rows):
     """``[(kind, description, passed), ...]`` for the checks whose rows exist.
 
     ``gate``: what the product claims and one run must show (``--quick``
-    fails when one does not hold): in S1 at 64k the filter not below the
-    modem's FIFO and above the core's own FIFO (the filter off) by 1.5x.
+    fails when one does not hold): in S1 at 64k the filter above the core's
+    own FIFO (the filter off) by 1.5x.
     Since the data buffer is in cells (128 frames at most, ACKs included,
     where the byte ring held about 500 ACKs) the filter off gives 3769-4076
     kb/s and the default 7753-8515 (five runs each, a ratio of 1.92-2.26),
     so 2x, the ratio when the off FIFO was longer, failed one run in five.
-    ``report``: the same comparison at 28.8k, printed but not gated: there
-    single runs of the FIFO (2217-2851 kb/s) and the default (2973-3307)
-    come within 5 % of each other, so one run cannot carry a verdict
-    (``docs/experiments.md``, "Spread", has five of each).
+    ``report``: the filter against the modem's FIFO in S1 at 28.8k and 64k,
+    printed but not gated: single runs of the two overlap or come within
+    5 % of each other (28.8k: the FIFO 2217-2851 kb/s, the default
+    2973-3307; 64k: a fresh clone's run of dcd18e7 had the default at 7717
+    against the FIFO's 7751, the same clone's next run 8155 against 7076),
+    so one run cannot carry a verdict (``docs/experiments.md``, "Spread",
+    has the repeated runs).
     ``target``: the issue's goal for S3 (download and upload each at 80 % of
     their fair share at the same time), reported until it is reached."""
     out = []
@@ -452,7 +455,7 @@ def checks(rows):
         r = _find(rows, sc, v, up)
         return r["forward_goodput_bps"] if r and r["valid"] and r["forward_goodput_bps"] is not None else None
 
-    for up, kind in ((28800, "report"), (64000, "gate")):
+    for up, kind in ((28800, "report"), (64000, "report")):
         a, b = fwd("S1", d, up), fwd("S1", "modem-fifo", up)
         if a is not None and b is not None:
             out.append((kind, f"S1 {format_rate(up)}: {d} {a / 1e3:.0f} kb/s >= the modem "
