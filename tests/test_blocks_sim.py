@@ -85,7 +85,7 @@ def check_against_model(frames, results):
         assert CLS[r.cls] == want.cls, where
         assert bool(r.pure_ack) == want.pure_ack, where
         # Every frame's flow key and tag (spec section 2, "Flow key").
-        assert [r.meta.key[i] for i in range(len(want.key))] == list(want.key), where
+        assert [r.key[i] for i in range(len(want.key))] == list(want.key), where
         assert r.meta.tag == want.tag, where
         if want.pure_ack:
             assert bool(r.meta.eligible) == want.eligible, where
@@ -187,7 +187,7 @@ def test_parser_gives_every_frame_the_flow_key_the_spec_gives_it():
     frames = [flowkeys.CASES[n][0] for n in names]
     results = run_parser(frames)
     for name, (r, _sums) in zip(names, results):
-        assert [hex(r.meta.key[i]) for i in range(11)] == [hex(w) for w in flowkeys.CASES[name][1]], name
+        assert [hex(r.key[i]) for i in range(11)] == [hex(w) for w in flowkeys.CASES[name][1]], name
         assert r.meta.tag == flow_tag(flowkeys.CASES[name][1]), name
     check_against_model(frames, results)
 

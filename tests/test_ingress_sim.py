@@ -44,13 +44,15 @@ never from the RTL:
   ``MAX_CELLS``, as its words arrived (``free`` only grows meanwhile).
 """
 
+import bisect
 import random
 from collections import deque
 
 import pytest
 
 from blocksim import frame_words, nwords, simulate
-from ackfilter.gateware.ingress import CELL_WORDS, MAX_CELLS, Ingress, Verdict
+from ackfilter.gateware.ingress import CELL_WORDS, KEY_SLOT_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, Verdict
+from ackfilter.model.flowkey import KEY_V6_BIT
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.segmenter import lane_block_sums, seg_info
 from ackfilter.params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
@@ -139,6 +141,7 @@ def run_ingress(frames, *, ack_mode=1, cells=32, buf_count=8, seed=0,
     rng = random.Random(seed)
     release_before = dict(release_before or {})
     records = []
+    key_writes = []                           # (cycle, address, word) of the key memory
 
     async def bench(ctx):
         mem, slots = {}, {}
@@ -244,6 +247,8 @@ def run_ingress(frames, *, ack_mode=1, cells=32, buf_count=8, seed=0,
                     f"cycle {cycle}: ACK write to buffer {a // SLOT_WORDS}, staging is {stage}"
                 assert a // SLOT_WORDS not in held
                 slots[a] = ctx.get(dut.ack_wr_data)
+            if ctx.get(dut.key_wr_en):
+                key_writes.append((cycle, ctx.get(dut.key_wr_addr), ctx.get(dut.key_wr_data)))
             take = ctx.get(dut.stage_take)
             if ctx.get(dut.entry_valid):
                 e = ctx.get(dut.entry)
@@ -265,7 +270,8 @@ def run_ingress(frames, *, ack_mode=1, cells=32, buf_count=8, seed=0,
                 rec = dict(
                     index=len(records), cycle=cycle, ready=ready, overrun=ctx.get(dut.ev_overrun),
                     verdict=e.verdict, nbytes=e.nbytes, l3_bytes=e.l3_bytes, buf=e.buf,
-                    meta=e.meta, take=take, stage=stage, words=taken, full=overflow,
+                    meta=e.meta, key_slot=e.key_slot, key_v6=e.key_v6, key_writes=[],
+                    take=take, stage=stage, words=taken, full=overflow,
                     free_first=free_first, chain=chain, sums=frame_sums,
                     stats=(ctx.get(dut.stat_frame), ctx.get(dut.stat_bytes),
                            ctx.get(dut.stat_pure_ack), ctx.get(dut.stat_ineligible)),
@@ -300,7 +306,22 @@ def run_ingress(frames, *, ack_mode=1, cells=32, buf_count=8, seed=0,
                 cell_list.extend(got)
 
     simulate(dut, bench, name="ingress")
+    # Each key write belongs to the last frame pushed with a key by its
+    # cycle (a write for any other lands there too, and is caught).
+    keyed = [r for r in records if r["ready"] and r["verdict"] not in (Verdict.RUNT, Verdict.OVERSIZE)]
+    cycles = [r["cycle"] for r in keyed]
+    for w in key_writes:
+        i = bisect.bisect_right(cycles, w[0]) - 1
+        assert i >= 0, f"key write {w} before any key was pushed"
+        keyed[i]["key_writes"].append(w)
     return records, dut
+
+
+def key_words64(key):
+    """A key as the flow record holds it (queue manager, words 0-5): 32-bit
+    words 2j and 2j + 1 in 64-bit word j."""
+    key = list(key) + [0]
+    return [key[2 * j] | key[2 * j + 1] << 32 for j in range(len(key) // 2)]
 
 
 def expected_verdict(p, rec):
@@ -314,7 +335,8 @@ def expected_verdict(p, rec):
 def check_records(frames, records, *, ack_mode):
     """Every frame against the model; returns a tally of what was seen."""
     assert len(records) == len(frames), f"{len(frames)} frames, {len(records)} entries"
-    tally = {"overrun": 0, "data_cells": 0, "scattered": 0, "sums": 0, "fitted_late": 0}
+    tally = {"overrun": 0, "data_cells": 0, "scattered": 0, "sums": 0, "fitted_late": 0, "keys": 0}
+    last_slot = KEY_SLOTS - 1
     for frame, rec in zip(frames, records):
         p = classify(frame, ack_mode=ack_mode)
         where = f"frame #{rec['index']} ({len(frame)} bytes, model: {p.reason or p.cls}): {frame[:40].hex()}"
@@ -327,8 +349,19 @@ def check_records(frames, records, *, ack_mode):
         assert rec["stats"] == (1, len(frame), int(p.pure_ack), int(p.pure_ack and not p.eligible)), where
         assert rec["overrun"] == (not rec["ready"]), where
         meta = rec["meta"]
-        # Every frame's flow key and tag reach the entry (spec section 2, "Flow key").
-        assert [meta.key[i] for i in range(len(p.key))] == list(p.key), where
+        # Every committed frame's flow key reaches the key memory, a word a
+        # cycle from the push on, in the next slot (so a slot is reused only
+        # KEY_SLOTS keys later); its tag reaches the entry (spec section 2,
+        # "Flow key"). Runts and oversize frames write none.
+        keyed = rec["ready"] and rec["verdict"] not in (Verdict.RUNT, Verdict.OVERSIZE)
+        want_writes = [(rec["cycle"] + j, rec["key_slot"] * KEY_SLOT_WORDS + j, w)
+                       for j, w in enumerate(key_words64(p.key))] if keyed else []
+        assert rec["key_writes"] == want_writes, f"{where}: key writes {rec['key_writes']}, want {want_writes}"
+        if keyed:
+            assert rec["key_slot"] == (last_slot + 1) % KEY_SLOTS, where
+            last_slot = rec["key_slot"]
+            assert rec["key_v6"] == p.key[0] >> KEY_V6_BIT & 1, where
+            tally["keys"] += 1
         assert meta.tag == p.tag, where
         if p.cls == "ack":
             assert (meta.ack, bool(meta.eligible)) == (p.ack, p.eligible), where

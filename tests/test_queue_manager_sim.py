@@ -51,9 +51,10 @@ from dataclasses import replace
 import pytest
 
 from blocksim import simulate
-from ackfilter.gateware.ingress import MAX_CELLS, Verdict, ingress_entry_layout
+from ackfilter.gateware.ingress import KEY_SLOT_WORDS, KEY_SLOTS, MAX_CELLS, Verdict, ingress_entry_layout
 from ackfilter.gateware.queue_manager import QueueManager
 from ackfilter.model import FilterModel
+from ackfilter.model.flowkey import KEY_V6_BIT
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ECN_CE, Red, ecn_codepoint, ip_header
 from ackfilter.params import ARRIVAL_EVENTS, DATA_CELL_BYTES, EVENTS, RED_DECISION_LEAD
@@ -107,17 +108,24 @@ def ncells(nbytes):
     return -(-nbytes // DATA_CELL_BYTES)
 
 
-def entry_value(p, frame, *, verdict, chain, buf):
+def key_words64(key):
+    """A key as the key memory and the flow record hold it: 32-bit words 2j
+    and 2j + 1 in 64-bit word j."""
+    key = list(key) + [0]
+    return [key[2 * j] | key[2 * j + 1] << 32 for j in range(len(key) // 2)]
+
+
+def entry_value(p, frame, *, verdict, chain, buf, key_slot):
     """The ingress's entry for ``frame`` (``p``: the model's classification):
-    for every frame its IP header and ECN field (RED's), for a pure ACK its
-    metadata."""
+    for every frame its IP header and ECN field (RED's) and its key's slot,
+    for a pure ACK its metadata."""
     hdr = ip_header(frame)
     ip = dict(found=0, word=0, ipv6=0) if hdr is None else \
         dict(found=1, word=(hdr[0] - 2) // 4, ipv6=int(hdr[1] == 6))
     meta = dict(ecn=ecn_codepoint(frame) or 0)
     if p.pure_ack:
         sack = p.sack + [(0, 0)] * (4 - len(p.sack))
-        meta = dict(key=list(p.key), tag=p.tag, ack=p.ack, tsval=p.tsval, tsecr=p.tsecr,
+        meta = dict(tag=p.tag, ack=p.ack, tsval=p.tsval, tsecr=p.tsecr,
                     has_ts=int(p.has_ts), sack_n=len(p.sack),
                     sack=[{"start": s, "end": e} for s, e in sack],
                     other_opts=int(p.other_opts), eligible=int(p.eligible), ece=int(p.ece),
@@ -126,7 +134,8 @@ def entry_value(p, frame, *, verdict, chain, buf):
     layout = ingress_entry_layout(cells=CELLS, buf_bits=BUF_BITS)
     return layout.const(dict(verdict=verdict, nbytes=min(len(frame), 0xFFFF),
                              l3_bytes=ip_packet_length(frame) & 0xFFF if len(frame) <= 2048 else 0,
-                             chain=chain, buf=buf, ip=ip, meta=meta))
+                             chain=chain, buf=buf, ip=ip, meta=meta, key_slot=key_slot,
+                             key_v6=p.key[0] >> KEY_V6_BIT & 1 if p.key else 0))
 
 
 # -- the harness -----------------------------------------------------------
@@ -165,6 +174,8 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
         cells_of = {}                           # first cell -> the cells of a frame holding them
         marked = set()                          # data frames RED marked (as the model queued them)
         fifo = []                               # (frame, verdict, entry): the entry FIFO
+        key_writes = deque()                    # (address, word): the ingress's, a word a cycle
+        key_slot = 0                            # the next key's slot
         sent = 0                                # frames handed to the FIFO
         arrived = 0                             # frames the manager reported
         popped = []                             # frames popped, not yet reported
@@ -180,7 +191,7 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
         cycle = 0
 
         def next_entry():
-            nonlocal sent
+            nonlocal sent, key_slot
             frame = frames[sent]
             sent += 1
             p = classify(frame, ack_mode=ack_mode)
@@ -203,7 +214,15 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 mine = [cells.popleft() for _ in range(n)]
                 chain = chain_of[frame] = dict(first=mine[0], last=mine[-1], n=n)
                 cells_of[mine[0]] = mine
-            fifo.append((frame, verdict, entry_value(p, frame, verdict=verdict, chain=chain, buf=buf)))
+            # As the ingress does: the key's words into the next slot, word j
+            # j cycles after the entry is offered (none for a runt or an
+            # oversize frame).
+            slot = key_slot
+            if verdict not in (Verdict.RUNT, Verdict.OVERSIZE):
+                key_writes.extend((slot * KEY_SLOT_WORDS + j, w) for j, w in enumerate(key_words64(p.key)))
+                key_slot = (key_slot + 1) % KEY_SLOTS
+            fifo.append((frame, verdict, entry_value(p, frame, verdict=verdict, chain=chain, buf=buf,
+                                                     key_slot=slot)))
 
         def give_back(chain):
             """A frame's cells go back to the free list, at its tail."""
@@ -220,9 +239,14 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             # The ingress: bursts of frames into the FIFO.
             if burst == 0 and sent < len(frames) and rng.random() < 0.02:
                 burst = rng.choice([1, 2, 4, 8, 20])
-            if burst and sent < len(frames) and len(fifo) < 4:
+            if burst and sent < len(frames) and len(fifo) < 4 and not key_writes:
                 next_entry()
                 burst -= 1
+            write = key_writes.popleft() if key_writes else None
+            ctx.set(dut.key_wr_en, write is not None)
+            if write is not None:
+                ctx.set(dut.key_wr_addr, write[0])
+                ctx.set(dut.key_wr_data, write[1])
             ctx.set(dut.entry_valid, bool(fifo))
             if fifo:
                 ctx.set(dut.entry, fifo[0][2])

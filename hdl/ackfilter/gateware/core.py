@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 from .. import params as P
 from .csr import CSRBank, CSRBusSignature
 from .egress import Egress
-from .ingress import CELL_WORDS, MAX_CELLS, Ingress, ingress_entry_layout
+from .ingress import CELL_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, ingress_entry_layout
 from .lib.buffer_pool import BufferPool
 from .lib.cells import CellList
 from .lib.stream import FrameStream, WORD_BYTES
@@ -28,6 +28,8 @@ __all__ = ["UplinkCore", "UplinkCoreTop", "EventSignature", "flat_streams"]
 
 #: Depth of the FIFO of classified frames between ingress and queue manager.
 ENTRY_FIFO_DEPTH = 4
+# Each frame in the FIFO and the one the manager holds has a key slot.
+assert KEY_SLOTS >= ENTRY_FIFO_DEPTH + 1
 #: Spare ACK buffers beyond the queue: staging, FIFO entries, in flight.
 SPARE_BUFFERS = 8
 
@@ -164,6 +166,8 @@ class UplinkCore(wiring.Component):
             cell_list.rel.eq(egress.release_cells),
             cell_list.dis_en.eq(manager.discard_en),
             cell_list.dis.eq(manager.discard_cells),
+            manager.key_wr_en.eq(ingress.key_wr_en), manager.key_wr_addr.eq(ingress.key_wr_addr),
+            manager.key_wr_data.eq(ingress.key_wr_data),
             entries.w_en.eq(ingress.entry_valid & entries.w_rdy),
             entries.w_data.eq(ingress.entry.as_value()),
             ingress.entry_ready.eq(entries.w_rdy),

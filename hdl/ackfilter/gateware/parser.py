@@ -48,10 +48,10 @@ class FrameClass(enum.Enum, shape=2):
 
 sack_block_layout = data.StructLayout({"start": 32, "end": 32})
 
-#: What the queue manager needs of a pure ACK; ``key`` and ``tag`` are
-#: every frame's.
+#: What the queue manager needs of a pure ACK; ``tag`` is every frame's.
+#: (The flow key, every frame's too, is the result's ``key``: the ingress
+#: writes it to the key memory, not into the entry.)
 ack_meta_layout = data.StructLayout({
-    "key":        data.ArrayLayout(32, KEY_WORDS),
     "tag":        16,
     "ack":        32,
     "tsval":      32,
@@ -114,6 +114,7 @@ parse_result_layout = data.StructLayout({
     "nbytes":   16,      # frame length, saturating
     "l3_bytes": 16,      # IP packet length for the shaper (spec section 6)
     "ip":       ip_header_layout,
+    "key":      data.ArrayLayout(32, KEY_WORDS),
     "meta":     ack_meta_layout,
     "seg":      seg_info_layout,
 })
@@ -742,7 +743,7 @@ class FrameParser(wiring.Component):
                 res.seg.hdr_tail.eq(hdr_tail),
             ]
             for i in range(KEY_WORDS):
-                m.d.sync += res.meta.key[i].eq(key[i])
+                m.d.sync += res.key[i].eq(key[i])
             for blk in range(4):
                 m.d.sync += [
                     res.meta.sack[blk].start.eq(Cat(*reversed(sack_bytes[8 * blk:8 * blk + 4]))),

@@ -30,10 +30,9 @@ from .lib.buffer_pool import FreeStack
 from .flow_cam import SET_CYCLES, FlowCAM
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
-from .ingress import MAX_CELLS, Verdict, ingress_entry_layout
+from .ingress import KEY_SLOT_WORDS, KEY_SLOTS, KEY_WORDS64, MAX_CELLS, Verdict, ingress_entry_layout
 from .lib.cells import chain_layout
 from .parser import ip_header_layout, seg_info_layout
-from ..model.flowkey import KEY_V6_BIT, KEY_WORDS
 from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
 from ..params import ACK_SLOT_BYTES, EVENTS
 
@@ -106,6 +105,8 @@ class QueueManager(wiring.Component):
     --------------
     entry_* : the ingress FIFO's read side (``entry_ready`` pops the head a
               cycle after it is taken; nothing else reads the FIFO meanwhile)
+    key_wr_* : the ingress's writes of flow keys into the key memory (an
+              entry's key is written by the time the entry can be taken)
     now : the core's time (RED's idle decay)
     ack_mode, ack_queue_limit, data_share, red_*, chunk_bytes, acc_* : parameters
     egress_busy, shaper_eligible : may a frame start
@@ -144,6 +145,9 @@ class QueueManager(wiring.Component):
             "entry_valid":       In(1),
             "entry":             In(entry),
             "entry_ready":       Out(1),
+            "key_wr_en":         In(1),
+            "key_wr_addr":       In(range(KEY_SLOTS * KEY_SLOT_WORDS)),
+            "key_wr_data":       In(64),
             "now":               In(48),
             "ack_mode":          In(2),
             "ack_queue_limit":   In(8),
@@ -229,6 +233,16 @@ class QueueManager(wiring.Component):
         nxt_cx    = nxt.read_port(domain="comb")
         prv_cx    = prv.read_port(domain="comb")
         m.submodules.node_pool = node_pool = FreeStack(count=n_slots)
+
+        # The flow keys of the frames in the entry FIFO (the ingress writes
+        # them), in block RAM: read one word a cycle at `key_at`, a word of
+        # the frame's slot, as the record is read and written.
+        m.submodules.keys = keys = Memory(shape=64, depth=KEY_SLOTS * KEY_SLOT_WORDS, init=[],
+                                          attrs={"ram_style": "block"})
+        key_w, key_r = keys.write_port(), keys.read_port(transparent_for=())
+        key_at = Signal(range(KEY_SLOT_WORDS))
+        m.d.comb += [key_w.en.eq(self.key_wr_en), key_w.addr.eq(self.key_wr_addr),
+                     key_w.data.eq(self.key_wr_data)]
 
         m.submodules.records = records = Memory(shape=64, depth=n_flows * RECORD_WORDS, init=[])
         rec_w = records.write_port()
@@ -385,8 +399,8 @@ class QueueManager(wiring.Component):
         flags_done = Signal()                    # word REC_ACK is compared: `want` is complete
         rd_j, cmp_j = Signal(range(RECORD_WORDS)), Signal(range(RECORD_WORDS))
         rd_v, cmp_v = Signal(), Signal()
-        key_v6     = Signal()                    # the frame's key is IPv6 (key word 0, bit 27)
-        key_word   = Signal(64)                  # the record word due in rec_word next cycle
+        key_v6     = Signal()                    # the frame's key is IPv6 (entry.key_v6)
+        key_word   = Signal(64)                  # key word `rd_j`, beside it in `rec_word`
         # Decided while the record streams in, so that Decide-Hit is short.
         count_q    = Signal(range(n_slots + 1))  # flow_count[idx]
         newest_q   = Signal(node_ids)             # flow_newest[idx]
@@ -470,20 +484,18 @@ class QueueManager(wiring.Component):
             return Cat(meta.sack[k].start, meta.sack[k].end)
 
         # The record words of the frame are read in order (the key compare,
-        # the record write), so they sit in shift registers and need no wide
-        # multiplexer (a 12:1 x 64-bit one here was the routing hot spot of
-        # the board). The key (words 0..REC_ACK-1) is held only here, not in
-        # `cur`: a ring loaded with the frame in Idle that turns one word per
-        # word read, a whole turn per pass, so it is back at word 0 for a
-        # lookup again after a drop. The newest ACK's words (REC_ACK..) are
-        # loaded in Await-Lookup and shift out as Write-Record writes them.
-        # The floor words, written last, come straight from `cur`.
-        assert KEY_WORDS == 2 * REC_ACK - 1
-        key_ring = Signal(64 * REC_ACK)
+        # the record write), so they need no wide multiplexer (a 12:1 x
+        # 64-bit one here was the routing hot spot of the board). The key
+        # (words 0..REC_ACK-1) comes from the key memory, read at `key_at` a
+        # cycle ahead: 0 unless a state says otherwise, the word Read-Record
+        # reads of the record, the word after the one Write-Record writes.
+        # The newest ACK's words (REC_ACK..) are loaded in Await-Lookup and
+        # shift out of `new_sh` as Write-Record writes them. The floor words,
+        # written last, come straight from `cur`.
+        assert KEY_WORDS64 == REC_ACK
+        m.d.comb += key_r.addr.eq(Cat(key_at, cur.key_slot))
+        m.d.sync += key_word.eq(key_r.data)
         new_sh = Signal(64 * (REC_NEWEST_END - REC_ACK))
-
-        def turn_key_ring():
-            m.d.sync += key_ring.eq(Cat(key_ring[64:], key_ring[:64]))
 
         def load_newest_words():
             m.d.sync += new_sh.eq(Cat(*[record_word(j) for j in range(REC_ACK, REC_NEWEST_END)]))
@@ -610,8 +622,7 @@ class QueueManager(wiring.Component):
                 # `cur` (and the key ring) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
                 # frame is taken.
-                m.d.sync += [cur.eq(self.entry), key_ring.eq(Cat(self.entry.meta.key, C(0, 32))),
-                             key_v6.eq(self.entry.meta.key[0][KEY_V6_BIT])]
+                m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
                 with m.If(can_depart):
                     # (A descriptor on its way holds the departure a cycle.)
                     with m.If(~desc_in_flight):
@@ -727,6 +738,7 @@ class QueueManager(wiring.Component):
                     key_slot.eq((rc < REC_ACK) & (key_v6 | rc[0])),
                     rd_word.eq(Mux(key_slot, rc, REC_ACK + pick)),
                     rec_r.addr.eq(idx * RECORD_WORDS + rd_word),
+                    key_at.eq(rd_word),
                 ]
                 picked = Mux(~key_slot & any_want, C(1, len(want)) << pick, 0)
                 added = Signal.like(want)
@@ -740,9 +752,6 @@ class QueueManager(wiring.Component):
                     newest_q.eq(newest_idx.data),
                     old_buf_q.eq(node_new.data.buf),
                 ]
-                m.d.sync += key_word.eq(key_ring[:64])            # key word rc - 1
-                with m.If(rc <= REC_ACK):
-                    turn_key_ring()
                 lo, hi = rec_word[0:32], rec_word[32:64]
                 j = cmp_j                            # the word compared now
                 with m.If(cmp_v):
@@ -890,8 +899,9 @@ class QueueManager(wiring.Component):
                             write_newest(floor=C(1, 1) if cover is False else ~cover)
                         m.d.sync += [grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
                                      done_event.eq(kind)]
-                        # The key ring is at word 0 (a miss writes it), the
-                        # newest ACK's words are in `new_sh` since Await-Lookup.
+                        # Key word 0 (a miss writes the key) is read in this
+                        # cycle, the newest ACK's words are in `new_sh` since
+                        # Await-Lookup.
                         if new_entry:
                             # The CAM writes the tag in the next SET_CYCLES
                             # cycles: the 16 of Write-Record (a whole record),
@@ -948,9 +958,9 @@ class QueueManager(wiring.Component):
                     aecn_floor.ace_known.eq(ace_known_q),
                 ]
                 floor_word = Mux(wk[0], Cat(meta.tsval, meta.tsecr), Cat(meta.ack, aecn_floor, C(0, 1)))
+                m.d.comb += key_at.eq(wk + 1)
                 with m.If(wk < REC_ACK):
-                    m.d.comb += rec_w.data.eq(key_ring[:64])      # word wk
-                    turn_key_ring()
+                    m.d.comb += rec_w.data.eq(key_r.data)          # word wk
                 with m.Elif(wk < REC_NEWEST_END):
                     m.d.comb += rec_w.data.eq(new_sh[:64])
                     m.d.sync += new_sh.eq(new_sh[64:])
