@@ -308,6 +308,8 @@ def test_a_seed_whose_routing_does_not_converge_is_given_up_for_the_next(monkeyp
 
 @pytest.mark.parametrize("code, gave_up", [
     (G.EXIT_HANG, f"no result after {G.HANG_S} s (the hang guard)"),
+    (G.EXIT_DIVERGED, "the router diverged (from pass 20 on, over 1000 overused wires and 4 x the fewest)"),
+    (G.EXIT_STALLED, "the router stalled (over 100 overused wires at pass 40)"),
     (1, None),
 ])
 def test_only_the_guards_exit_statuses_give_a_seed_up(monkeypatch, tmp_path, code, gave_up):

@@ -15,8 +15,9 @@ from ackfilter.board import build as B, pnr_guard as G
 
 # The fake nextpnr. Options (besides --log FILE): --passes N router passes,
 # one every --step S seconds, the overuse reaching 0 at pass --converge-at K
-# (0: never, it stalls at 37); then --hang S seconds of silence, a last line
-# and --exit C.
+# (0: never, it stalls at 37), or --profile A,B,...: the overuse pass by
+# pass (converged if the last is 0); then --hang S seconds of silence, a
+# last line and --exit C.
 FAKE = textwrap.dedent("""\
     #!{python}
     import sys, time
@@ -24,12 +25,15 @@ FAKE = textwrap.dedent("""\
     def opt(name, default):
         return type(default)(argv[argv.index(name) + 1]) if name in argv else default
     passes, converge, step = opt("--passes", 0), opt("--converge-at", 0), opt("--step", 0.01)
+    profile = [int(x) for x in opt("--profile", "").split(",") if x]
+    if profile:
+        passes, converge = len(profile), len(profile) if profile[-1] == 0 else 0
     with open(opt("--log", ""), "w", buffering=1) as log:
         log.write("Info: Command line: " + " ".join(argv) + "\\n")
         log.write("Info: Running router2...\\n")
         for k in range(1, passes + 1):
             time.sleep(step)
-            over = max(0, converge - k) if converge else 37
+            over = profile[k - 1] if profile else max(0, converge - k) if converge else 37
             log.write(f"Info:     iter={{k}} wires=408609 overused={{over}} overuse={{over}} archfail=NA\\n")
             if converge and k >= converge:
                 log.write("Info: Router2 time 1.5s\\n")
@@ -183,3 +187,66 @@ def test_a_stopped_guard_stops_nextpnr(nextpnr, tmp_path):
     assert "finished normally" not in log.read_text()
     out = subprocess.run(["pgrep", "-f", str(cmd[0])], capture_output=True, text=True)
     assert out.stdout.strip() == "", out.stdout
+
+
+def _profile(*segments):
+    """Overuse per pass from (passes, from, to) segments, each a straight line."""
+    out = []
+    for n, a, b in segments:
+        out += [round(a + (b - a) * i / max(n - 1, 1)) for i in range(n)]
+    return out
+
+
+# Shapes of real router2 logs of this project (overused wires by pass).
+ROUTED = _profile((10, 35000, 900), (30, 800, 57), (22, 50, 0))          # converged at pass 62
+DIVERGED = _profile((10, 35000, 900), (30, 800, 60), (56, 50, 6), (80, 8, 3000))   # 6 at pass 96, then up
+STALLED = _profile((10, 35000, 900), (30, 800, 160), (60, 150, 40))      # 160 at pass 40
+
+
+def test_verdict_reads_the_rules_off_router_traces():
+    trace = lambda p: list(enumerate(p, start=1))
+    assert G.verdict(trace(ROUTED)) is None
+    assert max(ROUTED[39:]) <= 57 and DIVERGED[39] <= 100 and min(DIVERGED) == 6
+    code, k, what = G.verdict(trace(DIVERGED))
+    # The first pass over 1,000 overused wires and 4 x the fewest (6).
+    first = next(i for i, o in enumerate(DIVERGED, start=1) if i > 96 and o > 1000)
+    assert (code, k) == (G.EXIT_DIVERGED, first) and "6)" in what
+    assert G.verdict(trace(STALLED))[:2] == (G.EXIT_STALLED, 40)
+    # Pass 40 missing from the log: the first line after it is judged, once.
+    assert G.verdict([(39, 50), (41, 150)])[:2] == (G.EXIT_STALLED, 41)
+    assert G.verdict([(40, 100), (41, 150), (42, 400)]) is None
+    # Divergence needs both: over 1,000, and 4 x the fewest; from pass 20 on.
+    assert G.verdict([(1, 300), (19, 2000)]) is None
+    assert G.verdict([(1, 300), (20, 1200)])[:2] == (G.EXIT_DIVERGED, 20)
+    assert G.verdict([(1, 300), (20, 1000)]) is None
+    assert G.verdict([(1, 400), (20, 1500)]) is None
+    # The earliest rule by pass decides: here divergence (pass 30) before the stall check.
+    assert G.verdict([(1, 200), (30, 5000), (40, 5000), (301, 0)])[:2] == (G.EXIT_DIVERGED, 30)
+    assert G.verdict([(k, 37) for k in range(1, 302)], max_iter=300)[:2] == (G.EXIT_NOT_CONVERGED, 301)
+
+
+@pytest.mark.parametrize("profile, code, at", [
+    (DIVERGED, G.EXIT_DIVERGED, "at pass 124,"), (STALLED, G.EXIT_STALLED, "at pass 40 ")])
+def test_a_diverging_or_stalled_router_is_stopped_where_its_rule_says(nextpnr, profile, code, at):
+    cmd, log = nextpnr
+    rc, wall = _timed(G.run, [*cmd, "--profile", ",".join(map(str, profile)), "--step", "0.01"],
+                      poll_s=0.05)
+    text = log.read_text()
+    assert rc == code and G.gave_up_reason(rc) is not None
+    assert "finished normally" not in text and wall < 10
+    last = text.splitlines()[-1]
+    assert last.startswith("pnr_guard: the router ") and last.endswith("; stopped") and at in last, last
+
+
+def test_a_rule_that_applied_before_a_late_look_still_gives_the_seed_up(nextpnr):
+    """Stalled at pass 40, then converged, all between two looks (poll_s 5 s):
+    given up as if the guard had looked at pass 40."""
+    cmd, log = nextpnr
+    profile = _profile((10, 35000, 900), (30, 800, 160), (20, 150, 0))
+    rc, wall = _timed(G.run, [*cmd, "--profile", ",".join(map(str, profile)), "--step", "0.0005"],
+                      poll_s=5)
+    text = log.read_text()
+    assert rc == G.EXIT_STALLED and wall < 5
+    assert "finished normally" in text and G.router_passes(text) == (60, 0)
+    assert text.endswith("pnr_guard: the router stalled: 160 overused wires at pass 40 "
+                         "(more than 100 at pass 40); given up\n")

@@ -6,15 +6,27 @@
 
 nextpnr's router2 logs one ``iter=K wires=... overused=...`` line per pass
 over the congested nets. On a placement it can route, the overuse falls to
-0 (this design: 120 passes on rev 7.0, seed 1); on one it cannot, the
-overuse stalls and the router runs on for hours. The guard watches the log
-(``--log FILE`` of ``ARGS``) and stops nextpnr after :data:`MAX_ROUTER_ITER`
-passes: that decision depends on the netlist and the seed only, so a loaded
-or slow machine takes longer but never gets another outcome. A wall-clock
-limit (:data:`HANG_S`, far above any routed seed) remains, for a hang.
+0 (this design: 57-120 passes on rev 7.0, seed 1); on one it cannot, the
+overuse stalls or climbs again and the router runs on for hours. The guard
+watches the log (``--log FILE`` of ``ARGS``) and gives the seed up by three
+rules, read off the ``iter=`` lines in order (the first that applies, by
+pass, decides):
 
-Exit status: nextpnr's own; :data:`EXIT_NOT_CONVERGED` when the router gave
-up; :data:`EXIT_HANG` when the hang guard stopped it.
+* *diverged*: from pass :data:`DIVERGE_FROM` on, the overused wires are back
+  over :data:`DIVERGE_MIN` and at least :data:`DIVERGE_FACTOR` times the
+  fewest seen;
+* *stalled*: at pass :data:`STALL_PASS` (the first line at or after it),
+  more than :data:`STALL_OVERUSED` wires are overused;
+* *not converged*: more than :data:`MAX_ROUTER_ITER` passes.
+
+Each depends on the netlist and the seed only, so a loaded or slow machine
+takes longer but never gets another outcome (a run that ends between two
+looks at the log is judged on its whole log). A wall-clock limit
+(:data:`HANG_S`, far above any routed seed) remains, for a hang.
+
+Exit status: nextpnr's own; :data:`EXIT_NOT_CONVERGED`, :data:`EXIT_DIVERGED`
+or :data:`EXIT_STALLED` when a rule gave the seed up; :data:`EXIT_HANG` when
+the hang guard stopped it.
 """
 
 import argparse
@@ -25,8 +37,9 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["MAX_ROUTER_ITER", "HANG_S", "EXIT_NOT_CONVERGED", "EXIT_HANG", "guarded", "gave_up_reason",
-           "router_passes", "run", "main"]
+__all__ = ["MAX_ROUTER_ITER", "HANG_S", "DIVERGE_FROM", "DIVERGE_MIN", "DIVERGE_FACTOR", "STALL_PASS",
+           "STALL_OVERUSED", "EXIT_NOT_CONVERGED", "EXIT_DIVERGED", "EXIT_STALLED", "EXIT_HANG", "guarded",
+           "gave_up_reason", "router_passes", "router_trace", "verdict", "run", "main"]
 
 #: Router passes after which a seed is given up: 2.5 times the 120 that rev
 #: 7.0's seed 1 needs. A pass with a few dozen overused wires takes about
@@ -35,7 +48,19 @@ MAX_ROUTER_ITER = 300
 #: Wall-clock limit of one nextpnr run, for a hang only: a routed seed takes
 #: 8-16 minutes on this project's machines, 30 on one twice as slow.
 HANG_S = 3 * 3600
+#: The divergence rule. Of this project's router logs, the seeds that routed
+#: never rose back above 4 times their fewest overused wires once those were
+#: past 1; the ones that diverged climbed to thousands, from passes 47-79 on
+#: (ending at pass 300 after 500-600 s here, 2 x that at half speed).
+DIVERGE_FROM, DIVERGE_MIN, DIVERGE_FACTOR = 20, 1000, 4
+#: The stall rule. Of 12 placements of the 84 %-full flow-queue netlists
+#: that routed, none had more than 57 overused wires at pass 40; of 13 that
+#: never routed, 11 had 160-950 there. (A second check, more than 5 at pass
+#: 100, gave up a placement that routed with 6 there; it is not a rule.)
+STALL_PASS, STALL_OVERUSED = 40, 100
 EXIT_NOT_CONVERGED = 86
+EXIT_DIVERGED = 87
+EXIT_STALLED = 88
 EXIT_HANG = 124
 
 _ITER_RE = re.compile(r"^Info:\s+iter=(\d+)\s.*overused=(\d+)")
@@ -50,20 +75,47 @@ def gave_up_reason(returncode):
     """Why the guard stopped nextpnr, from its exit status (``None``: it did not)."""
     if returncode == EXIT_NOT_CONVERGED:
         return f"routing did not converge in {MAX_ROUTER_ITER} router passes"
+    if returncode == EXIT_DIVERGED:
+        return (f"the router diverged (from pass {DIVERGE_FROM} on, over {DIVERGE_MIN} overused wires and "
+                f"{DIVERGE_FACTOR} x the fewest)")
+    if returncode == EXIT_STALLED:
+        return f"the router stalled (over {STALL_OVERUSED} overused wires at pass {STALL_PASS})"
     if returncode == EXIT_HANG:
         return f"no result after {HANG_S} s (the hang guard)"
     return None
 
 
+def router_trace(text):
+    """``[(pass, overused), ...]`` of the router2 ``iter=`` lines of a nextpnr log, in order."""
+    return [(int(m.group(1)), int(m.group(2))) for m in map(_ITER_RE.match, text.splitlines()) if m]
+
+
 def router_passes(text):
     """``(passes, overused)`` of the last router2 ``iter=`` line of a
     nextpnr log, or ``(0, None)`` when the router has not started."""
-    passes, overused = 0, None
-    for line in text.splitlines():
-        m = _ITER_RE.match(line)
-        if m:
-            passes, overused = int(m.group(1)), int(m.group(2))
-    return passes, overused
+    trace = router_trace(text)
+    return trace[-1] if trace else (0, None)
+
+
+def verdict(trace, max_iter=MAX_ROUTER_ITER):
+    """The first rule (module docstring) that gives the seed up on the router
+    trace ``[(pass, overused), ...]``: ``(exit status, pass, what)``, or
+    ``None`` while none applies."""
+    fewest = None
+    stall_seen = False
+    for k, over in trace:
+        if k >= DIVERGE_FROM and fewest is not None and over > DIVERGE_MIN and over >= DIVERGE_FACTOR * fewest:
+            return EXIT_DIVERGED, k, (f"the router diverged: {over} overused wires at pass {k}, "
+                                      f"{over / fewest:.0f} x the fewest ({fewest})")
+        if k >= STALL_PASS and not stall_seen:
+            stall_seen = True
+            if over > STALL_OVERUSED:
+                return EXIT_STALLED, k, (f"the router stalled: {over} overused wires at pass {k} "
+                                         f"(more than {STALL_OVERUSED} at pass {STALL_PASS})")
+        if k > max_iter:
+            return EXIT_NOT_CONVERGED, k, f"the router had not converged after {max_iter} passes"
+        fewest = over if fewest is None else min(fewest, over)
+    return None
 
 
 def run(argv, *, max_iter=MAX_ROUTER_ITER, hang_s=HANG_S, poll_s=1.0, forward_signals=False):
@@ -94,7 +146,7 @@ def run(argv, *, max_iter=MAX_ROUTER_ITER, hang_s=HANG_S, poll_s=1.0, forward_si
 
 def _watch(proc, log, t0, *, max_iter, hang_s, poll_s):
     seen = 0
-    passes = 0
+    trace = []
     while True:
         try:
             rc = proc.wait(timeout=poll_s)
@@ -108,23 +160,28 @@ def _watch(proc, log, t0, *, max_iter, hang_s, poll_s):
             # again next time. Once it has exited, the rest.
             cut = len(chunk) if rc is not None else chunk.rfind(b"\n") + 1
             seen += cut
-            p, _ = router_passes(chunk[:cut].decode(errors="replace"))
-            passes = max(passes, p)
+            trace += router_trace(chunk[:cut].decode(errors="replace"))
+        given_up = verdict(trace, max_iter)
         if rc is not None:
-            if rc == 0 and passes > max_iter:
-                # It converged after the limit, between two looks at the log:
-                # given up all the same, or the outcome would depend on timing.
+            if rc == 0 and given_up is not None:
+                # A rule applied before the router ended, between two looks at
+                # the log: given up all the same, or the outcome would depend
+                # on timing.
+                code, _k, what = given_up
+                if code == EXIT_NOT_CONVERGED:
+                    what = (f"the router converged only after {trace[-1][0]} passes, over the "
+                            f"limit of {max_iter}")
                 with open(log, "a") as f:
-                    f.write(f"pnr_guard: the router converged only after {passes} passes, over the "
-                            f"limit of {max_iter}; given up\n")
-                return EXIT_NOT_CONVERGED
+                    f.write(f"pnr_guard: {what}; given up\n")
+                return code
             return rc
-        if passes > max_iter:
+        if given_up is not None:
             proc.kill()
             proc.wait()
+            code, _k, what = given_up
             with open(log, "a") as f:
-                f.write(f"pnr_guard: the router had not converged after {max_iter} passes; stopped\n")
-            return EXIT_NOT_CONVERGED
+                f.write(f"pnr_guard: {what}; stopped\n")
+            return code
         if time.monotonic() - t0 > hang_s:
             proc.kill()
             proc.wait()

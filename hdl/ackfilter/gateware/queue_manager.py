@@ -17,7 +17,9 @@ register file per entry (queued ACK count, node of the newest ACK, the
 covered ACK's node), and a block-RAM record per entry holding the
 full flow key, the newest ACK's fields and the flow's floor (16 words of 64
 bits). The full key is compared on every tag hit, so a hash
-collision cannot cause a wrong supersession.
+collision cannot cause a wrong supersession. The arriving frame's key is not
+in its entry: the ingress writes it into a slot of the key memory (block
+RAM, here), which the manager reads a word at a time beside the record.
 """
 
 from amaranth.hdl import *
@@ -619,7 +621,7 @@ class QueueManager(wiring.Component):
                 # before `r_rdy` shows it): `backlog` does not show it yet, and
                 # a harness that skips cycles when idle would strand the frame.
                 m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
-                # `cur` (and the key ring) follow the FIFO's head while idle,
+                # `cur` (and `key_v6`) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
                 # frame is taken.
                 m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
@@ -724,8 +726,8 @@ class QueueManager(wiring.Component):
                 # into `rec_word` (`rd_j`), and is compared from there a cycle
                 # later (`cmp_j`). Only the words the decision needs are read
                 # (so that a minimum ACK at line rate keeps within its 33.6
-                # cycles): key word k in cycle k, while the key ring turns
-                # (an IPv4 key's words 2 and 4 are zero, as the record's:
+                # cycles): key word k in cycle k, from the key memory beside
+                # it (an IPv4 key's words 2 and 4 are zero, as the record's:
                 # those cycles read other words); then, lowest first, the
                 # words of `want`: REC_ACK, the floor's, and, once REC_ACK
                 # has shown the old ACK's flags, its TS, SACK and AccECN
