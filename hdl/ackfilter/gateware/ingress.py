@@ -92,7 +92,7 @@ class Ingress(wiring.Component):
                                       ``CELL_WORDS / 4`` blocks, and a cell one frame)
     cell_head, cell_free : In         the free list (:class:`~.lib.cells.CellList`)
     cell_req, cell_addr, cell_next : Out, Out, In   its ``next`` at ``cell_addr``, read
-                                      when ``cell_req`` (at a cell's last word and at a commit)
+                                      when ``cell_req`` (a cell's last word offered, a commit)
     take_en, take_head, take_n : Out  a data frame keeps its cells
     stage_alloc_valid, stage_alloc_id, stage_take : the ACK buffer pool
     entry_valid, entry, entry_ready : the record to the queue manager's FIFO
@@ -178,7 +178,10 @@ class Ingress(wiring.Component):
         m.d.comb += [
             cell_now.eq(Mux(k == 0, self.cell_head, cur_cell)),
             self.cell_addr.eq(cell_now),
-            self.cell_req.eq((take_word & (widx[:wb] == CELL_WORDS - 1)) | parser.done),
+            # (Asked for when a cell's last word is offered, not taken: the
+            # parser's `ready` would reach the port's address multiplexer.
+            # A word offered but not taken costs the egress a cycle of the port.)
+            self.cell_req.eq((self.i.valid & (widx[:wb] == CELL_WORDS - 1)) | parser.done),
         ]
         # The free list keeps its tail: a frame may write `free - 1` cells.
         fits = Signal()
