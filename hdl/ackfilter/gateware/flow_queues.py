@@ -1,0 +1,379 @@
+"""Flow queues for upload data: the per-flow queues and their deficit round
+robin with sparse-flow priority (``docs/spec.md`` section 12).
+
+This block is the data side of section 12 only, operation for operation
+what :class:`ackfilter.model.flowq.FlowQueues` does: the queue manager
+decides which queue a frame joins (the flow table, the shared queue's
+classes), runs RED, and keeps each frame's descriptor; here each queue is a
+list of frames, each frame named by an *id* (the queue manager uses the
+frame's first data cell, unique among queued frames), and the scheduler
+keeps the *new* and *old* lists of queues with their credits.
+
+Storage, all in LUT RAM except a few registers:
+
+* per queue: the ids of its head and tail frame, its cells, its credit, and
+  the next queue on its list; whether it holds frames (``nonempty``) and
+  which list it is on are registers (a reset does not clear LUT RAM);
+* per id: the next frame of its queue, its cells, and its class (the low
+  bits of its flow's tag, counted while it waits in the shared queue);
+* the two lists' heads and tails, the totals, the class counts.
+
+One operation at a time, started by a one-cycle strobe while ``busy`` is
+low (the queue manager's state machine does one thing at a time too):
+
+* ``enq``: a frame joins queue ``enq_q``; a queue on no list joins the new
+  list with one ``quantum`` of credit. One cycle.
+* ``pick``: the DRR step of RFC 8290 section 4.2, a cycle per queue looked
+  at, until ``done`` with ``found`` and ``pick_q``/``pick_id`` (the queue
+  and its head frame), or ``found`` low when no frame is queued. A frame
+  leaving in chunks holds the choice until its last chunk.
+* ``sent``: the picked queue's head frame (``sent_last``) or one chunk of it
+  left. Two cycles.
+* ``charge``: the link's charge for what the last ``sent`` sent, taken from
+  that queue's credit. Two cycles. (The shaper reports it a few cycles after
+  the start; the model takes it with ``sent``. The queue manager starts no
+  ``pick`` while a charge is due, so the two orders agree.)
+* ``ovf``: the arrival of a frame of ``ovf_cells`` is about to be queued.
+  When it would take more than ``cells - reserve``, the fattest queue
+  (lowest number among equals; a head frame leaving in chunks not counted)
+  loses frames from its head until at least half its cells are gone: a
+  ``drop`` strobe with ``drop_q``/``drop_id`` per frame, then ``done``.
+
+``released``/``released_q``: a queue left its list (it is empty: its flow
+entry may go). ``query_q`` and ``query_cls`` read the state the queue
+manager's choices need, combinationally.
+"""
+
+from amaranth.hdl import *
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..model.flowq import QUANTUM_MAX
+from ..params import SHARED_CLASSES
+from .ingress import MAX_CELLS
+from .shaper import CHARGE_BITS
+
+__all__ = ["FlowQueues", "CREDIT_BITS"]
+
+_LUTRAM = {"ram_style": "distributed"}
+#: A queue's credit, signed: at most QUANTUM_MAX; at least 1 less the
+#: charges of one frame's chunks (a 2048-byte frame in 16-byte chunks is
+#: charged about 12 KiB with headers and overhead).
+CREDIT_BITS = 16
+_NONE, _NEW, _OLD = 0, 1, 2
+
+
+class FlowQueues(wiring.Component):
+    """See the module docstring.
+
+    Parameters
+    ----------
+    queues : int    queues (the flow entries and the shared one)
+    ids : int       frame ids (the data buffer's cells)
+    cells : int     the data buffer's cells
+    reserve : int   cells kept free for the frame the ingress writes next
+    shared : int    the shared queue's number (its frames are counted by class)
+    """
+
+    def __init__(self, *, queues, ids, cells, reserve, shared):
+        if not 0 <= shared < queues:
+            raise ValueError(f"shared must be a queue, 0 .. {queues - 1}, not {shared!r}")
+        if not 0 <= reserve < cells:
+            raise ValueError(f"reserve must be 0 .. {cells - 1}, not {reserve!r}")
+        self.queues, self.ids, self.ncells = queues, ids, cells
+        self.limit = cells - reserve
+        self.shared = shared
+        qr, ir = range(queues), range(ids)
+        super().__init__({
+            "quantum":      In(range(QUANTUM_MAX + 1)),
+            "enq":          In(1),
+            "enq_q":        In(qr),
+            "enq_id":       In(ir),
+            "enq_cells":    In(range(MAX_CELLS + 1)),
+            "enq_cls":      In(range(SHARED_CLASSES)),
+            "pick":         In(1),
+            "sent":         In(1),
+            "sent_last":    In(1),
+            "charge":       In(1),
+            "charge_bytes": In(CHARGE_BITS),
+            "ovf":          In(1),
+            "ovf_cells":    In(range(MAX_CELLS + 1)),
+            "busy":         Out(1),
+            "done":         Out(1),
+            "found":        Out(1),
+            "pick_q":       Out(qr),
+            "pick_id":      Out(ir),
+            "drop":         Out(1),
+            "drop_q":       Out(qr),
+            "drop_id":      Out(ir),
+            "released":     Out(1),
+            "released_q":   Out(qr),
+            "query_q":      In(qr),
+            "query_empty":  Out(1),
+            "query_busy":   Out(1),
+            "query_cls":    In(range(SHARED_CLASSES)),
+            "cls_busy":     Out(1),
+            "frames":       Out(range(ids + 1)),
+            "cells":        Out(range(cells + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        nq, ni = self.queues, self.ids
+        qr, ir = range(nq), range(ni)
+        cell_r = range(self.ncells + 1)
+
+        def lutram(name, shape, depth):
+            mem = Memory(shape=shape, depth=depth, init=[], attrs=_LUTRAM)
+            m.submodules[name] = mem
+            return mem
+
+        qhead, qtail = lutram("qhead", ir, nq), lutram("qtail", ir, nq)
+        qcells = lutram("qcells", cell_r, nq)
+        credit = lutram("credit", signed(CREDIT_BITS), nq)
+        lnext = lutram("lnext", qr, nq)
+        inext = lutram("inext", ir, ni)
+        icells = lutram("icells", range(MAX_CELLS + 1), ni)
+        icls = lutram("icls", range(SHARED_CLASSES), ni)
+        qhead_w, qtail_w, qcells_w = qhead.write_port(), qtail.write_port(), qcells.write_port()
+        credit_w, lnext_w = credit.write_port(), lnext.write_port()
+        inext_w, icells_w, icls_w = inext.write_port(), icells.write_port(), icls.write_port()
+
+        nonempty = Signal(nq)
+        listed = Array(Signal(2, name=f"listed{q}") for q in range(nq))
+        new_head, new_tail, new_any = Signal(qr), Signal(qr), Signal()
+        old_head, old_tail, old_any = Signal(qr), Signal(qr), Signal()
+        frames = Signal(range(ni + 1))
+        cells = Signal(cell_r)
+        cls_count = Array(Signal(range(ni + 1), name=f"cls{c}") for c in range(SHARED_CLASSES))
+        cur_v, cur_q, cur_cells = Signal(), Signal(qr), Signal(range(MAX_CELLS + 1))
+        sel_q, sel_id = Signal(qr), Signal(ir)          # the last pick
+        chg_q = Signal(qr)                              # the last sent's queue
+        m.d.comb += [self.frames.eq(frames), self.cells.eq(cells)]
+
+        # Queries.
+        qc_query = qcells.read_port(domain="comb")
+        m.d.comb += [
+            qc_query.addr.eq(self.query_q),
+            self.query_empty.eq(~nonempty.bit_select(self.query_q, 1)),
+            self.query_busy.eq(nonempty.bit_select(self.query_q, 1) | (listed[self.query_q] != _NONE)),
+            self.cls_busy.eq(cls_count[self.query_cls] != 0),
+        ]
+
+        # The queue an operation works on (`qa`) and a frame (`ia`): registers.
+        qa = Signal(qr)
+        ia = Signal(ir)
+        qh_a, qt_a, qc_a = qhead.read_port(domain="comb"), qtail.read_port(domain="comb"), \
+            qcells.read_port(domain="comb")
+        cr_a, ln_a = credit.read_port(domain="comb"), lnext.read_port(domain="comb")
+        in_a, ic_a, il_a = inext.read_port(domain="comb"), icells.read_port(domain="comb"), \
+            icls.read_port(domain="comb")
+        m.d.comb += [p.addr.eq(qa) for p in (qh_a, qt_a, qc_a, cr_a, ln_a)]
+        m.d.comb += [p.addr.eq(ia) for p in (in_a, ic_a, il_a)]
+        ne_a = nonempty.bit_select(qa, 1)
+        q_cells_a = Mux(ne_a, qc_a.data, 0)
+
+        # For a drop behind a head frame in chunks: the frame after the head.
+        in_h = inext.read_port(domain="comb")
+        m.d.comb += in_h.addr.eq(qh_a.data)
+
+        # The lists: queue `qa`, at the head of the new list (`from_new`) or
+        # of the old one, leaves it; with `to_old` it goes to the end of the
+        # old list. `qa` becomes where the scheduler looks next.
+        def list_pop_and_move(from_new, to_old):
+            with m.If(from_new):
+                with m.If(new_head == new_tail):
+                    m.d.sync += new_any.eq(0)
+                with m.Else():
+                    m.d.sync += new_head.eq(ln_a.data)
+            with m.Else():
+                with m.If(old_head == old_tail):
+                    m.d.sync += old_any.eq(0)
+                with m.Else():
+                    m.d.sync += old_head.eq(ln_a.data)
+            if to_old:
+                # Appended behind the old list as it is after the pop.
+                old_after_pop_any = Mux(from_new, old_any, old_head != old_tail)
+                with m.If(old_after_pop_any):
+                    m.d.comb += [lnext_w.en.eq(1), lnext_w.addr.eq(old_tail), lnext_w.data.eq(qa)]
+                with m.Else():
+                    m.d.sync += old_head.eq(qa)
+                m.d.sync += [old_tail.eq(qa), old_any.eq(1)]
+            # Where the scheduler looks next.
+            new_next_any = from_new & (new_head != new_tail)
+            if to_old:
+                old_next_head = Mux(from_new, Mux(old_any, old_head, qa),
+                                    Mux(old_head != old_tail, ln_a.data, qa))
+            else:
+                old_next_head = Mux(from_new, old_head, ln_a.data)
+            m.d.sync += qa.eq(Mux(new_next_any, ln_a.data, old_next_head))
+
+        def leave(q):
+            """Queue ``q``, at the head of its list, leaves it."""
+            m.d.sync += listed[q].eq(_NONE)
+            m.d.comb += [self.released.eq(1), self.released_q.eq(q)]
+
+        def remove(keep):
+            """Frame ``id`` of queue ``qa`` (its head, or with ``keep`` the
+            frame after it) leaves the queue; returns the cells it held and
+            whether the queue is now empty."""
+            head = qh_a.data
+            fid = Mux(keep, in_h.data, head)
+            with m.If(keep):
+                m.d.comb += [inext_w.en.eq(1), inext_w.addr.eq(head), inext_w.data.eq(in_a.data)]
+                with m.If(fid == qt_a.data):
+                    m.d.comb += [qtail_w.en.eq(1), qtail_w.addr.eq(qa), qtail_w.data.eq(head)]
+            with m.Else():
+                m.d.comb += [qhead_w.en.eq(1), qhead_w.addr.eq(qa), qhead_w.data.eq(in_a.data)]
+            left = qc_a.data - ic_a.data
+            m.d.comb += [qcells_w.en.eq(1), qcells_w.addr.eq(qa), qcells_w.data.eq(left)]
+            emptied = left == 0
+            with m.If(emptied):
+                m.d.sync += nonempty.bit_select(qa, 1).eq(0)
+            m.d.sync += [frames.eq(frames - 1), cells.eq(cells - ic_a.data)]
+            if self.shared is not None:
+                with m.If(qa == self.shared):
+                    m.d.sync += cls_count[il_a.data].eq(cls_count[il_a.data] - 1)
+            return fid, emptied
+
+        # The overflow's scan and drops.
+        best, best_q = Signal(cell_r), Signal(qr)
+        goal, freed = Signal(cell_r), Signal(range(2 * self.ncells + 1))
+        keep = Signal()
+        ovf_cells = Signal(range(MAX_CELLS + 1))
+
+        look = Mux(new_any, new_head, old_head)      # where a pick starts looking
+        m.d.comb += self.busy.eq(1)
+        with m.FSM():
+            with m.State("Idle"):
+                m.d.comb += self.busy.eq(0)
+                with m.If(self.enq):
+                    q, fid = self.enq_q, self.enq_id
+                    qt_e, qc_e = qtail.read_port(domain="comb"), qcells.read_port(domain="comb")
+                    m.d.comb += [qt_e.addr.eq(q), qc_e.addr.eq(q)]
+                    ne = nonempty.bit_select(q, 1)
+                    m.d.comb += [
+                        icells_w.en.eq(1), icells_w.addr.eq(fid), icells_w.data.eq(self.enq_cells),
+                        icls_w.en.eq(1), icls_w.addr.eq(fid), icls_w.data.eq(self.enq_cls),
+                        qtail_w.en.eq(1), qtail_w.addr.eq(q), qtail_w.data.eq(fid),
+                        qcells_w.en.eq(1), qcells_w.addr.eq(q),
+                        qcells_w.data.eq(Mux(ne, qc_e.data, 0) + self.enq_cells),
+                    ]
+                    with m.If(ne):
+                        m.d.comb += [inext_w.en.eq(1), inext_w.addr.eq(qt_e.data), inext_w.data.eq(fid)]
+                    with m.Else():
+                        m.d.comb += [qhead_w.en.eq(1), qhead_w.addr.eq(q), qhead_w.data.eq(fid)]
+                    m.d.sync += [nonempty.bit_select(q, 1).eq(1), frames.eq(frames + 1),
+                                 cells.eq(cells + self.enq_cells)]
+                    with m.If(q == self.shared):
+                        m.d.sync += cls_count[self.enq_cls].eq(cls_count[self.enq_cls] + 1)
+                    with m.If(listed[q] == _NONE):
+                        m.d.sync += listed[q].eq(_NEW)
+                        m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(q), credit_w.data.eq(self.quantum)]
+                        with m.If(new_any):
+                            m.d.comb += [lnext_w.en.eq(1), lnext_w.addr.eq(new_tail), lnext_w.data.eq(q)]
+                        with m.Else():
+                            m.d.sync += new_head.eq(q)
+                        m.d.sync += [new_tail.eq(q), new_any.eq(1)]
+                with m.Elif(self.pick):
+                    m.d.sync += qa.eq(Mux(cur_v, cur_q, look))
+                    m.next = "Pick"
+                with m.Elif(self.sent):
+                    m.d.sync += [qa.eq(sel_q), ia.eq(sel_id), chg_q.eq(sel_q)]
+                    with m.If(self.sent_last):
+                        m.next = "Sent-Remove"
+                    with m.Else():
+                        m.next = "Sent-Chunk"
+                with m.Elif(self.charge):
+                    m.d.sync += qa.eq(chg_q)
+                    m.next = "Charge"
+                with m.Elif(self.ovf):
+                    m.d.sync += [ovf_cells.eq(self.ovf_cells), qa.eq(0), best.eq(0), best_q.eq(0)]
+                    m.next = "Ovf-Check"
+
+            with m.State("Pick"):
+                with m.If(cur_v):
+                    m.d.comb += [self.done.eq(1), self.found.eq(1)]
+                    m.d.sync += [sel_q.eq(qa), sel_id.eq(qh_a.data)]
+                    m.next = "Idle"
+                with m.Elif(frames == 0):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "Idle"
+                with m.Elif(~ne_a):
+                    # Emptied by an overflow drop: it leaves its list.
+                    leave(qa)
+                    list_pop_and_move(new_any, to_old=False)
+                with m.Elif(cr_a.data <= 0):
+                    m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(qa),
+                                 credit_w.data.eq(cr_a.data + self.quantum)]
+                    m.d.sync += listed[qa].eq(_OLD)
+                    list_pop_and_move(new_any, to_old=True)
+                with m.Else():
+                    m.d.comb += [self.done.eq(1), self.found.eq(1)]
+                    m.d.sync += [sel_q.eq(qa), sel_id.eq(qh_a.data)]
+                    m.next = "Idle"
+            m.d.comb += [self.pick_q.eq(qa), self.pick_id.eq(qh_a.data)]
+
+            with m.State("Sent-Chunk"):
+                m.d.sync += [cur_v.eq(1), cur_q.eq(qa), cur_cells.eq(ic_a.data)]
+                m.next = "Idle"
+
+            with m.State("Sent-Remove"):
+                _fid, emptied = remove(keep=C(0, 1))
+                m.d.sync += cur_v.eq(0)
+                with m.If(emptied):
+                    # At the head of its list (a queue joins the new list
+                    # only at its end while a frame leaves in chunks).
+                    leave(qa)
+                    list_pop_and_move(listed[qa] == _NEW, to_old=False)
+                m.next = "Idle"
+
+            with m.State("Charge"):
+                m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(qa),
+                             credit_w.data.eq(cr_a.data - self.charge_bytes)]
+                m.next = "Idle"
+
+            with m.State("Ovf-Check"):
+                with m.If(cells + ovf_cells <= self.limit):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "Idle"
+                with m.Else():
+                    m.next = "Scan"
+
+            with m.State("Scan"):
+                d = Signal(cell_r)
+                m.d.comb += d.eq(q_cells_a - Mux(cur_v & (qa == cur_q), cur_cells, 0))
+                with m.If(d > best):
+                    m.d.sync += [best.eq(d), best_q.eq(qa)]
+                m.d.sync += qa.eq(qa + 1)
+                with m.If(qa == nq - 1):
+                    m.next = "Drop-Prep"
+
+            with m.State("Drop-Prep"):
+                m.d.sync += [qa.eq(best_q), goal.eq(best), freed.eq(0), keep.eq(cur_v & (best_q == cur_q))]
+                with m.If(best == 0):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "Idle"
+                with m.Else():
+                    m.next = "Drop-Id"
+
+            with m.State("Drop-Id"):
+                # The frame to drop: the head, or the one after a head in chunks.
+                m.d.sync += ia.eq(Mux(keep, in_h.data, qh_a.data))
+                m.next = "Drop"
+
+            with m.State("Drop"):
+                fid, _emptied = remove(keep=keep)
+                m.d.comb += [self.drop.eq(1), self.drop_q.eq(qa), self.drop_id.eq(fid)]
+                now_freed = freed + ic_a.data
+                m.d.sync += freed.eq(now_freed)
+                with m.If((2 * now_freed >= goal) | (now_freed >= goal)):
+                    m.next = "Drop-Done"
+                with m.Else():
+                    m.next = "Drop-Id"
+
+            with m.State("Drop-Done"):
+                m.d.comb += self.done.eq(1)
+                m.next = "Idle"
+        return m

@@ -1,0 +1,183 @@
+"""The flow queues' block (``ackfilter.gateware.flow_queues``) against the
+model's :class:`~ackfilter.model.flowq.FlowQueues`, operation by operation:
+random arrivals into heavy and sparse queues and the shared one (with its
+classes), the overflow's drops from the fattest queue (also behind a frame
+leaving in chunks), departures whole or in chunks with the link's charges,
+and after every operation the queue the scheduler picked, the frames
+dropped, the queues released, and every queue's and class's state as the
+queue manager's queries see it."""
+
+import random
+
+import pytest
+
+from blocksim import simulate
+from ackfilter.gateware.flow_queues import FlowQueues
+from ackfilter.model.flowq import QUANTUM_MAX, QUANTUM_MIN, FlowQueues as Model, cells_of
+from ackfilter.params import DATA_CELL_BYTES, DATA_CELL_RESERVE, MAX_FRAME_BYTES, SHARED_CLASSES
+
+
+class Frame:
+    """A queued frame (or a chunk of one): its length and its id in the block."""
+
+    def __init__(self, nbytes, fid=None):
+        self.nbytes, self.fid = nbytes, fid
+
+    def __len__(self):
+        return self.nbytes
+
+    def __repr__(self):
+        return f"Frame({self.nbytes}, id {self.fid})"
+
+
+def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45):
+    """``ops`` random operations; returns a tally of what happened."""
+    rng = random.Random(seed)
+    reserve = DATA_CELL_RESERVE
+    nq = entries + 1
+    dut = FlowQueues(queues=nq, ids=cells, cells=cells, reserve=reserve, shared=entries)
+    model = Model(entries=entries, cells=cells, reserve=reserve, quantum=quantum, charge=len)
+    tally = {"enq": 0, "drops": 0, "picks": 0, "none": 0, "chunks": 0, "released": 0,
+             "shared": 0, "behind_chunks": 0}
+    heavy_q = rng.sample(range(nq), heavy)
+
+    async def bench(ctx):
+        ctx.set(dut.quantum, quantum)
+        free_ids = list(range(cells))
+        rng.shuffle(free_ids)
+        chunk_left = None                   # bytes of the frame in chunks not yet sent
+        cycle = 0
+
+        names = ("done", "found", "pick_q", "pick_id", "drop", "drop_q", "drop_id", "released", "released_q")
+
+        async def op(**strobes):
+            """Start an operation with its strobe and run it to its end (``busy``
+            low); returns the drops, the queues released, and the outputs of
+            the cycle that said ``done`` (or None)."""
+            nonlocal cycle
+            for k, v in strobes.items():
+                ctx.set(getattr(dut, k), v)
+            drops, released, done = [], [], None
+            first = True
+            while first or ctx.get(dut.busy):
+                cycle += 1
+                assert cycle < 2_000_000, "the block hangs"
+                seen = {k: ctx.get(getattr(dut, k)) for k in names}
+                if seen["drop"]:
+                    drops.append((seen["drop_q"], seen["drop_id"]))
+                if seen["released"]:
+                    released.append(seen["released_q"])
+                if seen["done"]:
+                    assert done is None, "done twice"
+                    done = seen
+                await ctx.tick()
+                if first:
+                    for k in ("enq", "pick", "sent", "charge", "ovf"):
+                        ctx.set(getattr(dut, k), 0)
+                    first = False
+            return drops, released, done
+
+        def check_state(where):
+            assert ctx.get(dut.frames) == model.frames, f"{where}: frames {ctx.get(dut.frames)}, model {model.frames}"
+            assert ctx.get(dut.cells) == model.cells, f"{where}: cells {ctx.get(dut.cells)}, model {model.cells}"
+            for q in range(nq):
+                ctx.set(dut.query_q, q)
+                got = (ctx.get(dut.query_empty), ctx.get(dut.query_busy))
+                assert got == (model.empty(q), model.busy(q)), f"{where}: queue {q} empty/busy {got}"
+            for c in range(SHARED_CLASSES):
+                ctx.set(dut.query_cls, c)
+                assert ctx.get(dut.cls_busy) == (model.class_frames[c] > 0), f"{where}: class {c}"
+
+        await ctx.tick().repeat(2)
+        for k in range(ops):
+            where = f"op {k}"
+            r = rng.random()
+            if r < 1 - pick_p:
+                # An arrival: a heavy queue, a sparse one, or the shared one.
+                pick_kind = rng.random()
+                if pick_kind < 0.6:
+                    q = rng.choice(heavy_q)
+                elif pick_kind < 0.8:
+                    q = entries
+                else:
+                    q = rng.randrange(nq)
+                nbytes = rng.choice([60, 60, 100, 576, 1514, 1514, 1514, rng.randrange(60, MAX_FRAME_BYTES + 1)])
+                c = cells_of(nbytes)
+                if model.cells + c > cells:
+                    continue                # the ingress would have found no cells
+                cls = rng.randrange(SHARED_CLASSES)
+                # The overflow first (spec section 12, "Buffer").
+                want = [(vq, f.fid) for vq, f in model.overflow(nbytes)]
+                drops, released, done = await op(ovf=1, ovf_cells=c)
+                assert done is not None, f"{where}: the overflow check did not end with done"
+                assert drops == want, f"{where}: drops {drops}, model {want}"
+                assert not released
+                tally["drops"] += len(drops)
+                tally["behind_chunks"] += any(vq == model.current for vq, _ in want)
+                free_ids.extend(fid for _, fid in drops)
+                fid = free_ids.pop()
+                frame = Frame(nbytes, fid)
+                model.enqueue(q, frame, tag=cls)
+                _, released, _ = await op(enq=1, enq_q=q, enq_id=fid, enq_cells=c, enq_cls=cls)
+                assert not released
+                tally["enq"] += 1
+                tally["shared"] += q == entries
+            else:
+                # A departure: the pick, then the frame or its next chunk, then the charge.
+                want_q = model.pick()
+                _, released, seen = await op(pick=1)
+                assert seen is not None, f"{where}: the pick did not end with done"
+                if want_q is None:
+                    assert not seen["found"], f"{where}: picked {seen['pick_q']}, model nothing"
+                    tally["none"] += 1
+                else:
+                    head = model.queues[want_q].frames[0]
+                    assert (seen["found"], seen["pick_q"], seen["pick_id"]) == (1, want_q, head.fid), \
+                        f"{where}: picked {seen['found'], seen['pick_q'], seen['pick_id']}, " \
+                        f"model {want_q} (head {head})"
+                    tally["picks"] += 1
+                    if chunk_left is None and rng.random() < chunk_p and len(head) > 200:
+                        chunk_left = len(head)
+                    if chunk_left is not None:
+                        size = min(chunk_left, rng.choice([16, 64, 256, 512]))
+                        chunk_left -= size
+                        last = chunk_left == 0
+                        sent = Frame(size + 54)         # a chunk: its headers and payload
+                        tally["chunks"] += 1
+                        if last:
+                            chunk_left = None
+                    else:
+                        last, sent = True, Frame(len(head) + rng.choice([0, 24, 40]))
+                    model.sent(want_q, sent, last=last)
+                    if last:
+                        free_ids.append(head.fid)
+                    _, rel2, _ = await op(sent=1, sent_last=last)
+                    _, rel3, _ = await op(charge=1, charge_bytes=len(sent))
+                    released += rel2 + rel3
+                # Queues leave as the pick looks at them (emptied by drops) and
+                # as their last frame leaves, in order.
+                want_rel = model.take_released()
+                tally["released"] += len(want_rel)
+                assert released == want_rel, f"{where}: released {released}, model {want_rel}"
+            model.check_invariants()
+            check_state(where)
+
+    simulate(dut, bench, name="flow_queues")
+    return tally
+
+
+@pytest.mark.parametrize("quantum", [QUANTUM_MIN, 610, QUANTUM_MAX])
+def test_the_flow_queues_agree_with_the_model(quantum):
+    tally = run(entries=7, cells=32, quantum=quantum, ops=2500, seed=quantum)
+    # Every path was taken: overflow drops (also behind a frame in chunks),
+    # chunks, queues leaving, the shared queue, picks with nothing queued.
+    assert tally["drops"] > 50 and tally["behind_chunks"] > 0 and tally["chunks"] > 50, tally
+    assert tally["released"] > 50 and tally["shared"] > 100 and tally["none"] > 0, tally
+
+
+def test_the_flow_queues_agree_with_the_model_at_the_cores_sizes():
+    """params' FLOW_ENTRIES queues and the shared one, DATA_CELLS cells, a
+    few heavy queues among many sparse ones."""
+    from ackfilter.params import DATA_CELLS, FLOW_ENTRIES
+    tally = run(entries=FLOW_ENTRIES, cells=DATA_CELLS, quantum=QUANTUM_MAX, ops=2000, seed=7, heavy=4)
+    assert tally["drops"] > 20 and tally["released"] > 50, tally
