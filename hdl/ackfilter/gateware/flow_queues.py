@@ -11,12 +11,14 @@ keeps the *new* and *old* lists of queues with their credits.
 
 Storage, all in LUT RAM except a few registers:
 
-* per queue: the ids of its head and tail frame, its cells, its credit, and
-  the next queue on its list; whether it holds frames (``nonempty``) and
-  which list it is on are registers (a reset does not clear LUT RAM);
+* per queue: the ids of its head and tail frame, its cells, its credit, the
+  next queue on its list and which list that is; whether it holds frames
+  (``nonempty``) and whether it is on a list (``onlist``) are registers (a
+  reset does not clear LUT RAM);
 * per id: the next frame of its queue, its cells, and its class (the low
   bits of its flow's tag, counted while it waits in the shared queue);
-* the two lists' heads and tails, the totals, the class counts.
+* the two lists' heads and tails, the totals; the class counts (LUT RAM,
+  whether each is 0 in a register).
 
 One operation at a time, started by a one-cycle strobe while ``busy`` is
 low (the queue manager's state machine does one thing at a time too):
@@ -61,7 +63,6 @@ _LUTRAM = {"ram_style": "distributed"}
 #: charges of one frame's chunks (a 2048-byte frame in 16-byte chunks is
 #: charged about 12 KiB with headers and overhead).
 CREDIT_BITS = 16
-_NONE, _NEW, _OLD = 0, 1, 2
 
 
 class FlowQueues(wiring.Component):
@@ -141,12 +142,28 @@ class FlowQueues(wiring.Component):
         inext_w, icells_w, icls_w = inext.write_port(), icells.write_port(), icls.write_port()
 
         nonempty = Signal(nq)
-        listed = Array(Signal(2, name=f"listed{q}") for q in range(nq))
+        # On a list (a register per queue), and which: the old one (LUT RAM,
+        # valid while on a list).
+        onlist = Signal(nq)
+        on_old = lutram("on_old", 1, nq)
+        on_old_w = on_old.write_port()
         new_head, new_tail, new_any = Signal(qr), Signal(qr), Signal()
         old_head, old_tail, old_any = Signal(qr), Signal(qr), Signal()
         frames = Signal(range(ni + 1))
         cells = Signal(cell_r)
-        cls_count = Array(Signal(range(ni + 1), name=f"cls{c}") for c in range(SHARED_CLASSES))
+        # The shared queue's frames by class: counts in LUT RAM, valid where
+        # `cls_nz` says the count is not 0 (a register, cleared by a reset).
+        cls_count = lutram("cls_count", range(ni + 1), SHARED_CLASSES)
+        cls_w = cls_count.write_port()
+        cls_nz = Signal(SHARED_CLASSES)
+
+        def cls_add(c, delta):
+            """The count of class ``c`` goes up or down by one."""
+            r = cls_count.read_port(domain="comb")
+            now = Mux(cls_nz.bit_select(c, 1), r.data, 0)
+            new = now + 1 if delta > 0 else now - 1
+            m.d.comb += [r.addr.eq(c), cls_w.en.eq(1), cls_w.addr.eq(c), cls_w.data.eq(new)]
+            m.d.sync += cls_nz.bit_select(c, 1).eq(new != 0)
         cur_v, cur_q, cur_cells = Signal(), Signal(qr), Signal(range(MAX_CELLS + 1))
         sel_q, sel_id = Signal(qr), Signal(ir)          # the last pick
         chg_q = Signal(qr)                              # the last sent's queue
@@ -157,8 +174,8 @@ class FlowQueues(wiring.Component):
         m.d.comb += [
             qc_query.addr.eq(self.query_q),
             self.query_empty.eq(~nonempty.bit_select(self.query_q, 1)),
-            self.query_busy.eq(nonempty.bit_select(self.query_q, 1) | (listed[self.query_q] != _NONE)),
-            self.cls_busy.eq(cls_count[self.query_cls] != 0),
+            self.query_busy.eq(nonempty.bit_select(self.query_q, 1) | onlist.bit_select(self.query_q, 1)),
+            self.cls_busy.eq(cls_nz.bit_select(self.query_cls, 1)),
         ]
 
         # The queue an operation works on (`qa`) and a frame (`ia`): registers.
@@ -167,9 +184,10 @@ class FlowQueues(wiring.Component):
         qh_a, qt_a, qc_a = qhead.read_port(domain="comb"), qtail.read_port(domain="comb"), \
             qcells.read_port(domain="comb")
         cr_a, ln_a = credit.read_port(domain="comb"), lnext.read_port(domain="comb")
+        old_a = on_old.read_port(domain="comb")
         in_a, ic_a, il_a = inext.read_port(domain="comb"), icells.read_port(domain="comb"), \
             icls.read_port(domain="comb")
-        m.d.comb += [p.addr.eq(qa) for p in (qh_a, qt_a, qc_a, cr_a, ln_a)]
+        m.d.comb += [p.addr.eq(qa) for p in (qh_a, qt_a, qc_a, cr_a, ln_a, old_a)]
         m.d.comb += [p.addr.eq(ia) for p in (in_a, ic_a, il_a)]
         ne_a = nonempty.bit_select(qa, 1)
         q_cells_a = Mux(ne_a, qc_a.data, 0)
@@ -211,7 +229,7 @@ class FlowQueues(wiring.Component):
 
         def leave(q):
             """Queue ``q``, at the head of its list, leaves it."""
-            m.d.sync += listed[q].eq(_NONE)
+            m.d.sync += onlist.bit_select(q, 1).eq(0)
             m.d.comb += [self.released.eq(1), self.released_q.eq(q)]
 
         def remove(keep):
@@ -234,7 +252,7 @@ class FlowQueues(wiring.Component):
             m.d.sync += [frames.eq(frames - 1), cells.eq(cells - ic_a.data)]
             if self.shared is not None:
                 with m.If(qa == self.shared):
-                    m.d.sync += cls_count[il_a.data].eq(cls_count[il_a.data] - 1)
+                    cls_add(il_a.data, -1)
             return fid, emptied
 
         # The overflow's scan and drops.
@@ -267,9 +285,10 @@ class FlowQueues(wiring.Component):
                     m.d.sync += [nonempty.bit_select(q, 1).eq(1), frames.eq(frames + 1),
                                  cells.eq(cells + self.enq_cells)]
                     with m.If(q == self.shared):
-                        m.d.sync += cls_count[self.enq_cls].eq(cls_count[self.enq_cls] + 1)
-                    with m.If(listed[q] == _NONE):
-                        m.d.sync += listed[q].eq(_NEW)
+                        cls_add(self.enq_cls, +1)
+                    with m.If(~onlist.bit_select(q, 1)):
+                        m.d.sync += onlist.bit_select(q, 1).eq(1)
+                        m.d.comb += [on_old_w.en.eq(1), on_old_w.addr.eq(q), on_old_w.data.eq(0)]
                         m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(q), credit_w.data.eq(self.quantum)]
                         with m.If(new_any):
                             m.d.comb += [lnext_w.en.eq(1), lnext_w.addr.eq(new_tail), lnext_w.data.eq(q)]
@@ -307,7 +326,7 @@ class FlowQueues(wiring.Component):
                 with m.Elif(cr_a.data <= 0):
                     m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(qa),
                                  credit_w.data.eq(cr_a.data + self.quantum)]
-                    m.d.sync += listed[qa].eq(_OLD)
+                    m.d.comb += [on_old_w.en.eq(1), on_old_w.addr.eq(qa), on_old_w.data.eq(1)]
                     list_pop_and_move(new_any, to_old=True)
                 with m.Else():
                     m.d.comb += [self.done.eq(1), self.found.eq(1)]
@@ -326,7 +345,7 @@ class FlowQueues(wiring.Component):
                     # At the head of its list (a queue joins the new list
                     # only at its end while a frame leaves in chunks).
                     leave(qa)
-                    list_pop_and_move(listed[qa] == _NEW, to_old=False)
+                    list_pop_and_move(~old_a.data, to_old=False)
                 m.next = "Idle"
 
             with m.State("Charge"):
