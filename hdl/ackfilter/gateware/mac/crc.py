@@ -86,7 +86,8 @@ class CRC32(wiring.Component):
         ``term``.
     crc : Out(32)
         The register (not complemented): ``~crc`` is the FCS so far, sent
-        least significant byte first.
+        least significant byte first. A reset does not touch it: it holds
+        its value until the next ``init``.
     residue_ok : Out(1)
         Registered: ``crc`` was equal to :data:`CRC32_RESIDUE` in the previous
         cycle, i.e. the bytes up to then ended with a correct FCS. Compared
@@ -106,13 +107,19 @@ class CRC32(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         state, _ = _matrices()
-        shifted = Cat(*[Cat(*[self.crc[i] for i in bits]).xor() for bits in state])
+        # No reset: every frame loads the register (``init``) before its
+        # first byte, and the reset net, routed from its synchroniser to the
+        # register's set/reset input beside ``init``, was the TX clock's
+        # critical path (rev 7.0: 5.3 ns of routing, +5.7 %).
+        crc = Signal(32, init=CRC32_INIT, reset_less=True)
+        m.d.comb += self.crc.eq(crc)
+        shifted = Cat(*[Cat(*[crc[i] for i in bits]).xor() for bits in state])
         with m.If(self.init):
-            m.d.sync += self.crc.eq(CRC32_INIT)
+            m.d.sync += crc.eq(CRC32_INIT)
         with m.Elif(self.en):
-            m.d.sync += self.crc.eq(shifted ^ self.term)
+            m.d.sync += crc.eq(shifted ^ self.term)
         slice_ok = Signal(4)
         for k in range(4):
-            m.d.sync += slice_ok[k].eq(self.crc[8 * k:8 * k + 8] == (CRC32_RESIDUE >> 8 * k) & 0xFF)
+            m.d.sync += slice_ok[k].eq(crc[8 * k:8 * k + 8] == (CRC32_RESIDUE >> 8 * k) & 0xFF)
         m.d.comb += self.residue_ok.eq(slice_ok.all())
         return m
