@@ -24,7 +24,7 @@ One operation at a time, started by a one-cycle strobe while ``busy`` is
 low (the queue manager's state machine does one thing at a time too):
 
 * ``enq``: a frame joins queue ``enq_q``; a queue on no list joins the new
-  list with one ``quantum`` of credit. One cycle.
+  list with one ``quantum`` of credit. Two cycles.
 * ``pick``: the DRR step of RFC 8290 section 4.2, a cycle per queue looked
   at, until ``done`` with ``found`` and ``pick_q``/``pick_id`` (the queue
   and its head frame), or ``found`` low when no frame is queued. A frame
@@ -157,12 +157,13 @@ class FlowQueues(wiring.Component):
         cls_w = cls_count.write_port()
         cls_nz = Signal(SHARED_CLASSES)
 
+        cls_r = cls_count.read_port(domain="comb")
+
         def cls_add(c, delta):
             """The count of class ``c`` goes up or down by one."""
-            r = cls_count.read_port(domain="comb")
-            now = Mux(cls_nz.bit_select(c, 1), r.data, 0)
+            now = Mux(cls_nz.bit_select(c, 1), cls_r.data, 0)
             new = now + 1 if delta > 0 else now - 1
-            m.d.comb += [r.addr.eq(c), cls_w.en.eq(1), cls_w.addr.eq(c), cls_w.data.eq(new)]
+            m.d.comb += [cls_r.addr.eq(c), cls_w.en.eq(1), cls_w.addr.eq(c), cls_w.data.eq(new)]
             m.d.sync += cls_nz.bit_select(c, 1).eq(new != 0)
         cur_v, cur_q, cur_cells = Signal(), Signal(qr), Signal(range(MAX_CELLS + 1))
         sel_q, sel_id = Signal(qr), Signal(ir)          # the last pick
@@ -192,9 +193,6 @@ class FlowQueues(wiring.Component):
         ne_a = nonempty.bit_select(qa, 1)
         q_cells_a = Mux(ne_a, qc_a.data, 0)
 
-        # For a drop behind a head frame in chunks: the frame after the head.
-        in_h = inext.read_port(domain="comb")
-        m.d.comb += in_h.addr.eq(qh_a.data)
 
         # The lists: queue `qa`, at the head of the new list (`from_new`) or
         # of the old one, leaves it; with `to_old` it goes to the end of the
@@ -233,11 +231,11 @@ class FlowQueues(wiring.Component):
             m.d.comb += [self.released.eq(1), self.released_q.eq(q)]
 
         def remove(keep):
-            """Frame ``id`` of queue ``qa`` (its head, or with ``keep`` the
-            frame after it) leaves the queue; returns the cells it held and
-            whether the queue is now empty."""
+            """Frame ``ia`` of queue ``qa`` (its head, or with ``keep`` the
+            frame after it) leaves the queue; returns it and whether the
+            queue is now empty."""
             head = qh_a.data
-            fid = Mux(keep, in_h.data, head)
+            fid = ia
             with m.If(keep):
                 m.d.comb += [inext_w.en.eq(1), inext_w.addr.eq(head), inext_w.data.eq(in_a.data)]
                 with m.If(fid == qt_a.data):
@@ -260,6 +258,7 @@ class FlowQueues(wiring.Component):
         goal, freed = Signal(cell_r), Signal(range(2 * self.ncells + 1))
         keep = Signal()
         ovf_cells = Signal(range(MAX_CELLS + 1))
+        e_id, e_cells, e_cls = Signal(ir), Signal(range(MAX_CELLS + 1)), Signal(range(SHARED_CLASSES))
 
         look = Mux(new_any, new_head, old_head)      # where a pick starts looking
         m.d.comb += self.busy.eq(1)
@@ -267,34 +266,9 @@ class FlowQueues(wiring.Component):
             with m.State("Idle"):
                 m.d.comb += self.busy.eq(0)
                 with m.If(self.enq):
-                    q, fid = self.enq_q, self.enq_id
-                    qt_e, qc_e = qtail.read_port(domain="comb"), qcells.read_port(domain="comb")
-                    m.d.comb += [qt_e.addr.eq(q), qc_e.addr.eq(q)]
-                    ne = nonempty.bit_select(q, 1)
-                    m.d.comb += [
-                        icells_w.en.eq(1), icells_w.addr.eq(fid), icells_w.data.eq(self.enq_cells),
-                        icls_w.en.eq(1), icls_w.addr.eq(fid), icls_w.data.eq(self.enq_cls),
-                        qtail_w.en.eq(1), qtail_w.addr.eq(q), qtail_w.data.eq(fid),
-                        qcells_w.en.eq(1), qcells_w.addr.eq(q),
-                        qcells_w.data.eq(Mux(ne, qc_e.data, 0) + self.enq_cells),
-                    ]
-                    with m.If(ne):
-                        m.d.comb += [inext_w.en.eq(1), inext_w.addr.eq(qt_e.data), inext_w.data.eq(fid)]
-                    with m.Else():
-                        m.d.comb += [qhead_w.en.eq(1), qhead_w.addr.eq(q), qhead_w.data.eq(fid)]
-                    m.d.sync += [nonempty.bit_select(q, 1).eq(1), frames.eq(frames + 1),
-                                 cells.eq(cells + self.enq_cells)]
-                    with m.If(q == self.shared):
-                        cls_add(self.enq_cls, +1)
-                    with m.If(~onlist.bit_select(q, 1)):
-                        m.d.sync += onlist.bit_select(q, 1).eq(1)
-                        m.d.comb += [on_old_w.en.eq(1), on_old_w.addr.eq(q), on_old_w.data.eq(0)]
-                        m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(q), credit_w.data.eq(self.quantum)]
-                        with m.If(new_any):
-                            m.d.comb += [lnext_w.en.eq(1), lnext_w.addr.eq(new_tail), lnext_w.data.eq(q)]
-                        with m.Else():
-                            m.d.sync += new_head.eq(q)
-                        m.d.sync += [new_tail.eq(q), new_any.eq(1)]
+                    m.d.sync += [qa.eq(self.enq_q), e_id.eq(self.enq_id), e_cells.eq(self.enq_cells),
+                                 e_cls.eq(self.enq_cls)]
+                    m.next = "Enq"
                 with m.Elif(self.pick):
                     m.d.sync += qa.eq(Mux(cur_v, cur_q, look))
                     m.next = "Pick"
@@ -310,6 +284,32 @@ class FlowQueues(wiring.Component):
                 with m.Elif(self.ovf):
                     m.d.sync += [ovf_cells.eq(self.ovf_cells), qa.eq(0), best.eq(0), best_q.eq(0)]
                     m.next = "Ovf-Check"
+
+            with m.State("Enq"):
+                q, fid = qa, e_id
+                m.d.comb += [
+                    icells_w.en.eq(1), icells_w.addr.eq(fid), icells_w.data.eq(e_cells),
+                    icls_w.en.eq(1), icls_w.addr.eq(fid), icls_w.data.eq(e_cls),
+                    qtail_w.en.eq(1), qtail_w.addr.eq(q), qtail_w.data.eq(fid),
+                    qcells_w.en.eq(1), qcells_w.addr.eq(q), qcells_w.data.eq(q_cells_a + e_cells),
+                ]
+                with m.If(ne_a):
+                    m.d.comb += [inext_w.en.eq(1), inext_w.addr.eq(qt_a.data), inext_w.data.eq(fid)]
+                with m.Else():
+                    m.d.comb += [qhead_w.en.eq(1), qhead_w.addr.eq(q), qhead_w.data.eq(fid)]
+                m.d.sync += [nonempty.bit_select(q, 1).eq(1), frames.eq(frames + 1), cells.eq(cells + e_cells)]
+                with m.If(q == self.shared):
+                    cls_add(e_cls, +1)
+                with m.If(~onlist.bit_select(q, 1)):
+                    m.d.sync += onlist.bit_select(q, 1).eq(1)
+                    m.d.comb += [on_old_w.en.eq(1), on_old_w.addr.eq(q), on_old_w.data.eq(0)]
+                    m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(q), credit_w.data.eq(self.quantum)]
+                    with m.If(new_any):
+                        m.d.comb += [lnext_w.en.eq(1), lnext_w.addr.eq(new_tail), lnext_w.data.eq(q)]
+                    with m.Else():
+                        m.d.sync += new_head.eq(q)
+                    m.d.sync += [new_tail.eq(q), new_any.eq(1)]
+                m.next = "Idle"
 
             with m.State("Pick"):
                 with m.If(cur_v):
@@ -378,8 +378,16 @@ class FlowQueues(wiring.Component):
                     m.next = "Drop-Id"
 
             with m.State("Drop-Id"):
-                # The frame to drop: the head, or the one after a head in chunks.
-                m.d.sync += ia.eq(Mux(keep, in_h.data, qh_a.data))
+                # The frame to drop: the head, or the one after a head in
+                # chunks (read from the head's `inext` in Drop-Behind).
+                m.d.sync += ia.eq(qh_a.data)
+                with m.If(keep):
+                    m.next = "Drop-Behind"
+                with m.Else():
+                    m.next = "Drop"
+
+            with m.State("Drop-Behind"):
+                m.d.sync += ia.eq(in_a.data)
                 m.next = "Drop"
 
             with m.State("Drop"):
