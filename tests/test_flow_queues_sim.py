@@ -72,7 +72,8 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                     done = seen
                 await ctx.tick()
                 if first:
-                    for k in ("enq", "pick", "sent", "charge", "ovf"):
+                    # The strobe and its arguments hold for one cycle only.
+                    for k in strobes:
                         ctx.set(getattr(dut, k), 0)
                     first = False
             return drops, released, done

@@ -57,6 +57,7 @@ from ackfilter.model import FilterModel
 from ackfilter.model.flowkey import KEY_V6_BIT
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ECN_CE, Red, ecn_codepoint, ip_header
+from ackfilter.gateware.shaper import CHARGED_LATENCY
 from ackfilter.params import ARRIVAL_EVENTS, DATA_CELL_BYTES, EVENTS, RED_DECISION_LEAD
 from ackfilter.sim import traces
 
@@ -117,12 +118,12 @@ def key_words64(key):
 
 def entry_value(p, frame, *, verdict, chain, buf, key_slot):
     """The ingress's entry for ``frame`` (``p``: the model's classification):
-    for every frame its IP header and ECN field (RED's) and its key's slot,
+    for every frame its IP header, ECN field (RED's), flow tag and key slot,
     for a pure ACK its metadata."""
     hdr = ip_header(frame)
     ip = dict(found=0, word=0, ipv6=0) if hdr is None else \
         dict(found=1, word=(hdr[0] - 2) // 4, ipv6=int(hdr[1] == 6))
-    meta = dict(ecn=ecn_codepoint(frame) or 0)
+    meta = dict(ecn=ecn_codepoint(frame) or 0, tag=p.tag if p.key else 0)
     if p.pure_ack:
         sack = p.sack + [(0, 0)] * (4 - len(p.sack))
         meta = dict(tag=p.tag, ack=p.ack, tsval=p.tsval, tsecr=p.tsecr,
@@ -141,18 +142,22 @@ def entry_value(p, frame, *, verdict, chain, buf, key_slot):
 # -- the harness -----------------------------------------------------------
 
 def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, flow_entries=8,
-                seed=0, congest=0.7, full_p=0.03, hold=False, red=None):
+                seed=0, congest=0.7, full_p=0.03, hold=False, red=None, flow_queues=False):
     """Run the frames through a QueueManager; every check is made as it
     happens. ``hold``: the shaper stays closed until every frame has
     arrived. ``red``: RED's registers (``red_*`` without the prefix), on.
     Returns the model and a tally of the events seen (and of the frames
     the free list had no room for, ``"no cells"``, and of the frames whose
-    cells a RED drop gave back, ``"discard"``)."""
+    cells a RED drop gave back, ``"discard"``). ``flow_queues``: the data in
+    per-flow queues (spec section 12); the bench plays the shaper's charge
+    of each frame that leaves (its length, CHARGED_LATENCY cycles on)."""
     dut = QueueManager(ack_slots=ack_slots, flow_entries=flow_entries, cells=CELLS,
-                       buf_bits=BUF_BITS, desc_depth=DESC_DEPTH)
+                       buf_bits=BUF_BITS, desc_depth=DESC_DEPTH, flow_queues=flow_queues)
     model = FilterModel(ack_mode=ack_mode, ack_queue_limit=ack_queue_limit, flow_entries=flow_entries,
                         data_share=data_share, ack_slots=ack_slots,
-                        red=Red(**red) if red is not None else None)
+                        red=Red(**red) if red is not None else None,
+                        flow_queues=flow_queues, data_cells=CELLS, charge=len)
+    room = ROOM | ({"DROP_DATA_OVERFLOW"} if flow_queues else set())
     rng = random.Random(seed)
     tally = {"no cells": 0, "discard": 0}
 
@@ -185,6 +190,8 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
         frees, pending_room = [], []
         stats = {s: 0 for s in STATS}
         counters_before = dict(model.counters)
+        charges = {}                            # cycle -> the shaper's charge reported then
+        overflowed = []                         # frames an overflow dropped, for the next arrival
         quiet = 0                               # cycles since the last event
         waited = 0                              # cycles a frame could have left
         burst = 0
@@ -231,8 +238,8 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             cells.extend(mine)
 
         give = None                             # cells given back at this edge
-        while sent < len(frames) or fifo or popped or model.ack_queue or model.data_queue \
-                or in_egress is not None or quiet < 8:
+        while sent < len(frames) or fifo or popped or model.ack_queue or model.data_queue_frames \
+                or in_egress is not None or charges or quiet < 16:
             cycle += 1
             assert cycle < 400_000, "the queue manager hangs"
             ctx.set(dut.now, cycle)
@@ -253,6 +260,9 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             # The egress and the shaper.
             eligible = closed == 0 and not (hold and arrived < len(frames))
             ctx.set(dut.egress_busy, busy_left > 0)
+            charge = charges.pop(cycle, None)
+            ctx.set(dut.charged, charge is not None)
+            ctx.set(dut.charged_bytes, charge or 0)
             ctx.set(dut.shaper_eligible, eligible)
             congested = (sent * 3 // len(frames)) % 2 == 0 and sent < len(frames)
 
@@ -276,16 +286,33 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 ev = kind.name if hasattr(kind, "name") else EVENTS[kind]
                 tally[ev] = tally.get(ev, 0) + 1
                 assert bool(start) == (ev in DEPARTS), f"cycle {cycle}: {ev} with egress_start={start}"
-                if ev in ROOM:
+                if ev in room:
                     pending_room.append(ev)
-                    assert not discard, f"cycle {cycle}: discard_en with {ev}"
+                    if ev == "DROP_DATA_OVERFLOW":
+                        # A queued frame gives its cells back.
+                        assert discard, f"cycle {cycle}: {ev} without discard_en"
+                        first = [f for f, ch in chain_of.items() if ch["first"] == discard_cells.first]
+                        assert len(first) == 1, f"cycle {cycle}: {ev} of cells {discard_cells.first}, no queued frame's"
+                        got_chain = dict(first=discard_cells.first, last=discard_cells.last, n=discard_cells.n)
+                        assert got_chain == chain_of[first[0]], f"cycle {cycle}: {ev} chain {got_chain}"
+                        overflowed.append(first[0])
+                        give = chain_of.pop(first[0])
+                    else:
+                        assert not discard, f"cycle {cycle}: discard_en with {ev}"
                 elif ev in ARRIVALS:
                     assert popped, f"cycle {cycle}: {ev} before its entry was taken"
                     frame, verdict, _e = popped.pop(0)
                     arrived += 1
                     before = set(model.queued_ack_frames()) | ({frame} if verdict == Verdict.ACK else set())
+                    data_before = set(model.queued_data_frames())
                     want = model.arrive(frame, data_full=(verdict == Verdict.DATA_FULL),
                                         now=cycle - RED_DECISION_LEAD if red is not None else None)
+                    data_after = set(model.queued_data_frames())
+                    # The overflow dropped the frames the model dropped.
+                    assert set(overflowed) == data_before - data_after, \
+                        f"cycle {cycle}: overflow dropped {len(overflowed)} frames, the model " \
+                        f"{len(data_before - data_after)} (or others)"
+                    overflowed = []
                     got = pending_room + [ev]
                     assert got == want, (f"cycle {cycle}: frame #{arrived - 1} ({frame[:60].hex()}): "
                                          f"hardware {got}, model {want}")
@@ -300,9 +327,12 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                         tally["discard"] += 1
                     if ev == "ARRIVE_DATA_MARKED":
                         # The model queues the frame with CE: the same cells.
-                        chain_of[model.data_queue[-1]] = chain_of.pop(frame)
+                        queued = (data_after - data_before)
+                        assert len(queued) == 1
+                        queued = queued.pop()
+                        chain_of[queued] = chain_of.pop(frame)
                         if ecn_codepoint(frame) != ECN_CE:      # (CE already: it leaves as it is)
-                            marked.add(model.data_queue[-1])
+                            marked.add(queued)
                     pending_room = []
                     gone = before - set(model.queued_ack_frames())
                     assert sorted(frees) == sorted(buf_of[f] for f in gone), \
@@ -326,7 +356,11 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                     is_ack = ev == "DEPART_ACK"
                     assert ctx.get(dut.egress_is_ack) == is_ack
                     assert ctx.get(dut.egress_addr) == (buf_of[frame] if is_ack else chain_of[frame]["first"]), \
-                        f"cycle {cycle}: {ev} of the wrong frame"
+                        f"cycle {cycle}: {ev} of the wrong frame" + (
+                            "" if model.fq is None or is_ack else
+                            f"; model queues (first cells): "
+                            f"{[(q, [chain_of[f]['first'] if f in chain_of else '?' for f in model.fq.frames_of(q)]) for q in range(len(model.fq.queues)) if model.fq.frames_of(q)]}"
+                            f", new {list(model.fq.new)} old {list(model.fq.old)}")
                     assert ctx.get(dut.egress_bytes) == len(frame)
                     assert ctx.get(dut.egress_l3_bytes) == ip_packet_length(frame)
                     if not is_ack:
@@ -338,14 +372,14 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 assert not discard, f"cycle {cycle}: discard_en without an event"
             # The scheduler does not sit on a frame it may send: at most one
             # arrival (with its drops) goes first.
-            may_send = busy_left == 0 and eligible and (model.ack_queue or model.data_queue)
+            may_send = busy_left == 0 and eligible and (model.ack_queue or model.data_queue_frames)
             waited = waited + 1 if may_send and not start else 0
             assert waited < 60, f"cycle {cycle}: a frame could leave for {waited} cycles"
             if quiet >= 4 and ctx.get(dut.idle) and not popped:
                 assert ctx.get(dut.ack_queue_depth) == model.ack_queue_depth
                 assert ctx.get(dut.data_queue_frames) == model.data_queue_frames
                 assert ctx.get(dut.flows_active) == model.flows_active
-                assert ctx.get(dut.backlog) == bool(model.ack_queue or model.data_queue)
+                assert ctx.get(dut.backlog) == bool(model.ack_queue or model.data_queue_frames)
             await ctx.tick()
 
             # The free list after this edge: a drop's cells.
@@ -365,6 +399,7 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 closed -= 1
             if start:
                 in_egress = departing
+                charges[cycle + 1 + CHARGED_LATENCY] = len(departing)
                 busy_left = rng.choice([1, 2, 5, 20, len(in_egress) // 4 + 5])
                 closed = rng.randrange(300) if congested and rng.random() < congest else \
                     rng.choice([0, 0, 3, 12])
@@ -514,3 +549,31 @@ def test_supersession_corners_agree_with_the_model(ack_mode):
         assert arrivals == [names[x] for x in letters]
     else:
         assert arrivals.count("ARRIVE_ACK_SUPERSEDE") >= 3
+
+
+@pytest.mark.parametrize("ack_mode", [0, 1, 2])
+def test_flow_queues_agree_with_the_model(ack_mode):
+    # Per-flow data queues (spec section 12): data frames of many flows
+    # looked up in the flow table beside the ACKs, DRR between their
+    # queues, the shared queue for flows without an entry, overflow drops
+    # from the fattest queue, entries freed when neither ACKs nor data remain.
+    frames = frames_for(80 + ack_mode, 300, 10)
+    model, tally = run_manager(frames, ack_mode=ack_mode, ack_queue_limit=16, data_share=128,
+                               seed=9 + ack_mode, flow_queues=True, full_p=0.0)
+    c = model.counters
+    assert tally["DEPART_DATA"] > 30 and c["drop_data_overflow"] > 20, tally
+    if ack_mode:
+        # ACKs superseded beside the data; flows beyond the table (the shared queue).
+        assert tally["DEPART_ACK"] > 50 and c["acks_superseded"] > 10 and c["cam_full"] > 0, (tally, c)
+
+
+def test_flow_queues_with_red_agree_with_the_model():
+    # RED beside the flow queues: a frame whose queue is empty is never
+    # notified (RED's exempt input), the rest as above; overflow drops from
+    # the fattest queue when RED lets the buffer fill.
+    frames = frames_for(90, 320, 6)
+    red = dict(min_bytes=800, max_bytes=4000, max_p=32768, wq_shift=2, gentle=1, idle_shift=10)
+    model, tally = run_manager(frames, ack_mode=1, ack_queue_limit=16, data_share=128, seed=13,
+                               red=red, flow_queues=True)
+    assert tally["discard"] > 5 and tally.get("ARRIVE_DATA_MARKED", 0) > 3, tally
+    assert tally["DEPART_DATA"] > 20, tally

@@ -43,7 +43,8 @@ low (the queue manager's state machine does one thing at a time too):
 
 ``released``/``released_q``: a queue left its list (it is empty: its flow
 entry may go). ``query_q`` and ``query_cls`` read the state the queue
-manager's choices need, combinationally.
+manager's choices need, combinationally, and ``shared_empty`` tells whether
+the shared queue holds frames.
 """
 
 from amaranth.hdl import *
@@ -115,6 +116,7 @@ class FlowQueues(wiring.Component):
             "query_busy":   Out(1),
             "query_cls":    In(range(SHARED_CLASSES)),
             "cls_busy":     Out(1),
+            "shared_empty": Out(1),
             "frames":       Out(range(ids + 1)),
             "cells":        Out(range(cells + 1)),
         })
@@ -177,6 +179,7 @@ class FlowQueues(wiring.Component):
             self.query_empty.eq(~nonempty.bit_select(self.query_q, 1)),
             self.query_busy.eq(nonempty.bit_select(self.query_q, 1) | onlist.bit_select(self.query_q, 1)),
             self.cls_busy.eq(cls_nz.bit_select(self.query_cls, 1)),
+            self.shared_empty.eq(~nonempty[self.shared]),
         ]
 
         # The queue an operation works on (`qa`) and a frame (`ia`): registers.
@@ -259,6 +262,7 @@ class FlowQueues(wiring.Component):
         keep = Signal()
         ovf_cells = Signal(range(MAX_CELLS + 1))
         e_id, e_cells, e_cls = Signal(ir), Signal(range(MAX_CELLS + 1)), Signal(range(SHARED_CLASSES))
+        c_bytes = Signal(CHARGE_BITS)
 
         look = Mux(new_any, new_head, old_head)      # where a pick starts looking
         m.d.comb += self.busy.eq(1)
@@ -279,7 +283,7 @@ class FlowQueues(wiring.Component):
                     with m.Else():
                         m.next = "Sent-Chunk"
                 with m.Elif(self.charge):
-                    m.d.sync += qa.eq(chg_q)
+                    m.d.sync += [qa.eq(chg_q), c_bytes.eq(self.charge_bytes)]
                     m.next = "Charge"
                 with m.Elif(self.ovf):
                     m.d.sync += [ovf_cells.eq(self.ovf_cells), qa.eq(0), best.eq(0), best_q.eq(0)]
@@ -350,7 +354,7 @@ class FlowQueues(wiring.Component):
 
             with m.State("Charge"):
                 m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(qa),
-                             credit_w.data.eq(cr_a.data - self.charge_bytes)]
+                             credit_w.data.eq(cr_a.data - c_bytes)]
                 m.next = "Idle"
 
             with m.State("Ovf-Check"):

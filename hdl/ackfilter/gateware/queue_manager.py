@@ -29,14 +29,17 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .lib.buffer_pool import FreeStack
+from .lib.quantum import Quantum
 from .flow_cam import SET_CYCLES, FlowCAM
+from .flow_queues import FlowQueues
+from .shaper import CHARGE_BITS
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
 from .ingress import KEY_SLOT_WORDS, KEY_SLOTS, KEY_WORDS64, MAX_CELLS, Verdict, ingress_entry_layout
 from .lib.cells import chain_layout
 from .parser import ip_header_layout, seg_info_layout
 from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
-from ..params import ACK_SLOT_BYTES, EVENTS
+from ..params import ACK_SLOT_BYTES, DATA_CELL_RESERVE, EVENTS, SHARED_CLASSES
 
 __all__ = ["Event", "QueueManager", "LUTRAM"]
 
@@ -102,6 +105,8 @@ class QueueManager(wiring.Component):
     flow_entries : int   flow table entries
     cells, buf_bits, desc_depth : sizes of the buffers it points into (data cells, ACK
               buffers, data frames queued at most)
+    flow_queues : bool   upload data in per-flow queues (spec section 12,
+              :class:`~.flow_queues.FlowQueues`) instead of one FIFO
 
     Ports (groups)
     --------------
@@ -112,6 +117,8 @@ class QueueManager(wiring.Component):
     now : the core's time (RED's idle decay)
     ack_mode, ack_queue_limit, data_share, red_*, chunk_bytes, acc_* : parameters
     egress_busy, shaper_eligible : may a frame start
+    cpb_q16, charged, charged_bytes : with flow queues, the shaper's rate (the
+              DRR quantum) and its charge of each frame that left (the credit)
     egress_start, egress_is_ack, egress_addr, egress_bytes, egress_l3_bytes : grant (the bytes
               and IP length of the frame that leaves: a chunk's when it is one)
     egress_store_bytes : the granted frame's length as stored (the whole frame's for a chunk)
@@ -133,7 +140,7 @@ class QueueManager(wiring.Component):
         will happen until the next frame arrives)
     """
 
-    def __init__(self, *, ack_slots=64, flow_entries=64, cells, buf_bits, desc_depth):
+    def __init__(self, *, ack_slots=64, flow_entries=64, cells, buf_bits, desc_depth, flow_queues=False):
         for name, value in (("ack_slots", ack_slots), ("flow_entries", flow_entries)):
             if not isinstance(value, int) or not 2 <= value <= 255:
                 raise TypeError(f"{name} must be an integer in 2..255, not {value!r}")
@@ -142,6 +149,7 @@ class QueueManager(wiring.Component):
         self.cells = cells
         self.buf_bits = buf_bits
         self.desc_depth = desc_depth
+        self.flow_queues = bool(flow_queues)
         entry = ingress_entry_layout(cells=cells, buf_bits=buf_bits)
         super().__init__({
             "entry_valid":       In(1),
@@ -161,6 +169,9 @@ class QueueManager(wiring.Component):
             **{f"red_{name}": In(width) for name, width in RED_PARAM_PORTS.items()},
             "egress_busy":       In(1),
             "shaper_eligible":   In(1),
+            "cpb_q16":           In(32),
+            "charged":           In(1),
+            "charged_bytes":     In(CHARGE_BITS),
             "egress_start":      Out(1),
             "egress_is_ack":     Out(1),
             "egress_addr":       Out(max((cells - 1).bit_length(), buf_bits)),
@@ -209,8 +220,23 @@ class QueueManager(wiring.Component):
         desc_layout = data.StructLayout({"chain": chain_layout(self.cells, MAX_CELLS), "nbytes": 16,
                                          "l3_bytes": 12, "mark": 1, "ip": ip_header_layout,
                                          "seg": seg_info_layout})
-        m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
-        desc_r = data.View(desc_layout, desc.r_data)
+        fqm = self.flow_queues
+        if fqm:
+            # Flow queues (spec section 12): the queues and their scheduler
+            # in `fq`; each queued frame's descriptor here, at its first
+            # cell (its id there), read at `desc_at`.
+            m.submodules.fq = fq = FlowQueues(queues=n_flows + 1, ids=self.cells, cells=self.cells,
+                                              reserve=DATA_CELL_RESERVE, shared=n_flows)
+            m.submodules.quantum = quantum = Quantum()
+            m.d.comb += [quantum.cpb_q16.eq(self.cpb_q16), fq.quantum.eq(quantum.quantum)]
+            m.submodules.descs = descs = Memory(shape=desc_layout, depth=self.cells, init=[])
+            descs_w, descs_r = descs.write_port(), descs.read_port(transparent_for=())
+            desc_r = descs_r.data
+            desc_at, desc_at_q = Signal(range(self.cells)), Signal(range(self.cells))
+            m.d.comb += [desc_at.eq(Mux(fq.drop, fq.drop_id, desc_at_q)), descs_r.addr.eq(desc_at)]
+        else:
+            m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
+            desc_r = data.View(desc_layout, desc.r_data)
 
         # --- The ACK queue: a doubly linked list of nodes -----------------------
         ack_bits = ACK_SLOT_BYTES.bit_length()
@@ -279,7 +305,7 @@ class QueueManager(wiring.Component):
         m.d.comb += red.now.eq(self.now)
         data_bytes = Signal(20)
         have_data = Signal()
-        m.d.comb += have_data.eq(desc.r_rdy)
+        m.d.comb += have_data.eq(fq.frames != 0 if fqm else desc.r_rdy)
         # `have_data` of the cycle before, for Depart's choice: the block
         # RAM's output arrives 5.6 ns into the cycle, too late for the choice
         # and the ACK departure's bookkeeping after it. Depart follows the
@@ -289,7 +315,8 @@ class QueueManager(wiring.Component):
         have_data_q = Signal()
         desc_in_flight = Signal()
         m.d.sync += have_data_q.eq(have_data)
-        m.d.comb += desc_in_flight.eq((desc.level != 0) & ~desc.r_rdy)
+        if not fqm:
+            m.d.comb += desc_in_flight.eq((desc.level != 0) & ~desc.r_rdy)
 
         head = Signal(node_ids)
         tail = Signal(node_ids)
@@ -520,7 +547,8 @@ class QueueManager(wiring.Component):
             m.d.comb += [node_free_en.eq(1), node_free_id.eq(head)]
             with m.If(head_q.tracked):
                 count_add(head_q.flow, -1)
-                with m.If(head_one):
+                # (With flow queues the entry stays while its flow has data queued.)
+                with m.If(head_one & (~fq.query_busy if fqm else 1)):
                     m.d.comb += cam.clear_en.eq(1)
                 with m.If(head_is_cov):
                     m.d.sync += flow_cov.bit_select(head_q.flow, 1).eq(0)
@@ -530,8 +558,7 @@ class QueueManager(wiring.Component):
             count_idx.addr.eq(idx),
             newest_idx.addr.eq(idx),
             cam.set_index.eq(idx),
-            cam.clear_index.eq(head_q.flow),
-            self.data_queue_frames.eq(desc.level),
+            self.data_queue_frames.eq(fq.frames if fqm else desc.level),
             self.flows_active.eq(cam.used),
             self.red_avg_bytes.eq(red.avg_q16[16:]),
             self.ack_queue_depth.eq(qlen),
@@ -606,6 +633,83 @@ class QueueManager(wiring.Component):
         col_p, col_q = Signal(node_ids), Signal(node_ids)
         m.d.comb += [node_cx.addr.eq(cov_x_q), nxt_cx.addr.eq(cov_x_q), prv_cx.addr.eq(cov_x_q)]
 
+        # Flow queues (spec section 12): a data frame looks its flow up as an
+        # ACK does (`is_data`), then joins queue `dq` (`dq_new`: a new entry's,
+        # taken when it is queued) once RED let it pass and an overflow made
+        # room; RED does not notify it when that queue is empty (`exempt_q`).
+        is_data    = Signal()
+        dq         = Signal(range(n_flows + 1))
+        dq_new     = Signal()
+        exempt_q   = Signal()
+        red_mark_q = Signal()                    # the descriptor's mark, while an overflow drops
+        red_ev_q   = Signal(Event)               # the arrival's event, reported after the drops
+        drop_pend  = Signal()                    # an overflow drop's descriptor is in desc_r
+        wr_event   = Signal()                    # Write-Record reports `done_event` as it ends
+        # A data frame's credit pays the shaper's charge for it, which comes
+        # CHARGED_LATENCY cycles after its start (`charge_due`), is held
+        # (`chg_pending`) and applied from Idle; nothing leaves Idle meanwhile.
+        charge_due, chg_pending = Signal(), Signal()
+        chg_bytes  = Signal(CHARGE_BITS)
+        if fqm:
+            m.d.comb += [fq.query_q.eq(Mux(is_data, idx, hflow)),
+                         fq.query_cls.eq(meta.tag[:(SHARED_CLASSES - 1).bit_length()])]
+            with m.If(self.charged & charge_due):
+                m.d.sync += [chg_pending.eq(1), chg_bytes.eq(self.charged_bytes), charge_due.eq(0)]
+            # A queue that left its list frees its flow's entry when the flow
+            # has no ACK queued either.
+            count_rel = flow_count.read_port(domain="comb")
+            m.d.comb += count_rel.addr.eq(fq.released_q)
+            with m.If(fq.released & (fq.released_q != n_flows) & (count_rel.data == 0)):
+                m.d.comb += [cam.clear_en.eq(1), cam.clear_index.eq(fq.released_q)]
+            with m.Else():
+                m.d.comb += cam.clear_index.eq(head_q.flow)
+        else:
+            m.d.comb += cam.clear_index.eq(head_q.flow)
+        go_ok = (~fq.busy & ~chg_pending & ~charge_due) if fqm else C(1, 1)
+
+        def next_decision(for_ack):
+            """After the lookup: a data frame's queue choice, or ``for_ack``."""
+            if fqm:
+                with m.If(is_data):
+                    m.next = "Decide-Data"
+                with m.Else():
+                    m.next = for_ack
+            else:
+                m.next = for_ack
+
+        def red_start(exempt):
+            m.d.comb += [
+                red.start.eq(1),
+                red.qlen.eq(data_bytes),
+                red.ecn.eq(cur.meta.ecn),
+                red.has_ip.eq(cur.ip.found),
+                red.will_store.eq(cur.verdict == Verdict.DATA),
+                red.exempt.eq(exempt),
+            ]
+
+        def data_enqueue(mark, kind):
+            """The data frame in `cur` joins queue `dq` (and reports `kind`);
+            a new flow entry's record and tag are written after."""
+            dw = descs_w.data
+            m.d.comb += [
+                fq.enq.eq(1), fq.enq_q.eq(dq), fq.enq_id.eq(cur.chain.first), fq.enq_cells.eq(cur.chain.n),
+                fq.enq_cls.eq(meta.tag[:(SHARED_CLASSES - 1).bit_length()]),
+                descs_w.en.eq(1), descs_w.addr.eq(cur.chain.first),
+                dw.chain.eq(cur.chain), dw.nbytes.eq(cur.nbytes), dw.l3_bytes.eq(cur.l3_bytes),
+                dw.ip.eq(cur.ip), dw.seg.eq(cur.seg), dw.mark.eq(mark),
+            ]
+            m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
+            event(kind)
+            with m.If(dq_new):
+                # Its tag is written over the 16 cycles of a whole record
+                # (as for an ACK's new entry), its key from the key memory.
+                m.d.comb += cam.set_en.eq(1)
+                m.d.sync += [wk.eq(0), wk_newest_last.eq(REC_NEWEST_END - 1), wk_floor.eq(1),
+                             wk_last.eq(REC_USED - 1), wr_event.eq(0), grow.eq(0)]
+                m.next = "Write-Record"
+            with m.Else():
+                m.next = "Idle"
+
         # The entry FIFO is popped a cycle after Idle takes its head (already
         # in `cur`): its read enable, which clocks a few hundred flip-flops,
         # comes from a flip-flop instead of the Idle decision. Arrive always
@@ -620,16 +724,23 @@ class QueueManager(wiring.Component):
                 # its way to the FIFO's read port (`level` counts it a cycle
                 # before `r_rdy` shows it): `backlog` does not show it yet, and
                 # a harness that skips cycles when idle would strand the frame.
-                m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
+                if fqm:
+                    m.d.comb += self.idle.eq(~self.entry_valid & go_ok)
+                    m.d.sync += is_data.eq(0)
+                    with m.If(chg_pending & ~fq.busy):
+                        m.d.comb += [fq.charge.eq(1), fq.charge_bytes.eq(chg_bytes)]
+                        m.d.sync += chg_pending.eq(0)
+                else:
+                    m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
                 # `cur` (and `key_v6`) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
                 # frame is taken.
                 m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
-                with m.If(can_depart):
+                with m.If(go_ok & can_depart):
                     # (A descriptor on its way holds the departure a cycle.)
                     with m.If(~desc_in_flight):
                         m.next = "Depart"
-                with m.Elif(self.entry_valid):
+                with m.Elif(go_ok & self.entry_valid):
                     m.d.sync += pop_q.eq(1)
                     m.next = "Arrive"
 
@@ -643,16 +754,15 @@ class QueueManager(wiring.Component):
                         m.next = "Idle"
                     with m.Case(Verdict.DATA, Verdict.DATA_FULL):
                         # RED decides first, also for a frame the ring had no
-                        # room for (its state changes all the same).
-                        with m.If(red.ready):
-                            m.d.comb += [
-                                red.start.eq(1),
-                                red.qlen.eq(data_bytes),
-                                red.ecn.eq(cur.meta.ecn),
-                                red.has_ip.eq(cur.ip.found),
-                                red.will_store.eq(cur.verdict == Verdict.DATA),
-                            ]
-                            m.next = "Red"
+                        # room for (its state changes all the same). With flow
+                        # queues the flow's queue is looked up first.
+                        if fqm:
+                            m.d.sync += is_data.eq(1)
+                            m.next = "Lookup"
+                        else:
+                            with m.If(red.ready):
+                                red_start(0)
+                                m.next = "Red"
                     with m.Default():
                         m.d.sync += [acc_step.eq(acc_diff >> self.acc_wq_shift), acc_pending.eq(1)]
                         m.next = "Lookup"
@@ -660,10 +770,11 @@ class QueueManager(wiring.Component):
             with m.State("Red"):
                 # The decision comes RED_LATENCY cycles after it was taken
                 # (params.RED_DECISION_LEAD counts them for the model).
-                desc_w = data.View(desc_layout, desc.w_data)
-                m.d.comb += [desc_w.chain.eq(cur.chain), desc_w.nbytes.eq(cur.nbytes),
-                             desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
-                             desc_w.seg.eq(cur.seg)]
+                if not fqm:
+                    desc_w = data.View(desc_layout, desc.w_data)
+                    m.d.comb += [desc_w.chain.eq(cur.chain), desc_w.nbytes.eq(cur.nbytes),
+                                 desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
+                                 desc_w.seg.eq(cur.seg)]
                 with m.If(red.done):
                     m.next = "Idle"
                     marked = red.action == RedAction.MARK
@@ -675,13 +786,61 @@ class QueueManager(wiring.Component):
                             m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(cur.chain)]
                     with m.Elif(cur.verdict == Verdict.DATA_FULL):
                         event(Event.DROP_DATA_FULL)
-                    with m.Else():
-                        m.d.comb += [desc.w_en.eq(1), desc_w.mark.eq(marked & ~red.ce_already)]
-                        m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
-                        with m.If(marked):
-                            event(Event.ARRIVE_DATA_MARKED)
+                    if fqm:
                         with m.Else():
-                            event(Event.ARRIVE_DATA)
+                            # Room first: when the frame would overfill the buffer,
+                            # the fattest queue drops from its head (Overflow),
+                            # and the arrival is reported after the drops.
+                            kind = Mux(marked, Event.ARRIVE_DATA_MARKED, Event.ARRIVE_DATA)
+                            with m.If(fq.cells + cur.chain.n <= self.cells - DATA_CELL_RESERVE):
+                                data_enqueue(marked & ~red.ce_already, kind)
+                            with m.Else():
+                                m.d.comb += [fq.ovf.eq(1), fq.ovf_cells.eq(cur.chain.n)]
+                                m.d.sync += [red_mark_q.eq(marked & ~red.ce_already), red_ev_q.eq(kind)]
+                                m.next = "Overflow"
+                    else:
+                        with m.Else():
+                            m.d.comb += [desc.w_en.eq(1), desc_w.mark.eq(marked & ~red.ce_already)]
+                            m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
+                            with m.If(marked):
+                                event(Event.ARRIVE_DATA_MARKED)
+                            with m.Else():
+                                event(Event.ARRIVE_DATA)
+
+            if fqm:
+                with m.State("Decide-Data"):
+                    # The queue (spec section 12, "Flows and queues"): the
+                    # flow's own on a hit, unless it is empty and frames of
+                    # its class may wait in the shared queue; a new entry's on
+                    # a miss when one is free and none of its class waits
+                    # there; else the shared queue.
+                    own = from_hit & key_eq & ~(fq.query_empty & fq.cls_busy)
+                    new = ~from_hit & cam.free & ~fq.cls_busy
+                    m.d.sync += [
+                        dq.eq(Mux(own | new, idx, n_flows)),
+                        dq_new.eq(new),
+                        exempt_q.eq(Mux(own, fq.query_empty, Mux(new, 1, fq.shared_empty))),
+                    ]
+                    m.next = "Data-Red"
+
+                with m.State("Data-Red"):
+                    with m.If(red.ready):
+                        red_start(exempt_q)
+                        m.next = "Red"
+
+                with m.State("Overflow"):
+                    # Each drop's descriptor is read as it is dropped and
+                    # reported the cycle after (`drop_pend`): its cells go back.
+                    m.d.sync += drop_pend.eq(fq.drop)
+                    with m.If(drop_pend):
+                        event(Event.DROP_DATA_OVERFLOW)
+                        m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(desc_r.chain)]
+                        m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
+                    with m.If(fq.done):
+                        m.next = "Overflow-End"
+
+                with m.State("Overflow-End"):
+                    data_enqueue(red_mark_q, red_ev_q)
 
             with m.State("Lookup"):
                 m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
@@ -709,7 +868,7 @@ class QueueManager(wiring.Component):
                 # a skipped word leaves them.
                 m.d.sync += [
                     rc.eq(1), rd_j.eq(0), rd_v.eq(1), cmp_v.eq(0), flags_done.eq(0),
-                    want.eq(Cat(C(1, 1), C(0, REC_FLOOR_ACK - REC_ACK - 1), C(1, 1), meta.has_ts)),
+                    want.eq(Mux(is_data, 0, Cat(C(1, 1), C(0, REC_FLOOR_ACK - REC_ACK - 1), C(1, 1), meta.has_ts))),
                     key_eq.eq(1), all_cov.eq(1), new_cov.eq(0),
                     ts_ok_q.eq(~meta.has_ts), cnt_ok_q.eq(0b11), floor_ts_ok_q.eq(1),
                 ]
@@ -719,7 +878,7 @@ class QueueManager(wiring.Component):
                     m.next = "Read-Record"
                 with m.Else():
                     m.d.sync += [idx.eq(cam.free_index), from_hit.eq(0)]
-                    m.next = "Decide-Miss"
+                    next_decision("Decide-Miss")
 
             with m.State("Read-Record"):
                 # A word is read (its address here), comes out of the block RAM
@@ -837,8 +996,8 @@ class QueueManager(wiring.Component):
                                                                          _within_span(meta.tsecr, hi)))
                 # Done when the compare now is the last: nothing in flight,
                 # the flags seen (their words added), nothing more wanted.
-                with m.If(flags_done & ~any_want & ~rd_v & (rc >= REC_ACK) & ~key_slot):
-                    m.next = "Decide-Prep"
+                with m.If((flags_done | is_data) & ~any_want & ~rd_v & (rc >= REC_ACK) & ~key_slot):
+                    next_decision("Decide-Prep")
 
             with m.State("Decide-Prep"):
                 # The supersession test, registered: Decide-Hit's choices (and
@@ -846,6 +1005,9 @@ class QueueManager(wiring.Component):
                 strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
                 aecn_ok = ~both_aecn_q | (cnt_ok_q.all() & aecn_floor_ok_q)
                 may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q & aecn_ok
+                if fqm:
+                    # An entry that holds only data has no newest ACK.
+                    may = may & (count_q != 0)
                 m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q),
                              hit_q.eq(1), sel_newest_q.eq(may & enough_q & key_eq)]
                 m.next = "Decide-Hit"
@@ -890,7 +1052,7 @@ class QueueManager(wiring.Component):
                     with m.If(qlen == 0):
                         m.d.sync += head.eq(n)
                     if tracked:
-                        m.d.sync += ace_known_q.eq(0 if new_entry else 1)
+                        m.d.sync += ace_known_q.eq(0 if new_entry else (count_q != 0) if fqm else 1)
                         # A new entry writes its whole record; an append the
                         # newest ACK's fields and, when it starts a new chain
                         # (it does not cover the old newest), the floor.
@@ -900,7 +1062,7 @@ class QueueManager(wiring.Component):
                         else:
                             write_newest(floor=C(1, 1) if cover is False else ~cover)
                         m.d.sync += [grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
-                                     done_event.eq(kind)]
+                                     done_event.eq(kind), wr_event.eq(1)]
                         # Key word 0 (a miss writes the key) is read in this
                         # cycle, the newest ACK's words are in `new_sh` since
                         # Await-Lookup.
@@ -937,7 +1099,7 @@ class QueueManager(wiring.Component):
                         self.stat_superseded.eq(1),
                     ]
                     write_newest(floor=C(0, 1))
-                    m.d.sync += done_event.eq(Event.ARRIVE_ACK_SUPERSEDE)
+                    m.d.sync += [done_event.eq(Event.ARRIVE_ACK_SUPERSEDE), wr_event.eq(1)]
                     m.next = "Write-Record"
                 with m.Else():
                     append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
@@ -973,7 +1135,11 @@ class QueueManager(wiring.Component):
                 with m.Else():
                     m.d.sync += wk.eq(wk + 1)
                 with m.If(wk == wk_last):
-                    event(done_event)
+                    if fqm:
+                        with m.If(wr_event):      # (a data frame's arrival is reported already)
+                            event(done_event)
+                    else:
+                        event(done_event)
                     m.next = "Idle"
 
             def after_drop(same_flow):
@@ -1035,7 +1201,7 @@ class QueueManager(wiring.Component):
                 have_ack = qlen != 0
                 pick_data = have_data_q & (~have_ack | credit_pos)
                 with m.If(pick_data):
-                    m.next = "Depart-Data"
+                    m.next = "Pick" if fqm else "Depart-Data"
                 with m.Else():
                     charge(head_q.nbytes, 0, have_ack, have_data_q)
                     m.d.comb += [
@@ -1054,6 +1220,25 @@ class QueueManager(wiring.Component):
                     event(Event.DEPART_ACK)
                     m.next = "Idle"
 
+            if fqm:
+                with m.State("Pick"):
+                    m.d.comb += fq.pick.eq(1)
+                    m.next = "Pick-Wait"
+
+                with m.State("Pick-Wait"):
+                    # The DRR looks at queues a cycle each; then the chosen
+                    # frame's descriptor is read (a cycle) and the chunk's
+                    # figures are registered from it (a cycle).
+                    with m.If(fq.done):
+                        m.d.sync += desc_at_q.eq(fq.pick_id)
+                        m.next = "Pick-Read"
+
+                with m.State("Pick-Read"):
+                    m.next = "Pick-Chunk"
+
+                with m.State("Pick-Chunk"):
+                    m.next = "Depart-Data"
+
             with m.State("Depart-Data"):
                 # The data head is still the one Depart picked, and the ACK
                 # queue as long (only this state machine changes them).
@@ -1067,8 +1252,12 @@ class QueueManager(wiring.Component):
                 ]
                 # A whole frame, or a cut frame's last chunk, leaves the queue.
                 leaves = ~cut | chunk_last
+                if fqm:
+                    m.d.comb += [fq.sent.eq(1), fq.sent_last.eq(leaves)]
+                    m.d.sync += charge_due.eq(1)
+                else:
+                    m.d.comb += desc.r_en.eq(leaves)
                 m.d.comb += [
-                    desc.r_en.eq(leaves),
                     self.egress_is_ack.eq(0),
                     self.egress_addr.eq(desc_r.chain.first),
                     self.egress_mark.eq(desc_r.mark),
