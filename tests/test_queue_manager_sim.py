@@ -158,6 +158,11 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                         red=Red(**red) if red is not None else None,
                         flow_queues=flow_queues, data_cells=CELLS, charge=len)
     room = ROOM | ({"DROP_DATA_OVERFLOW"} if flow_queues else set())
+    # Cycles a frame may wait to leave while an arrival is handled; with flow
+    # queues the arrival may scan every queue, drop up to half the buffer's
+    # frames (three cycles each) and write a new entry, and the departure
+    # waits for the last one's charge and looks at every queue twice.
+    wait_bound = 60 if not flow_queues else 60 + 4 * (flow_entries + 1) + 3 * CELLS // 2 + 40
     rng = random.Random(seed)
     tally = {"no cells": 0, "discard": 0}
 
@@ -305,13 +310,20 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                     arrived += 1
                     before = set(model.queued_ack_frames()) | ({frame} if verdict == Verdict.ACK else set())
                     data_before = set(model.queued_data_frames())
+                    qmap = {f: q for q in range(len(model.fq.queues)) for f in model.fq.frames_of(q)} if model.fq else {}
+                    qcells_before = [(q, qq.cells) for q, qq in enumerate(model.fq.queues) if qq.cells] if model.fq else []
                     want = model.arrive(frame, data_full=(verdict == Verdict.DATA_FULL),
                                         now=cycle - RED_DECISION_LEAD if red is not None else None)
                     data_after = set(model.queued_data_frames())
                     # The overflow dropped the frames the model dropped.
+                    def where_q(fs):
+                        return sorted({q for q in range(len(model.fq.queues)) for f in fs
+                                       if any(f is g for g in model.fq.frames_of(q))}) if model.fq else []
                     assert set(overflowed) == data_before - data_after, \
                         f"cycle {cycle}: overflow dropped {len(overflowed)} frames, the model " \
-                        f"{len(data_before - data_after)} (or others)"
+                        f"{len(data_before - data_after)} (or others); hardware's from model queues " \
+                        f"{[qmap.get(f) for f in overflowed]}, the model's {[qmap.get(f) for f in data_before - data_after]}; " \
+                        f"queue cells before {qcells_before}, current {model.fq.current if model.fq else None}"
                     overflowed = []
                     got = pending_room + [ev]
                     assert got == want, (f"cycle {cycle}: frame #{arrived - 1} ({frame[:60].hex()}): "
@@ -374,7 +386,7 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             # arrival (with its drops) goes first.
             may_send = busy_left == 0 and eligible and (model.ack_queue or model.data_queue_frames)
             waited = waited + 1 if may_send and not start else 0
-            assert waited < 60, f"cycle {cycle}: a frame could leave for {waited} cycles"
+            assert waited < wait_bound, f"cycle {cycle}: a frame could leave for {waited} cycles"
             if quiet >= 4 and ctx.get(dut.idle) and not popped:
                 assert ctx.get(dut.ack_queue_depth) == model.ack_queue_depth
                 assert ctx.get(dut.data_queue_frames) == model.data_queue_frames

@@ -13,6 +13,8 @@ import pytest
 from ackfilter import params
 from ackfilter.sim import pcap, traces
 from ackfilter.model import FilterModel
+from ackfilter.model.flowq import quantum_for_cpb
+from ackfilter.model.shaper import LinkAccounting
 from ackfilter.model.scoreboard import check_run
 from ackfilter.sim.replay import replay
 
@@ -38,6 +40,28 @@ def test_random_trace_of_ten_thousand_frames_matches_the_model(mode, elab):
     assert c["acks_superseded"] > 100 and c["drop_ack_front"] > 0
     if elab:
         assert c["cam_full"] > 0
+    assert res.protocol_errors == 0
+
+
+@pytest.mark.parametrize("mode", ["off", "conservative"])
+def test_the_flow_queue_core_matches_the_model(mode):
+    # The core with per-flow data queues (spec section 12): 300 flows, data
+    # and ACKs, a shaped uplink that fills the buffer (overflow drops from
+    # the fattest queue), DRR with the quantum of the shaped rate and the
+    # credit charged with the link accounting (the shaper's defaults).
+    frames = traces.random_trace(13, 10_000, 300)
+    rate, limit = 200_000_000, 24
+    res = replay(frames, uplink_rate_bps=rate, ack_mode=mode, ack_slots=limit, events=True,
+                 elab={"flow_queues": 1})
+    model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], ack_queue_limit=limit, flow_queues=True,
+                        quantum=quantum_for_cpb(params.cpb_q16_for_rate(rate)),
+                        charge=LinkAccounting().charge)
+    check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
+              counters=res.counters)
+    c = res.counters
+    assert c["frames_in"] == 10_000 and c["drop_data_overflow"] > 0, c
+    if mode != "off":
+        assert c["acks_superseded"] > 100, c
     assert res.protocol_errors == 0
 
 

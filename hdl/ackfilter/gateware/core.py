@@ -59,6 +59,8 @@ class UplinkCore(wiring.Component):
     flow_entries : int        flow table entries (default ``params.FLOW_ENTRIES``)
     data_buffer_bytes : int   data buffer size, a power of two (default ``params.DATA_BUFFER_BYTES``),
                               in cells of ``params.DATA_CELL_BYTES``
+    flow_queues : bool        upload data in per-flow queues (spec section 12; default off
+                              until the flow queues fit the 25F with the rest)
 
     Ports
     -----
@@ -73,8 +75,9 @@ class UplinkCore(wiring.Component):
     """
 
     def __init__(self, *, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
-                 data_buffer_bytes=P.DATA_BUFFER_BYTES):
+                 data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=False):
         _check_sizes(data_buffer_bytes)
+        self.flow_queues = bool(flow_queues)
         self.ack_slots = ack_slots
         self.flow_entries = flow_entries
         self.data_buffer_bytes = data_buffer_bytes
@@ -103,7 +106,7 @@ class UplinkCore(wiring.Component):
         # Every queued data frame holds a cell, and the free list one more.
         m.submodules.manager = manager = QueueManager(
             ack_slots=self.ack_slots, flow_entries=self.flow_entries,
-            cells=cells, buf_bits=buf_bits, desc_depth=cells)
+            cells=cells, buf_bits=buf_bits, desc_depth=cells, flow_queues=self.flow_queues)
         m.submodules.egress  = egress = Egress(cells=cells, buf_bits=buf_bits, slot_words=slot_words)
         m.submodules.shaper  = shaper = Shaper()
 
@@ -189,6 +192,9 @@ class UplinkCore(wiring.Component):
             *[getattr(manager, f"red_{name}").eq(csr.params[f"red_{name}"]) for name in RED_PARAM_PORTS],
             manager.egress_busy.eq(egress.busy),
             manager.shaper_eligible.eq(shaper.eligible),
+            manager.cpb_q16.eq(csr.params.shaper_cpb_q16),
+            manager.charged.eq(shaper.charged),
+            manager.charged_bytes.eq(shaper.charged_bytes),
             pool.free_a_en.eq(manager.free_buf_en),
             pool.free_a_id.eq(manager.free_buf_id),
             pool.free_b_en.eq(egress.release_buf_en),

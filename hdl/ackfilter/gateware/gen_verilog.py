@@ -64,10 +64,13 @@ def main(argv=None):
     ap.add_argument("--flow-entries", type=int,
                     help=f"flow table entries (default {P.FLOW_ENTRIES})")
     ap.add_argument("--data-buffer-bytes", type=int,
-                    help=f"data ring size, a power of two (default {P.DATA_BUFFER_BYTES})")
+                    help=f"data buffer size, a power of two (default {P.DATA_BUFFER_BYTES})")
+    ap.add_argument("--flow-queues", type=int, choices=(0, 1),
+                    help="1: upload data in per-flow queues (spec section 12; default 0)")
     args = ap.parse_args(argv)
     sizes = {k: v for k, v in (("ack_slots", args.ack_slots), ("flow_entries", args.flow_entries),
-                               ("data_buffer_bytes", args.data_buffer_bytes)) if v is not None}
+                               ("data_buffer_bytes", args.data_buffer_bytes),
+                               ("flow_queues", args.flow_queues)) if v is not None}
     if sizes and args.top == "mac":
         ap.error("the mac top takes no size options")
     try:

@@ -808,12 +808,14 @@ class QueueManager(wiring.Component):
                                 event(Event.ARRIVE_DATA)
 
             if fqm:
-                with m.State("Decide-Data"):
-                    # The queue (spec section 12, "Flows and queues"): the
-                    # flow's own on a hit, unless it is empty and frames of
-                    # its class may wait in the shared queue; a new entry's on
-                    # a miss when one is free and none of its class waits
-                    # there; else the shared queue.
+                def choose_queue():
+                    """The queue (spec section 12, "Flows and queues"): the
+                    flow's own on a hit, unless it is empty and frames of its
+                    class may wait in the shared queue; a new entry's on a
+                    miss when one is free and none of its class waits there;
+                    else the shared queue. Chosen for RED (is it empty?) and
+                    again after an overflow's drops, which may have emptied
+                    a queue or taken the shared queue's last frame of a class."""
                     own = from_hit & key_eq & ~(fq.query_empty & fq.cls_busy)
                     new = ~from_hit & cam.free & ~fq.cls_busy
                     m.d.sync += [
@@ -821,6 +823,9 @@ class QueueManager(wiring.Component):
                         dq_new.eq(new),
                         exempt_q.eq(Mux(own, fq.query_empty, Mux(new, 1, fq.shared_empty))),
                     ]
+
+                with m.State("Decide-Data"):
+                    choose_queue()
                     m.next = "Data-Red"
 
                 with m.State("Data-Red"):
@@ -837,7 +842,11 @@ class QueueManager(wiring.Component):
                         m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(desc_r.chain)]
                         m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
                     with m.If(fq.done):
-                        m.next = "Overflow-End"
+                        m.next = "Overflow-Choose"
+
+                with m.State("Overflow-Choose"):
+                    choose_queue()
+                    m.next = "Overflow-End"
 
                 with m.State("Overflow-End"):
                     data_enqueue(red_mark_q, red_ev_q)
