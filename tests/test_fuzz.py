@@ -287,3 +287,26 @@ def test_the_command_saves_a_failing_chunk_with_its_reproduction_and_exits_accor
 def test_the_command_explains_a_bad_frame_count():
     proc = run_cli("fuzz", "--frames", "0")
     assert proc.returncode == 2 and "1 .. 1,000,000,000" in proc.stderr
+
+
+def test_a_short_campaign_on_the_flow_queue_core_passes(tmp_path):
+    """The core with per-flow data queues (``--flow-queues``) against the
+    model with its flow queues, and the checker's per-flow data order."""
+    summary, results = campaign.run_campaign(seed=2027, frames=10_000, chunk_frames=10_000,
+                                             out_dir=tmp_path, elab={"flow_queues": 1})
+    assert summary["frames"] == 10_000
+    details = "\n".join(f"chunk {r.index} ({r.source[:60]}; {r.settings.replay_args()}): "
+                        f"{r.hang or r.error or r.unbalanced or r.mismatch[:300]} "
+                        f"{r.violations[:3]} -> {r.saved}" for r in results if r.failed)
+    assert not details, campaign.summary_line(summary) + "\n" + details
+    assert not summary["saved"]
+
+
+def test_a_failing_flow_queue_chunk_says_how_to_reproduce_it_with_flow_queues(captures, tmp_path):
+    chunk = campaign.make_chunk(1, 0, captures, 200)
+    result = campaign.ChunkResult(chunk.index, len(chunk.frames), chunk.source, chunk.settings,
+                                  mismatch="made up for the test")
+    d = campaign.save_failure(chunk, result, 1, 200, tmp_path, elab={"flow_queues": 1})
+    assert "--only-chunk 0 --flow-queues\n" in (d / "report.txt").read_text()
+    d = campaign.save_failure(chunk, result, 1, 200, tmp_path / "fifo")
+    assert "--only-chunk 0\n" in (d / "report.txt").read_text()

@@ -48,7 +48,8 @@ def check_run(model, sent, events, received, *, counters=None):
             assert frame is not None, f"cycle {cycle}: {ev} but every input frame was accounted for"
             n_in += 1
             # RED decided RED_DECISION_LEAD cycles before the arrival's
-            # first event (an overflow drop comes with the decision).
+            # first event (spec section 10: an overflow's drops come after
+            # the verdict, and its decision does not depend on `now`).
             now = (first_cycle if pending else cycle) - RED_DECISION_LEAD
             got = model.arrive(frame, data_full=(ev == "DROP_DATA_FULL"), now=now)
             want = pending + [ev]

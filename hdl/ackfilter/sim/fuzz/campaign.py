@@ -254,12 +254,19 @@ def ack_slot_bytes():
     return getattr(params, "ACK_SLOT_BYTES", None) or model.ACK_SLOT_BYTES
 
 
-def _make_model(settings, info):
+def _make_model(settings, info, elab=None):
     from ...model import FilterModel
     kwargs = dict(ack_mode=params.ACK_FILTER_MODES[settings.ack_mode],
                   ack_queue_limit=settings.ack_slots or params.param("ack_queue_limit").default,
                   data_share=settings.data_share,
                   ack_slots=info.get("ack_slots"), flow_entries=info.get("flow_entries"))
+    if (elab or {}).get("flow_queues"):
+        # Per-flow data queues: the quantum of the shaped rate, the credit
+        # charged as the shaper charges (its default link accounting).
+        from ...model.flowq import quantum_for_cpb
+        from ...model.shaper import LinkAccounting
+        kwargs.update(flow_queues=True, charge=LinkAccounting().charge,
+                      quantum=quantum_for_cpb(params.cpb_q16_for_rate(settings.uplink_rate_bps)))
     accepted = inspect.signature(FilterModel).parameters
     return FilterModel(**{k: v for k, v in kwargs.items() if k in accepted and v is not None})
 
@@ -303,7 +310,7 @@ def run_chunk(chunk, *, elab=None):
     received = [f for _t, f in res.frames_out]
     result.counters = dict(res.counters)
     try:
-        check_run(_make_model(s, res.info), sent, res.events, received, counters=res.counters)
+        check_run(_make_model(s, res.info, elab), sent, res.events, received, counters=res.counters)
     except AssertionError as e:
         result.mismatch = str(e) or "AssertionError"
     report = checker.check(sent, received, res.counters, slot_bytes=ack_slot_bytes(),
@@ -318,7 +325,7 @@ def run_chunk(chunk, *, elab=None):
     return result
 
 
-def save_failure(chunk, result, seed, n_frames, out_dir=OUT_DIR):
+def save_failure(chunk, result, seed, n_frames, out_dir=OUT_DIR, elab=None):
     """Write the failing chunk's input/output pcaps and report; returns the directory."""
     d = Path(out_dir) / f"seed{seed}-chunk{chunk.index}"
     d.mkdir(parents=True, exist_ok=True)
@@ -330,7 +337,8 @@ def save_failure(chunk, result, seed, n_frames, out_dir=OUT_DIR):
         f"settings: {asdict(chunk.settings)}",
         "",
         "reproduce the whole chunk (same frames, settings and checks):",
-        f"  ackfilter fuzz --seed {seed} --chunk-frames {n_frames} --only-chunk {chunk.index}",
+        f"  ackfilter fuzz --seed {seed} --chunk-frames {n_frames} --only-chunk {chunk.index}"
+        + (" --flow-queues" if (elab or {}).get("flow_queues") else ""),
         "replay its input alone:",
         f"  ackfilter replay --in {d / 'in.pcap'} --out /tmp/out.pcap {chunk.settings.replay_args()}",
         "",
@@ -378,7 +386,7 @@ def run_campaign(*, seed=1, frames=1_000_000, chunk_frames=CHUNK_FRAMES, capture
         chunk = make_chunk(seed, k, captures, n)
         result = run_chunk(chunk, elab=elab)
         if result.failed and save:
-            result.saved = str(save_failure(chunk, result, seed, chunk_frames, out_dir))
+            result.saved = str(save_failure(chunk, result, seed, chunk_frames, out_dir, elab=elab))
         results.append(result)
         done += result.frames
         if log:
@@ -481,6 +489,9 @@ def make_parser():
                    help="directory of *.pcap.gz captures (default sim/captures)")
     p.add_argument("--out", default=str(OUT_DIR), metavar="DIR",
                    help="where failing chunks are saved (default build/fuzz)")
+    p.add_argument("--flow-queues", action="store_true",
+                   help="replay the core built with per-flow data queues (spec section 12), "
+                        "checked against the model's")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     return p
@@ -496,7 +507,7 @@ def main(args=None):
     log = None if a.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
     summary, _results = run_campaign(seed=a.seed, frames=a.frames, chunk_frames=a.chunk_frames,
                                      captures_dir=a.captures, out_dir=a.out, only_chunk=a.only_chunk,
-                                     log=log)
+                                     elab={"flow_queues": 1} if a.flow_queues else None, log=log)
     if a.json:
         print(json.dumps(summary, indent=2))
     print(summary_line(summary), file=sys.stderr)
