@@ -411,7 +411,7 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 closed -= 1
             if start:
                 in_egress = departing
-                charges[cycle + 1 + CHARGED_LATENCY] = len(departing)
+                charges[cycle + CHARGED_LATENCY] = len(departing)    # (the shaper's, for every frame)
                 busy_left = rng.choice([1, 2, 5, 20, len(in_egress) // 4 + 5])
                 closed = rng.randrange(300) if congested and rng.random() < congest else \
                     rng.choice([0, 0, 3, 12])

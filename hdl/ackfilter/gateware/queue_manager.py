@@ -32,7 +32,7 @@ from .lib.buffer_pool import FreeStack
 from .lib.quantum import Quantum
 from .flow_cam import SET_CYCLES, FlowCAM
 from .flow_queues import FlowQueues
-from .shaper import CHARGE_BITS
+from .shaper import CHARGE_BITS, CHARGED_LATENCY
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
 from .ingress import KEY_SLOT_WORDS, KEY_SLOTS, KEY_WORDS64, MAX_CELLS, Verdict, ingress_entry_layout
@@ -646,14 +646,17 @@ class QueueManager(wiring.Component):
         drop_pend  = Signal()                    # an overflow drop's descriptor is in desc_r
         wr_event   = Signal()                    # Write-Record reports `done_event` as it ends
         # A data frame's credit pays the shaper's charge for it, which comes
-        # CHARGED_LATENCY cycles after its start (`charge_due`), is held
+        # CHARGED_LATENCY cycles after its start (`charge_due`; a delay line
+        # of the starts tells a data frame's charge from an ACK's), is held
         # (`chg_pending`) and applied from Idle; nothing leaves Idle meanwhile.
         charge_due, chg_pending = Signal(), Signal()
         chg_bytes  = Signal(CHARGE_BITS)
         if fqm:
             m.d.comb += [fq.query_q.eq(Mux(is_data, idx, hflow)),
                          fq.query_cls.eq(meta.tag[:(SHARED_CLASSES - 1).bit_length()])]
-            with m.If(self.charged & charge_due):
+            data_starts = Signal(CHARGED_LATENCY)
+            m.d.sync += data_starts.eq(Cat(self.egress_start & ~self.egress_is_ack, data_starts[:-1]))
+            with m.If(self.charged & data_starts[-1]):
                 m.d.sync += [chg_pending.eq(1), chg_bytes.eq(self.charged_bytes), charge_due.eq(0)]
             # A queue that left its list frees its flow's entry when the flow
             # has no ACK queued either.
