@@ -316,9 +316,6 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                                         now=cycle - RED_DECISION_LEAD if red is not None else None)
                     data_after = set(model.queued_data_frames())
                     # The overflow dropped the frames the model dropped.
-                    def where_q(fs):
-                        return sorted({q for q in range(len(model.fq.queues)) for f in fs
-                                       if any(f is g for g in model.fq.frames_of(q))}) if model.fq else []
                     assert set(overflowed) == data_before - data_after, \
                         f"cycle {cycle}: overflow dropped {len(overflowed)} frames, the model " \
                         f"{len(data_before - data_after)} (or others); hardware's from model queues " \

@@ -167,15 +167,14 @@ class FlowQueues(wiring.Component):
             new = now + 1 if delta > 0 else now - 1
             m.d.comb += [cls_r.addr.eq(c), cls_w.en.eq(1), cls_w.addr.eq(c), cls_w.data.eq(new)]
             m.d.sync += cls_nz.bit_select(c, 1).eq(new != 0)
+
         cur_v, cur_q, cur_cells = Signal(), Signal(qr), Signal(range(MAX_CELLS + 1))
         sel_q, sel_id = Signal(qr), Signal(ir)          # the last pick
         chg_q = Signal(qr)                              # the last sent's queue
         m.d.comb += [self.frames.eq(frames), self.cells.eq(cells)]
 
         # Queries.
-        qc_query = qcells.read_port(domain="comb")
         m.d.comb += [
-            qc_query.addr.eq(self.query_q),
             self.query_empty.eq(~nonempty.bit_select(self.query_q, 1)),
             self.query_busy.eq(nonempty.bit_select(self.query_q, 1) | onlist.bit_select(self.query_q, 1)),
             self.cls_busy.eq(cls_nz.bit_select(self.query_cls, 1)),
@@ -195,7 +194,6 @@ class FlowQueues(wiring.Component):
         m.d.comb += [p.addr.eq(ia) for p in (in_a, ic_a, il_a)]
         ne_a = nonempty.bit_select(qa, 1)
         q_cells_a = Mux(ne_a, qc_a.data, 0)
-
 
         # The lists: queue `qa`, at the head of the new list (`from_new`) or
         # of the old one, leaves it; with `to_old` it goes to the end of the
@@ -251,9 +249,8 @@ class FlowQueues(wiring.Component):
             with m.If(emptied):
                 m.d.sync += nonempty.bit_select(qa, 1).eq(0)
             m.d.sync += [frames.eq(frames - 1), cells.eq(cells - ic_a.data)]
-            if self.shared is not None:
-                with m.If(qa == self.shared):
-                    cls_add(il_a.data, -1)
+            with m.If(qa == self.shared):
+                cls_add(il_a.data, -1)
             return fid, emptied
 
         # The overflow's scan and drops.
@@ -399,7 +396,8 @@ class FlowQueues(wiring.Component):
                 m.d.comb += [self.drop.eq(1), self.drop_q.eq(qa), self.drop_id.eq(fid)]
                 now_freed = freed + ic_a.data
                 m.d.sync += freed.eq(now_freed)
-                with m.If((2 * now_freed >= goal) | (now_freed >= goal)):
+                # (Half its cells gone; then no droppable frame is left either.)
+                with m.If(2 * now_freed >= goal):
                     m.next = "Drop-Done"
                 with m.Else():
                     m.next = "Drop-Id"

@@ -25,7 +25,7 @@ from .lib.cells import chain_layout
 from .lib.stream import FrameStream, WORD_BYTES
 
 __all__ = ["Verdict", "ingress_entry_layout", "Ingress", "CELL_WORDS", "MAX_CELLS", "KEY_WORDS64",
-           "KEY_SLOT_WORDS", "KEY_SLOTS", "key_memory_words"]
+           "KEY_SLOT_WORDS", "KEY_SLOTS"]
 
 #: Words of a data cell, and the most cells one frame takes.
 CELL_WORDS = DATA_CELL_BYTES // WORD_BYTES
@@ -40,12 +40,6 @@ KEY_WORDS64 = (KEY_WORDS + 1) // 2
 KEY_SLOT_WORDS = 8
 KEY_SLOTS = 8
 assert KEY_WORDS64 <= KEY_SLOT_WORDS
-
-
-def key_memory_words(key):
-    """The 64-bit words a slot holds for ``key`` (KEY_WORDS 32-bit words)."""
-    key = list(key) + [0] * (2 * KEY_WORDS64 - len(key))
-    return [key[2 * j] | key[2 * j + 1] << 32 for j in range(KEY_WORDS64)]
 
 
 class Verdict(enum.Enum, shape=3):

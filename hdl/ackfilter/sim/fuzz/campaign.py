@@ -472,7 +472,7 @@ def make_parser():
                     "replayed through the Verilated RTL in chunks under varied settings (filter mode, "
                     "shaped or not, ACK queue limit, data share). Each chunk is checked decision by "
                     "decision against the golden model, by an independent checker (byte-identical "
-                    "survivors, per-flow ACK order, data FIFO, ACK coverage), for hangs and for "
+                    "survivors, per-flow ACK order, per-flow data order, ACK coverage), for hangs and for "
                     "balanced counters. Exit status 1 when any chunk fails; failing chunks are saved "
                     "as pcaps with the command that reproduces them.",
         epilog="Example: ackfilter fuzz --seed 7 --frames 200000   (make fuzz SEED=7 FRAMES=200000)")
