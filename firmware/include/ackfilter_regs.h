@@ -8,7 +8,7 @@
 #define ACKFILTER_MAX_FRAME_BYTES 2048u
 #define ACKFILTER_ACK_SLOT_BYTES 256u
 #define ACKFILTER_DEFAULT_ACK_SLOTS 32u
-#define ACKFILTER_DEFAULT_FLOW_ENTRIES 32u
+#define ACKFILTER_DEFAULT_FLOW_ENTRIES 31u
 #define ACKFILTER_DEFAULT_DATA_BUFFER_BYTES 32768u
 
 /* Word addresses. A counter is 64 bits: the low word at its address, the high

@@ -33,9 +33,12 @@ __all__ = [
 F_SYS_HZ = 50_000_000
 
 #: Elaboration defaults of the uplink core (docs/design.md, "Sizes"): ACK
-#: queue positions, flow table entries and the data ring in bytes (a power of two).
+#: queue positions, flow table entries and the data ring in bytes (a power of
+#: two). The flow queues (spec section 12) are one per flow entry and the
+#: shared one: 31 entries make 32 queues, whose LUT RAMs take two 16-deep
+#: banks (33 took three, and a sixth bit in every queue number).
 ACK_SLOTS = 32
-FLOW_ENTRIES = 32
+FLOW_ENTRIES = 31
 DATA_BUFFER_BYTES = 32768
 
 #: The data buffer in cells (docs/spec.md section 12): a frame takes

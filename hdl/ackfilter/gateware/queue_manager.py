@@ -91,6 +91,14 @@ def _inside(s, e, s2, e2):
     return ~_before(s, s2) & ~_after(e, e2)
 
 
+def _order(a, b):
+    """``(_before(a, b), _before(b, a))`` from one subtraction: ``b - a`` is
+    ``-(a - b)``, whose sign is the other's but at 0 and at 2^31."""
+    d = Signal(32)
+    tail_zero = Signal()
+    return (d[31], d[31] ^ ~tail_zero), [d.eq(a - b), tail_zero.eq(d[:31] == 0)]
+
+
 def _within_span(value, floor):
     """``(value - floor) mod 2^32 < SANE_SPAN`` (2^30)."""
     return (value - floor)[30:32] == 0
@@ -926,6 +934,14 @@ class QueueManager(wiring.Component):
                     old_buf_q.eq(node_new.data.buf),
                 ]
                 lo, hi = rec_word[0:32], rec_word[32:64]
+                # An old SACK block against each new one: lo against s[k],
+                # hi against e[k], one subtraction per pair of ends.
+                sack_order = []
+                for k in range(4):
+                    lo_s, stmts_s = _order(lo, s[k])
+                    hi_e, stmts_e = _order(hi, e[k])
+                    m.d.comb += stmts_s + stmts_e
+                    sack_order.append((lo_s, hi_e))
                 j = cmp_j                            # the word compared now
                 with m.If(cmp_v):
                     with m.Switch(j):
@@ -984,12 +1000,13 @@ class QueueManager(wiring.Component):
                                 valid = old_flags.sack_n > i
                                 covered = ~_after(hi, meta.ack)
                                 for k in range(4):
-                                    covered = covered | (sane_new[k] & _inside(lo, hi, s[k], e[k]))
+                                    lo_s, hi_e = sack_order[k]
+                                    # [lo, hi) inside [s, e); [s, e) inside [lo, hi).
+                                    covered = covered | (sane_new[k] & ~lo_s[0] & ~hi_e[1])
+                                    with m.If(valid & ~lo_s[1] & ~hi_e[0]):
+                                        m.d.sync += new_cov[k].eq(1)
                                 with m.If(valid & ~covered):
                                     m.d.sync += all_cov.eq(0)
-                                for k in range(4):
-                                    with m.If(valid & _inside(s[k], e[k], lo, hi)):
-                                        m.d.sync += new_cov[k].eq(1)
                         with m.Case(REC_FLOOR_ACK):
                             fl = data.View(aecn_floor_layout, hi[:aecn_floor_layout.size])
                             ok = C(1, 1)
