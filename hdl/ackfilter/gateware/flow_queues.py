@@ -9,14 +9,16 @@ list of frames, each frame named by an *id* (the queue manager uses the
 frame's first data cell, unique among queued frames), and the scheduler
 keeps the *new* and *old* lists of queues with their credits.
 
-Storage, all in LUT RAM except a few registers:
+Storage, in LUT RAM but for a few registers and the per-frame tables:
 
 * per queue: the ids of its head and tail frame, its cells, its credit, the
   next queue on its list and which list that is; whether it holds frames
   (``nonempty``) and whether it is on a list (``onlist``) are registers (a
   reset does not clear LUT RAM);
-* per id: the next frame of its queue, its cells, and its class (the low
-  bits of its flow's tag, counted while it waits in the shared queue);
+* per id, in two block RAMs: the next frame of its queue, and its cells
+  and class (the low bits of its flow's tag, counted while it waits in the
+  shared queue); as LUT RAM (128 ids) they took 32 LUT-RAM blocks and
+  their read multiplexers, about 200 LUT slots;
 * the two lists' heads and tails, the totals; the class counts (LUT RAM,
   whether each is 0 in a register).
 
@@ -48,7 +50,7 @@ the shared queue holds frames.
 """
 
 from amaranth.hdl import *
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -60,6 +62,9 @@ from .shaper import CHARGE_BITS
 __all__ = ["FlowQueues", "CREDIT_BITS"]
 
 _LUTRAM = {"ram_style": "distributed"}
+_BLOCK = {"ram_style": "block"}
+#: A queued frame's cells and class.
+_frame_info = data.StructLayout({"cells": range(MAX_CELLS + 1), "cls": range(SHARED_CLASSES)})
 #: A queue's credit, signed: at most QUANTUM_MAX; at least 1 less the
 #: charges of one frame's chunks (a 2048-byte frame in 16-byte chunks is
 #: charged about 12 KiB with headers and overhead).
@@ -136,12 +141,14 @@ class FlowQueues(wiring.Component):
         qcells = lutram("qcells", cell_r, nq)
         credit = lutram("credit", signed(CREDIT_BITS), nq)
         lnext = lutram("lnext", qr, nq)
-        inext = lutram("inext", ir, ni)
-        icells = lutram("icells", range(MAX_CELLS + 1), ni)
-        icls = lutram("icls", range(SHARED_CLASSES), ni)
+        # Per frame, in block RAM (two: the next frame is written at
+        # another address than the cells and class in Enq).
+        inext = Memory(shape=ir, depth=ni, init=[], attrs=_BLOCK)
+        iinfo = Memory(shape=_frame_info, depth=ni, init=[], attrs=_BLOCK)
+        m.submodules.inext, m.submodules.iinfo = inext, iinfo
         qhead_w, qtail_w, qcells_w = qhead.write_port(), qtail.write_port(), qcells.write_port()
         credit_w, lnext_w = credit.write_port(), lnext.write_port()
-        inext_w, icells_w, icls_w = inext.write_port(), icells.write_port(), icls.write_port()
+        inext_w, iinfo_w = inext.write_port(), iinfo.write_port()
 
         nonempty = Signal(nq)
         # On a list (a register per queue), and which: the old one (LUT RAM,
@@ -181,17 +188,22 @@ class FlowQueues(wiring.Component):
             self.shared_empty.eq(~nonempty[self.shared]),
         ]
 
-        # The queue an operation works on (`qa`) and a frame (`ia`): registers.
+        # The queue an operation works on (`qa`) and a frame (`ia`):
+        # registers. The frame's block RAMs read at `ia`'s next value
+        # (`ia_next`), so their data is frame `ia`'s, as a LUT RAM's would be
+        # (no operation writes a frame's entry in the cycle before it reads it).
         qa = Signal(qr)
-        ia = Signal(ir)
+        ia, ia_next = Signal(ir), Signal(ir)
+        m.d.comb += ia_next.eq(ia)
+        m.d.sync += ia.eq(ia_next)
         qh_a, qt_a, qc_a = qhead.read_port(domain="comb"), qtail.read_port(domain="comb"), \
             qcells.read_port(domain="comb")
         cr_a, ln_a = credit.read_port(domain="comb"), lnext.read_port(domain="comb")
         old_a = on_old.read_port(domain="comb")
-        in_a, ic_a, il_a = inext.read_port(domain="comb"), icells.read_port(domain="comb"), \
-            icls.read_port(domain="comb")
+        in_a, info_a = inext.read_port(transparent_for=()), iinfo.read_port(transparent_for=())
         m.d.comb += [p.addr.eq(qa) for p in (qh_a, qt_a, qc_a, cr_a, ln_a, old_a)]
-        m.d.comb += [p.addr.eq(ia) for p in (in_a, ic_a, il_a)]
+        m.d.comb += [p.addr.eq(ia_next) for p in (in_a, info_a)]
+        ic_a, il_a = info_a.data.cells, info_a.data.cls
         ne_a = nonempty.bit_select(qa, 1)
         q_cells_a = Mux(ne_a, qc_a.data, 0)
 
@@ -243,14 +255,14 @@ class FlowQueues(wiring.Component):
                     m.d.comb += [qtail_w.en.eq(1), qtail_w.addr.eq(qa), qtail_w.data.eq(head)]
             with m.Else():
                 m.d.comb += [qhead_w.en.eq(1), qhead_w.addr.eq(qa), qhead_w.data.eq(in_a.data)]
-            left = qc_a.data - ic_a.data
+            left = qc_a.data - ic_a
             m.d.comb += [qcells_w.en.eq(1), qcells_w.addr.eq(qa), qcells_w.data.eq(left)]
             emptied = left == 0
             with m.If(emptied):
                 m.d.sync += nonempty.bit_select(qa, 1).eq(0)
-            m.d.sync += [frames.eq(frames - 1), cells.eq(cells - ic_a.data)]
+            m.d.sync += [frames.eq(frames - 1), cells.eq(cells - ic_a)]
             with m.If(qa == self.shared):
-                cls_add(il_a.data, -1)
+                cls_add(il_a, -1)
             return fid, emptied
 
         # The overflow's scan and drops.
@@ -274,7 +286,8 @@ class FlowQueues(wiring.Component):
                     m.d.sync += qa.eq(Mux(cur_v, cur_q, look))
                     m.next = "Pick"
                 with m.Elif(self.sent):
-                    m.d.sync += [qa.eq(sel_q), ia.eq(sel_id), chg_q.eq(sel_q)]
+                    m.d.sync += [qa.eq(sel_q), chg_q.eq(sel_q)]
+                    m.d.comb += ia_next.eq(sel_id)
                     with m.If(self.sent_last):
                         m.next = "Sent-Remove"
                     with m.Else():
@@ -289,8 +302,8 @@ class FlowQueues(wiring.Component):
             with m.State("Enq"):
                 q, fid = qa, e_id
                 m.d.comb += [
-                    icells_w.en.eq(1), icells_w.addr.eq(fid), icells_w.data.eq(e_cells),
-                    icls_w.en.eq(1), icls_w.addr.eq(fid), icls_w.data.eq(e_cls),
+                    iinfo_w.en.eq(1), iinfo_w.addr.eq(fid),
+                    iinfo_w.data.cells.eq(e_cells), iinfo_w.data.cls.eq(e_cls),
                     qtail_w.en.eq(1), qtail_w.addr.eq(q), qtail_w.data.eq(fid),
                     qcells_w.en.eq(1), qcells_w.addr.eq(q), qcells_w.data.eq(q_cells_a + e_cells),
                 ]
@@ -336,7 +349,7 @@ class FlowQueues(wiring.Component):
             m.d.comb += [self.pick_q.eq(qa), self.pick_id.eq(qh_a.data)]
 
             with m.State("Sent-Chunk"):
-                m.d.sync += [cur_v.eq(1), cur_q.eq(qa), cur_cells.eq(ic_a.data)]
+                m.d.sync += [cur_v.eq(1), cur_q.eq(qa), cur_cells.eq(ic_a)]
                 m.next = "Idle"
 
             with m.State("Sent-Remove"):
@@ -381,20 +394,20 @@ class FlowQueues(wiring.Component):
             with m.State("Drop-Id"):
                 # The frame to drop: the head, or the one after a head in
                 # chunks (read from the head's `inext` in Drop-Behind).
-                m.d.sync += ia.eq(qh_a.data)
+                m.d.comb += ia_next.eq(qh_a.data)
                 with m.If(keep):
                     m.next = "Drop-Behind"
                 with m.Else():
                     m.next = "Drop"
 
             with m.State("Drop-Behind"):
-                m.d.sync += ia.eq(in_a.data)
+                m.d.comb += ia_next.eq(in_a.data)
                 m.next = "Drop"
 
             with m.State("Drop"):
                 fid, _emptied = remove(keep=keep)
                 m.d.comb += [self.drop.eq(1), self.drop_q.eq(qa), self.drop_id.eq(fid)]
-                now_freed = freed + ic_a.data
+                now_freed = freed + ic_a
                 m.d.sync += freed.eq(now_freed)
                 # (Half its cells gone; then no droppable frame is left either.)
                 with m.If(2 * now_freed >= goal):
