@@ -667,16 +667,20 @@ class QueueManager(wiring.Component):
             with m.If(self.charged & data_starts[-1]):
                 m.d.sync += [chg_pending.eq(1), chg_bytes.eq(self.charged_bytes), charge_due.eq(0)]
             # A queue that left its list frees its flow's entry when the flow
-            # has no ACK queued either.
+            # has no ACK queued either, a cycle later (`rel_v`, registered:
+            # the release comes late in its cycle, behind the flow queues'
+            # block RAM); nothing leaves Idle meanwhile (`go_ok`).
+            rel_v, rel_q = Signal(), Signal(range(n_flows + 1))
+            m.d.sync += [rel_v.eq(fq.released & (fq.released_q != n_flows)), rel_q.eq(fq.released_q)]
             count_rel = flow_count.read_port(domain="comb")
-            m.d.comb += count_rel.addr.eq(fq.released_q)
-            with m.If(fq.released & (fq.released_q != n_flows) & (count_rel.data == 0)):
-                m.d.comb += [cam.clear_en.eq(1), cam.clear_index.eq(fq.released_q)]
+            m.d.comb += count_rel.addr.eq(rel_q)
+            with m.If(rel_v & (count_rel.data == 0)):
+                m.d.comb += [cam.clear_en.eq(1), cam.clear_index.eq(rel_q)]
             with m.Else():
                 m.d.comb += cam.clear_index.eq(head_q.flow)
         else:
             m.d.comb += cam.clear_index.eq(head_q.flow)
-        go_ok = (~fq.busy & ~chg_pending & ~charge_due) if fqm else C(1, 1)
+        go_ok = (~fq.busy & ~chg_pending & ~charge_due & ~rel_v) if fqm else C(1, 1)
 
         def next_decision(for_ack):
             """After the lookup: a data frame's queue choice, or ``for_ack``."""
