@@ -18,7 +18,7 @@ Storage, in LUT RAM but for a few registers and the per-frame tables:
 * per id, in two block RAMs: the next frame of its queue, and its cells
   and class (the low bits of its flow's tag, counted while it waits in the
   shared queue); as LUT RAM (128 ids) they took 32 LUT-RAM blocks and
-  their read multiplexers, about 200 LUT slots;
+  their read multiplexers, 167 LUT slots of the packed board;
 * the two lists' heads and tails, the totals; the class counts (LUT RAM,
   whether each is 0 in a register).
 
@@ -190,8 +190,9 @@ class FlowQueues(wiring.Component):
 
         # The queue an operation works on (`qa`) and a frame (`ia`):
         # registers. The frame's block RAMs read at `ia`'s next value
-        # (`ia_next`), so their data is frame `ia`'s, as a LUT RAM's would be
-        # (no operation writes a frame's entry in the cycle before it reads it).
+        # (`ia_next`), so their data is frame `ia`'s, as a LUT RAM's would be,
+        # but for a write in the cycle the address is taken: no operation
+        # writes there an entry it reads in the next cycle.
         qa = Signal(qr)
         ia, ia_next = Signal(ir), Signal(ir)
         m.d.comb += ia_next.eq(ia)
