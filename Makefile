@@ -55,7 +55,7 @@ fuzz: venv ## mutation campaign through the RTL, model + independent checker (SE
 captures: ## (root) remake sim/captures/*.pcap.gz: real Linux TCP in network namespaces (~2 min)
 	bash scripts/make_captures.sh
 
-experiments: venv ## (root) real Linux TCP through the RTL: every scenario and variant (~50 min) -> build/experiments/full.*
+experiments: venv ## (root) real Linux TCP through the RTL: every scenario and variant (~90 min) -> build/experiments/full.*
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter experiments
 
 experiments-quick: venv ## (root) S1, S3 at 64k and S5 at 28.8k, modem FIFO and the default (~4 min) -> build/experiments/quick.*

@@ -110,6 +110,23 @@ def test_full_plan_has_every_scenario_and_the_data_share_variants():
         assert {"aggressive-red", "aggressive-red-ecn"} <= vs, name
 
 
+def test_flow_queue_variants_run_the_flow_queue_build_where_upload_data_queues():
+    todo = E.plan()
+    for name in ("S1", "S3", "S5U"):
+        vs = {v for sc, v in todo if sc.name == name}
+        assert {"aggressive-fq", "aggressive-fq-seg512", "aggressive-fq-red-ecn"} <= vs, name
+    for sc in {sc.name: sc for sc, _ in todo}.values():
+        vs = [v for s, v in todo if s is sc]
+        assert len(vs) == len(set(vs)), f"{sc.name}: a variant planned twice"
+    assert not any(E.VARIANTS[v].flow_queues for sc, v in todo if sc.name in ("S2", "S4", "S5"))
+    fq, red = E.VARIANTS["aggressive-fq"], E.VARIANTS["aggressive-fq-red-ecn"]
+    assert fq.elab() == red.elab() == {"flow_queues": 1}
+    assert E.VARIANTS["aggressive"].elab() is None and E.VARIANTS["modem-fifo"].elab() is None
+    # The registers are the variant's without flow queues: the build differs, not the settings.
+    assert fq.csr(28800) == E.VARIANTS["aggressive"].csr(28800)
+    assert red.csr(28800) == E.VARIANTS["aggressive-red-ecn"].csr(28800) and red.ecn == 1
+
+
 def test_red_variants_set_red_for_the_rate_and_the_hosts_ecn():
     from ackfilter.model.red import registers_for_rate
     csr = E.VARIANTS["aggressive-red-ecn"].csr(28800)

@@ -51,6 +51,11 @@ class Variant:
     ecn: int = 0                    # the hosts' net.ipv4.tcp_ecn (1: request ECN)
     chunk: int = 0                  # the segmenter's chunk_bytes (0: off)
     acc: bool = False               # ACC on (spec section 11), at its default threshold
+    flow_queues: bool = False       # the core built with per-flow data queues (spec section 12)
+
+    def elab(self):
+        """The core's build options for this variant (``None``: the default build)."""
+        return {"flow_queues": 1} if self.flow_queues else None
 
     def csr(self, uplink_bps):
         """The core's registers for this variant on an uplink of ``uplink_bps``.
@@ -96,6 +101,18 @@ def _variants():
     v.append(Variant("conservative-acc", "conservative, data share 128, ACC on (aggressive while "
                      "the ACK queue's average is above 16)", ack_mode="conservative", data_share=128,
                      acc=True))
+    # Flow queues (spec section 12): upload data in per-flow queues, served
+    # by deficit round robin with new (sparse) flows first; a build option
+    # of the core, so these variants run their own bridge.
+    v.append(Variant("aggressive-fq", "aggressive, data share 128, upload data in per-flow queues "
+                     "(deficit round robin, sparse flows first)", ack_mode="aggressive", data_share=128,
+                     flow_queues=True))
+    v.append(Variant("aggressive-fq-seg512", "aggressive, data share 128, per-flow queues, upload "
+                     "data cut into 512-byte chunks", ack_mode="aggressive", data_share=128, chunk=512,
+                     flow_queues=True))
+    v.append(Variant("aggressive-fq-red-ecn", "aggressive, data share 128, per-flow queues, RED "
+                     "marking CE (the hosts request classic ECN)", ack_mode="aggressive", data_share=128,
+                     red=True, ecn=1, flow_queues=True))
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -246,9 +263,10 @@ def scenarios(which, *, quick=False):
 SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R")
 _BASE = ("modem-fifo", "off", "conservative", "aggressive")
 _SHARES = tuple(n for n in VARIANTS if "-share" in n)
-_RED = tuple(n for n in VARIANTS if VARIANTS[n].red and not VARIANTS[n].chunk)
-_SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk)
+_RED = tuple(n for n in VARIANTS if VARIANTS[n].red and not VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
+_SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _ACC = tuple(n for n in VARIANTS if VARIANTS[n].acc)
+_FQ = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues)
 #: Where RED is measured: a queue of upload data builds in these.
 _RED_SCENARIOS = ("S1", "S3", "S5U")
 
@@ -264,9 +282,9 @@ def plan(*, quick=False, only=None, variants=None):
         elif quick:
             vs = ("modem-fifo", default)
         elif name == "S3":
-            vs = _BASE + _SHARES + _RED + _SEG + _ACC
+            vs = _BASE + _SHARES + _RED + _SEG + _ACC + _FQ
         else:
-            vs = _BASE + (_RED + _SEG + _ACC if name in _RED_SCENARIOS else ())
+            vs = _BASE + (_RED + _SEG + _ACC + _FQ if name in _RED_SCENARIOS else ())
         for sc in scenarios(name, quick=quick):
             extra = ("off",) if quick and not variants and name == "S1" and sc.uplink_bps == 64000 else ()
             for v in vs + extra:
@@ -309,6 +327,8 @@ def _agent_env():
 def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
     """Run one scenario instance with one variant; returns its row (a dict)."""
     variant = VARIANTS[variant_name]
+    if binary is None:
+        binary = build_bridge(variant.elab())
     row = {"scenario": sc.name, "variant": variant_name, "uplink_bps": sc.uplink_bps, "cc": sc.cc,
            "downlink_bps": sc.downlink_bps, "flows": sc.flows or (len(sc.downloads) or None),
            "forward_goodput_bps": None, "reverse_goodput_bps": None, "jain": None,
@@ -388,6 +408,10 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
         else:
             win = None
         row["reverse_goodput_bps"] = round(_goodput(ups[0], t0, win)) if ups and win else 0
+        if sc.page and ups:
+            # The upload's own rate outside the page: the 5 s before it starts.
+            pre = (max(sc.upload[0], sc.page["start"] - 5), sc.page["start"])
+            row["upload_before_page_bps"] = round(_goodput(ups[0], t0, pre))
     if stats is not None:
         row["max_lag_ms"] = round(stats.max_lag_s * 1e3, 3)
         row["simulated_cycles_per_s"] = round(stats["ticks"] / stats["run_s"]) if stats["run_s"] else None
@@ -410,7 +434,7 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
             row["counters"] = {k: stats.counters[k] for k in (
                 "acks_in", "acks_superseded", "acks_ineligible", "frames_out", "drop_data_full",
                 "drop_ack_front", "drop_ack_covered", "red_marked", "red_ce_already", "drop_red",
-                "seg_frames", "seg_chunks", "acc_escalated", "acc_marked")}
+                "seg_frames", "seg_chunks", "acc_escalated", "acc_marked", "drop_data_overflow")}
     row["valid"] = not reasons
     row["invalid_reason"] = "; ".join(reasons)
     return row
@@ -538,7 +562,10 @@ def _cell(r, what):
         else:
             t = "" if r["page_time_s"] is None else f"{r['page_time_s']:.2f}"
         if what == "pagerev" and t:
-            t += f" ({_kbps(r['reverse_goodput_bps'])})"
+            t += f" ({_kbps(r['reverse_goodput_bps'])}"
+            if r.get("upload_before_page_bps") is not None:
+                t += f"; {_kbps(r['upload_before_page_bps'])} before"
+            t += ")"
         return t + mark
     raise ValueError(what)
 
@@ -589,7 +616,8 @@ def summary(rows):
     s5 = sorted({r["uplink_bps"] for r in rows if r["scenario"] in ("S5", "S5U")})
     if s5:
         out.append("**S5**, Wu & Williamson's page (median page time, s; downlink 1.5 Mb/s), and "
-                   "**S5U**, the same during an upload (page time, s, and the upload's kb/s meanwhile):\n")
+                   "**S5U**, the same during an upload (page time, s, and the upload's kb/s meanwhile; "
+                   "and in the 5 s before the page):\n")
         vs = [v for v in variants_of("S5U") if v not in variants_of("S5")]
         header = [f"S5 {format_rate(u)}" for u in s5] + [f"S5U {format_rate(u)}" for u in s5]
         out.append("| variant | " + " | ".join(header) + " |")
@@ -857,7 +885,18 @@ def main(argv=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     print(f"experiments: {len(todo)} runs, about {total_s / 60:.0f} minutes; building the bridge ...",
           flush=True)
-    binary = build_bridge()
+    # One bridge per build of the core the plan needs, built on first use.
+    bridges = {}
+
+    def binary_for(v):
+        elab = VARIANTS[v].elab()
+        key = tuple(sorted((elab or {}).items()))
+        if key not in bridges:
+            bridges[key] = build_bridge(elab)
+        return bridges[key]
+
+    if todo:
+        binary_for(todo[0][1])
     kept = {}
     if args.resume and (out_dir / f"{name}.json").exists():
         for r in json.loads((out_dir / f"{name}.json").read_text()):
@@ -875,7 +914,7 @@ def main(argv=None):
             total_s -= sc.duration + LEAD_S + 3
             continue
         t = time.monotonic()
-        row = run_counted(sc, v, attempts=args.attempts, binary=binary, seed=args.seed,
+        row = run_counted(sc, v, attempts=args.attempts, binary=binary_for(v), seed=args.seed,
                           log=lambda line: print(f"  {line}", flush=True))
         rows.append(row)
         done_s += sc.duration + LEAD_S + 3
