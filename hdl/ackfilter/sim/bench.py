@@ -7,6 +7,8 @@ Everything runs the Verilated core through the C++ replay harness:
    shaper open: every frame must be accounted for with no drop, and the
    cycles per frame show the budget used (84 byte times: 33.6 cycles at
    50 MHz, :func:`ackfilter.sim.wire.frame_cycles`).
+   With flow queues (1c, 2b) the same, the data of as many uploads as there
+   are queues.
 2. **Capacity**: the same frames offered one word per cycle, faster than any
    1 Gb/s MAC can deliver: the cycles per frame the ingress and queue manager
    take them in (from the queue manager's arrival events) without an overrun (the output is still a 1 Gb/s MAC, so the
@@ -30,17 +32,21 @@ from ..units import format_rate
 
 __all__ = ["line_rate_frames", "main"]
 
+#: The core's build with flow queues (``gen_verilog``'s options).
+FLOW_QUEUES = {"flow_queues": 1}
 
-def line_rate_frames(n_frames, *, n_flows=256, seed=1):
+
+def line_rate_frames(n_frames, *, n_flows=256, data_flows=1, seed=1):
     """``n_frames`` minimum-size frames, all arriving at t = 0 (so the harness
     feeds them back to back at its line rate): every other one a pure ACK of
     one of ``n_flows`` flows with an advancing ack, the rest 60-byte data
-    segments of an upload."""
+    segments of ``data_flows`` uploads in turn."""
     rng = random.Random(seed)
     flows = [Flow(src=f"10.{i >> 8}.{i & 255}.2", dst="198.51.100.7",
                   sport=rng.randrange(1024, 65536), dport=443) for i in range(n_flows)]
     acks = [rng.getrandbits(32) for _ in flows]
-    upload = Flow(src="10.99.0.2", dst="203.0.113.9", sport=50000, dport=22)
+    uploads = [Flow(src="10.99.0.2", dst="203.0.113.9", sport=50000 + j, dport=22)
+               for j in range(data_flows)]
     frames = []
     for i in range(n_frames):
         if i % 2 == 0:
@@ -49,6 +55,7 @@ def line_rate_frames(n_frames, *, n_flows=256, seed=1):
             frame = tcp_frame(flows[k], seq=1, ack=acks[k], flags="A", ip_id=i & 0xFFFF,
                               builder="raw")
         else:
+            upload = uploads[(i // 2) % data_flows]
             frame = tcp_frame(upload, seq=1 + 6 * i, ack=1, flags="A", payload=b"\x55" * 6,
                               ip_id=i & 0xFFFF, builder="raw")
         frames.append((0.0, frame))
@@ -124,6 +131,24 @@ def main(args):
                                                          f"{got_fps / line_fps:.3f}")
     print()
 
+    queues = params.FLOW_ENTRIES + 1
+    print(f"1c. Line rate with flow queues (spec section 12): {n} frames of 64 bytes at 1 Gb/s, "
+          f"half pure ACKs of 256 flows, the data of {queues} uploads in turn (as many as "
+          "there are queues), shaper open")
+    log("   building the core with flow queues and replaying at 1 Gb/s ...")
+    fq_frames = line_rate_frames(args.frames, data_flows=queues)
+    fq = replay(fq_frames, ack_mode="conservative", elab=FLOW_QUEUES)
+    qc = fq.counters
+    fq_drops = sum(qc[x.name] for x in params.COUNTERS if x.is_drop)
+    fq_accounted = params.frames_accounted(qc)
+    _line("frames in / out / superseded", f"{qc['frames_in']} / {qc['frames_out']} / "
+                                          f"{qc['acks_superseded']}")
+    _line("frames dropped (loss)", f"{fq_drops} ({100 * fq_drops / n:.3f} %)")
+    _line("every frame accounted for", "yes" if fq_accounted == n else f"NO ({fq_accounted} of {n})")
+    _line(f"cycles per frame ({wire_bytes} byte times at 1 Gb/s: {line_cycles:g})",
+          f"{fq.cycles / n:.2f}")
+    print()
+
     print("2. Capacity: the same frames offered one word per cycle (no gap)")
     log("   replaying at full input speed ...")
     fast = replay(frames, ack_mode="conservative", feed=(1, 0), events=True)
@@ -137,6 +162,19 @@ def main(args):
                                                    f"(= {line_cycles * len(arrivals) / arrivals[-1]:.2f} x line rate)")
     _line("simulation speed", f"{n / fast.wallclock_s:,.0f} frames/s, "
                               f"{fast.cycles / fast.wallclock_s / 1e6:.2f} M cycles/s")
+    print()
+
+    print("2b. Capacity with flow queues: the frames of 1c offered one word per cycle")
+    log("   replaying at full input speed ...")
+    fqf = replay(fq_frames, ack_mode="conservative", feed=(1, 0), events=True, elab=FLOW_QUEUES)
+    fqc = fqf.counters
+    fq_arrivals = arrival_cycles(fqf.events)
+    _line("frames in", f"{fqc['frames_in']}")
+    _line("dropped by the core (overrun)", f"{fqc['drop_overrun']}")
+    _line("dropped for the 1 Gb/s output (buffer full, fattest queue)",
+          f"{fqc['drop_data_full']}, {fqc['drop_data_overflow']}")
+    _line("cycles per frame taken in (capacity)", f"{fq_arrivals[-1] / len(fq_arrivals):.2f} "
+          f"(= {line_cycles * len(fq_arrivals) / fq_arrivals[-1]:.2f} x line rate)")
     print()
 
     if not args.skip_demo:
