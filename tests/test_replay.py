@@ -127,6 +127,22 @@ def test_back_to_back_frames_come_and_go_at_exactly_one_gigabit():
         assert b - a >= int(frame_cycles(n)), (a, b, n)
 
 
+@pytest.mark.parametrize("data_flows", [1, params.FLOW_ENTRIES + 1])
+def test_the_flow_queue_core_keeps_up_with_min_size_frames_at_one_gigabit(data_flows):
+    """Line rate is the core's to keep, with flow queues too (issue 26): 64-byte
+    frames back to back, half pure ACKs of 256 flows, half the data of one
+    upload or of as many as there are queues; every frame leaves, at the
+    wire's pace (84 byte times each), and nothing is dropped."""
+    from ackfilter.sim.bench import FLOW_QUEUES, line_rate_frames
+    from ackfilter.sim.wire import frame_cycles
+    frames = line_rate_frames(4000, data_flows=data_flows)
+    res = replay(frames, ack_mode="conservative", elab=FLOW_QUEUES)
+    c = res.counters
+    assert {x.name: c[x.name] for x in params.COUNTERS if x.is_drop and c[x.name]} == {}
+    assert c["frames_out"] == len(frames) and params.frames_accounted(c) == len(frames)
+    assert res.cycles <= len(frames) * frame_cycles(60) + 200, res.cycles / len(frames)
+
+
 @pytest.mark.parametrize("mbps", [100, 10])
 def test_at_100_and_10_mbps_frames_come_and_go_at_that_line_rate(mbps):
     """`--mbps`: both MAC models at a Fast (or plain) Ethernet rate, each byte

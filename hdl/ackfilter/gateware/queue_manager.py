@@ -241,7 +241,9 @@ class QueueManager(wiring.Component):
             descs_w, descs_r = descs.write_port(), descs.read_port(transparent_for=())
             desc_r = descs_r.data
             desc_at, desc_at_q = Signal(range(self.cells)), Signal(range(self.cells))
-            m.d.comb += [desc_at.eq(Mux(fq.drop, fq.drop_id, desc_at_q)), descs_r.addr.eq(desc_at)]
+            pick_out = Signal()                     # Pick-Wait: the DRR's choice is out
+            m.d.comb += [desc_at.eq(Mux(fq.drop, fq.drop_id, Mux(pick_out, fq.pick_id, desc_at_q))),
+                         descs_r.addr.eq(desc_at)]
         else:
             m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
             desc_r = data.View(desc_layout, desc.r_data)
@@ -1234,7 +1236,11 @@ class QueueManager(wiring.Component):
                 have_ack = qlen != 0
                 pick_data = have_data_q & (~have_ack | credit_pos)
                 with m.If(pick_data):
-                    m.next = "Pick" if fqm else "Depart-Data"
+                    if fqm:
+                        m.d.comb += fq.pick.eq(1)
+                        m.next = "Pick-Wait"
+                    else:
+                        m.next = "Depart-Data"
                 with m.Else():
                     charge(head_q.nbytes, 0, have_ack, have_data_q)
                     m.d.comb += [
@@ -1254,20 +1260,15 @@ class QueueManager(wiring.Component):
                     m.next = "Idle"
 
             if fqm:
-                with m.State("Pick"):
-                    m.d.comb += fq.pick.eq(1)
-                    m.next = "Pick-Wait"
-
                 with m.State("Pick-Wait"):
-                    # The DRR looks at queues a cycle each; then the chosen
-                    # frame's descriptor is read (a cycle) and the chunk's
-                    # figures are registered from it (a cycle).
+                    # The DRR looks at queues a cycle each; the chosen
+                    # frame's descriptor is read as the choice comes out,
+                    # and the chunk's figures are registered from it (a
+                    # cycle). (Depart started the pick: a frame is queued.)
                     with m.If(fq.done):
+                        m.d.comb += pick_out.eq(1)
                         m.d.sync += desc_at_q.eq(fq.pick_id)
-                        m.next = "Pick-Read"
-
-                with m.State("Pick-Read"):
-                    m.next = "Pick-Chunk"
+                        m.next = "Pick-Chunk"
 
                 with m.State("Pick-Chunk"):
                     m.next = "Depart-Data"
