@@ -30,15 +30,18 @@ class Frame:
         return f"Frame({self.nbytes}, id {self.fid})"
 
 
-def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45):
-    """``ops`` random operations; returns a tally of what happened."""
+def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45, late_p=0.5):
+    """``ops`` random operations; returns a tally of what happened. With
+    ``late_p`` a departure's charge comes only before the next pick, with
+    arrivals in between, as the queue manager lets them (the model takes it
+    with ``sent``)."""
     rng = random.Random(seed)
     reserve = DATA_CELL_RESERVE
     nq = entries + 1
     dut = FlowQueues(queues=nq, ids=cells, cells=cells, reserve=reserve, shared=entries)
     model = Model(entries=entries, cells=cells, reserve=reserve, quantum=quantum, charge=len)
     tally = {"enq": 0, "drops": 0, "picks": 0, "none": 0, "chunks": 0, "released": 0,
-             "shared": 0, "behind_chunks": 0}
+             "shared": 0, "behind_chunks": 0, "late_charges": 0, "rejoined_before_charge": 0}
     heavy_q = rng.sample(range(nq), heavy)
 
     async def bench(ctx):
@@ -47,6 +50,7 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
         rng.shuffle(free_ids)
         chunk_left = None                   # bytes of the frame in chunks not yet sent
         cycle = 0
+        late = None                         # a charge still to give the block: (bytes, queue left)
 
         names = ("done", "found", "pick_q", "pick_id", "drop", "drop_q", "drop_id", "released", "released_q")
 
@@ -119,14 +123,21 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                 fid = free_ids.pop()
                 frame = Frame(nbytes, fid)
                 model.enqueue(q, frame, tag=cls)
+                if late is not None and late[1] == q:
+                    tally["rejoined_before_charge"] += 1
                 _, released, _ = await op(enq=1, enq_q=q, enq_id=fid, enq_cells=c, enq_cls=cls)
                 assert not released
                 tally["enq"] += 1
                 tally["shared"] += q == entries
             else:
                 # A departure: the pick, then the frame or its next chunk, then the charge.
+                released = []
+                if late is not None:
+                    _, released, _ = await op(charge=1, charge_bytes=late[0])
+                    late = None
                 want_q = model.pick()
-                _, released, seen = await op(pick=1)
+                _, rel1, seen = await op(pick=1)
+                released += rel1
                 assert seen is not None, f"{where}: the pick did not end with done"
                 if want_q is None:
                     assert not seen["found"], f"{where}: picked {seen['pick_q']}, model nothing"
@@ -153,8 +164,14 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                     if last:
                         free_ids.append(head.fid)
                     _, rel2, _ = await op(sent=1, sent_last=last)
-                    _, rel3, _ = await op(charge=1, charge_bytes=len(sent))
-                    released += rel2 + rel3
+                    released += rel2
+                    if rng.random() < late_p:
+                        left = want_q if last and not model.queues[want_q].frames else None
+                        late = (len(sent), left)
+                        tally["late_charges"] += 1
+                    else:
+                        _, rel3, _ = await op(charge=1, charge_bytes=len(sent))
+                        released += rel3
                 # Queues leave as the pick looks at them (emptied by drops) and
                 # as their last frame leaves, in order.
                 want_rel = model.take_released()
@@ -174,6 +191,8 @@ def test_the_flow_queues_agree_with_the_model(quantum):
     # chunks, queues leaving, the shared queue, picks with nothing queued.
     assert tally["drops"] > 50 and tally["behind_chunks"] > 0 and tally["chunks"] > 50, tally
     assert tally["released"] > 50 and tally["shared"] > 100 and tally["none"] > 0, tally
+    # Charges that came after arrivals, some after their emptied queue had joined again.
+    assert tally["late_charges"] > 100 and tally["rejoined_before_charge"] > 5, tally
 
 
 def test_the_flow_queues_agree_with_the_model_at_the_cores_sizes():

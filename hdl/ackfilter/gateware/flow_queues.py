@@ -36,7 +36,9 @@ low (the queue manager's state machine does one thing at a time too):
 * ``charge``: the link's charge for what the last ``sent`` sent, taken from
   that queue's credit. Two cycles. (The shaper reports it a few cycles after
   the start; the model takes it with ``sent``. The queue manager starts no
-  ``pick`` while a charge is due, so the two orders agree.)
+  ``pick`` while a charge is due; an ``enq`` meanwhile leaves a listed
+  queue's credit alone, and the charge of a queue its ``sent`` emptied is
+  void, since it joins again with one quantum: so the two orders agree.)
 * ``ovf``: the arrival of a frame of ``ovf_cells`` is about to be queued.
   When it would take more than ``cells - reserve``, the fattest queue
   (lowest number among equals; a head frame leaving in chunks not counted)
@@ -178,6 +180,7 @@ class FlowQueues(wiring.Component):
         cur_v, cur_q, cur_cells = Signal(), Signal(qr), Signal(range(MAX_CELLS + 1))
         sel_q, sel_id = Signal(qr), Signal(ir)          # the last pick
         chg_q = Signal(qr)                              # the last sent's queue
+        chg_live = Signal()                             # ... and it is still on its list
         m.d.comb += [self.frames.eq(frames), self.cells.eq(cells)]
 
         # Queries.
@@ -287,7 +290,7 @@ class FlowQueues(wiring.Component):
                     m.d.sync += qa.eq(Mux(cur_v, cur_q, look))
                     m.next = "Pick"
                 with m.Elif(self.sent):
-                    m.d.sync += [qa.eq(sel_q), chg_q.eq(sel_q)]
+                    m.d.sync += [qa.eq(sel_q), chg_q.eq(sel_q), chg_live.eq(1)]
                     m.d.comb += ia_next.eq(sel_id)
                     with m.If(self.sent_last):
                         m.next = "Sent-Remove"
@@ -358,13 +361,17 @@ class FlowQueues(wiring.Component):
                 m.d.sync += cur_v.eq(0)
                 with m.If(emptied):
                     # At the head of its list (a queue joins the new list
-                    # only at its end while a frame leaves in chunks).
+                    # only at its end while a frame leaves in chunks). Its
+                    # charge, still to come, is void: a queue that joins
+                    # again starts from one quantum (the model charges it
+                    # first, then it leaves).
                     leave(qa)
+                    m.d.sync += chg_live.eq(0)
                     list_pop_and_move(~old_a.data, to_old=False)
                 m.next = "Idle"
 
             with m.State("Charge"):
-                m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(qa),
+                m.d.comb += [credit_w.en.eq(chg_live), credit_w.addr.eq(qa),
                              credit_w.data.eq(cr_a.data - c_bytes)]
                 m.next = "Idle"
 

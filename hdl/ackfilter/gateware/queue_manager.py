@@ -658,7 +658,8 @@ class QueueManager(wiring.Component):
         # A data frame's credit pays the shaper's charge for it, which comes
         # CHARGED_LATENCY cycles after its start (`charge_due`; a delay line
         # of the starts tells a data frame's charge from an ACK's), is held
-        # (`chg_pending`) and applied from Idle; nothing leaves Idle meanwhile.
+        # (`chg_pending`) and applied from Idle; no pick starts meanwhile
+        # (`charging`, below).
         charge_due, chg_pending = Signal(), Signal()
         chg_bytes  = Signal(CHARGE_BITS)
         if fqm:
@@ -683,6 +684,13 @@ class QueueManager(wiring.Component):
         else:
             m.d.comb += cam.clear_index.eq(head_q.flow)
         go_ok = (~fq.busy & ~chg_pending & ~charge_due & ~rel_v) if fqm else C(1, 1)
+        # While a data frame's charge is on its way only a pick must wait (it
+        # reads the credit the charge changes); arrivals and ACK departures
+        # go on while the flow queues are between operations (an enq leaves
+        # a listed queue's credit alone, and the charge of a queue that left
+        # its list is void: FlowQueues, "charge").
+        fq_free = (~fq.busy & ~rel_v) if fqm else C(1, 1)
+        charging = (chg_pending | charge_due) if fqm else C(0, 1)
 
         def next_decision(for_ack):
             """After the lookup: a data frame's queue choice, or ``for_ack``."""
@@ -753,11 +761,13 @@ class QueueManager(wiring.Component):
                 # so their enable waits for no decision; they hold once the
                 # frame is taken.
                 m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
-                with m.If(go_ok & can_depart):
+                # Depart's choice as it will see it: an ACK needs no pick.
+                ack_next = ~(have_data & ((qlen == 0) | credit_pos))
+                with m.If(can_depart & (go_ok | (fq_free & ack_next))):
                     # (A descriptor on its way holds the departure a cycle.)
                     with m.If(~desc_in_flight):
                         m.next = "Depart"
-                with m.Elif(go_ok & self.entry_valid):
+                with m.Elif(fq_free & self.entry_valid):
                     m.d.sync += pop_q.eq(1)
                     m.next = "Arrive"
 
@@ -1235,7 +1245,9 @@ class QueueManager(wiring.Component):
             with m.State("Depart"):
                 have_ack = qlen != 0
                 pick_data = have_data_q & (~have_ack | credit_pos)
-                with m.If(pick_data):
+                with m.If(pick_data & charging):
+                    m.next = "Idle"         # (Idle's view was a cycle old: wait for the charge)
+                with m.Elif(pick_data):
                     if fqm:
                         m.d.comb += fq.pick.eq(1)
                         m.next = "Pick-Wait"
