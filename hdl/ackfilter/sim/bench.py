@@ -72,6 +72,19 @@ def _line(label, value):
     print(f"  {label:<48} {value}")
 
 
+def _loss_lines(res, n):
+    """A line-rate run's figures: frames in and out, loss, accounting, cycles per frame."""
+    c = res.counters
+    drops = sum(c[x.name] for x in params.COUNTERS if x.is_drop)
+    accounted = params.frames_accounted(c)
+    _line("frames in / out / superseded", f"{c['frames_in']} / {c['frames_out']} / "
+                                          f"{c['acks_superseded']}")
+    _line("frames dropped (loss)", f"{drops} ({100 * drops / n:.3f} %)")
+    _line("every frame accounted for", "yes" if accounted == n else f"NO ({accounted} of {n})")
+    _line(f"cycles per frame ({60 + OVERHEAD_BYTES} byte times at 1 Gb/s: {float(frame_cycles(60)):g})",
+          f"{res.cycles / n:.2f}")
+
+
 def main(args):
     ap = argparse.ArgumentParser(
         prog="ackfilter bench",
@@ -99,15 +112,7 @@ def main(args):
           "shaper open")
     log("   replaying at 1 Gb/s ...")
     res = replay(frames, ack_mode="conservative")
-    c = res.counters
-    drops = sum(c[x.name] for x in params.COUNTERS if x.is_drop)
-    accounted = params.frames_accounted(c)
-    _line("frames in / out / superseded", f"{c['frames_in']} / {c['frames_out']} / "
-                                          f"{c['acks_superseded']}")
-    _line("frames dropped (loss)", f"{drops} ({100 * drops / n:.3f} %)")
-    _line("every frame accounted for", "yes" if accounted == n else f"NO ({accounted} of {n})")
-    cyc = res.cycles / n
-    _line(f"cycles per frame ({wire_bytes} byte times at 1 Gb/s: {line_cycles:g})", f"{cyc:.2f}")
+    _loss_lines(res, n)
     _line("offered rate", f"{n / (res.cycles / params.F_SYS_HZ) / 1e6:.3f} Mpps = "
                           f"{format_rate(n * wire_bytes * 8 / (res.cycles / params.F_SYS_HZ))} "
                           "on the wire")
@@ -138,15 +143,7 @@ def main(args):
     log("   building the core with flow queues and replaying at 1 Gb/s ...")
     fq_frames = line_rate_frames(args.frames, data_flows=queues)
     fq = replay(fq_frames, ack_mode="conservative", elab=FLOW_QUEUES)
-    qc = fq.counters
-    fq_drops = sum(qc[x.name] for x in params.COUNTERS if x.is_drop)
-    fq_accounted = params.frames_accounted(qc)
-    _line("frames in / out / superseded", f"{qc['frames_in']} / {qc['frames_out']} / "
-                                          f"{qc['acks_superseded']}")
-    _line("frames dropped (loss)", f"{fq_drops} ({100 * fq_drops / n:.3f} %)")
-    _line("every frame accounted for", "yes" if fq_accounted == n else f"NO ({fq_accounted} of {n})")
-    _line(f"cycles per frame ({wire_bytes} byte times at 1 Gb/s: {line_cycles:g})",
-          f"{fq.cycles / n:.2f}")
+    _loss_lines(fq, n)
     print()
 
     print("2. Capacity: the same frames offered one word per cycle (no gap)")

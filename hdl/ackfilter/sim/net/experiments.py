@@ -263,7 +263,8 @@ def scenarios(which, *, quick=False):
 SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R")
 _BASE = ("modem-fifo", "off", "conservative", "aggressive")
 _SHARES = tuple(n for n in VARIANTS if "-share" in n)
-_RED = tuple(n for n in VARIANTS if VARIANTS[n].red and not VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
+_RED = tuple(n for n in VARIANTS
+             if VARIANTS[n].red and not VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _ACC = tuple(n for n in VARIANTS if VARIANTS[n].acc)
 _FQ = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues)
