@@ -307,6 +307,39 @@ def test_ecn_timestamps_and_options_must_agree():
         assert rules(run([old, new], [1])) == ["coverage"], parse_segment(old, slot_bytes=SLOT)
 
 
+def accecn(kind=172, *counters):
+    """An AccECN option (RFC 9768, spec section 3): 24-bit counters in order."""
+    return (kind, b"".join(c.to_bytes(3, "big") for c in counters))
+
+
+def test_ae_is_eligible_and_part_of_the_exact_flag_rule():
+    """Spec section 2: ECE, CWR and AE may be either; without AccECN options
+    the removed ACK's ECE, CWR and AE must equal the survivor's."""
+    assert run([ack(1000, flags=0x110), ack(2000, flags=0x110)], [1]).ok
+    assert rules(run([ack(1000, flags=0x110), ack(2000)], [1])) == ["coverage"]
+    assert rules(run([ack(1000), ack(2000, flags=0x110)], [1])) == ["coverage"]
+
+
+def test_accecn_acks_carry_their_counters_not_their_flags():
+    """Spec section 3, "AccECN": when both carry the option, ACE (AE, CWR,
+    ECE) is a counter and may change, but every byte counter the removed ACK
+    carries must be carried by the survivor and not go back; an ACK with the
+    option is never replaced by one without; one without may be replaced by
+    one with under the exact flag rule."""
+    old = ack(1000, flags="A", opts=[accecn(172, 10, 20, 30)])
+    assert run([old, ack(2000, flags=0x1D0, opts=[accecn(172, 10, 25, 30)])], [1]).ok
+    assert run([old, ack(2000, opts=[accecn(174, 30, 20, 10)])], [1]).ok     # same counters, other order
+    for new in (ack(2000, opts=[accecn(172, 10, 19, 30)]),                   # ECEB went back
+                ack(2000, opts=[accecn(172, 10, 20)]),                       # EE1B not carried
+                ack(2000)):                                                  # no option
+        assert rules(run([old, new], [1])) == ["coverage"], parse_segment(new, slot_bytes=SLOT)
+    assert run([ack(1000), ack(2000, opts=[accecn(172, 1)])], [1]).ok
+    assert rules(run([ack(1000), ack(2000, flags=0x110, opts=[accecn(172, 1)])], [1])) == ["coverage"]
+    # A malformed AccECN option makes the ACK ineligible.
+    bad = ack(1000, opts=[(172, b"\x00\x00\x01\x00")])
+    assert rules(run([bad, ack(2000, opts=[accecn(172, 1)])], [1])) == ["coverage"]
+
+
 def test_the_survivor_is_the_first_later_ack_of_the_flow_that_left():
     # #1 left; #0 is judged against #1 (a dup ACK), not against #2.
     frames = [ack(1000), ack(1000), ack(3000)]

@@ -76,7 +76,10 @@ MAX_TAGS = 2
 #: UDP-Lite (RFC 3828).
 PORT_PROTOCOLS = (6, 17, 33, 132, 136)
 
-FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = (1 << i for i in range(8))
+FIN, SYN, RST, PSH, ACK, URG, ECE, CWR, AE = (1 << i for i in range(9))
+#: The AccECN options (RFC 9768): kind -> the 24-bit counters they carry, in
+#: order (a shorter option carries the first ones).
+ACCECN_ORDER = {172: ("EE0B", "ECEB", "EE1B"), 174: ("EE1B", "ECEB", "EE0B")}
 
 
 def before(a, b):
@@ -223,7 +226,8 @@ class Segment:
     ip_csum_ok: bool = True
     tcp_csum_ok: bool = False
     options_ok: bool = False      # the option walk is well formed
-    other_options: bool = False   # an option other than EOL/NOP/SACK/timestamps
+    other_options: bool = False   # an option other than EOL/NOP/SACK/timestamps/AccECN
+    accecn: dict = None           # an AccECN option's counters by name ({} for none carried)
     has_ts: bool = False
     tsval: int = 0
     tsecr: int = 0
@@ -259,6 +263,11 @@ def _options(seg, opts):
             if length not in (10, 18, 26, 34) or seg.sack:
                 return False
             seg.sack = [struct.unpack_from("!II", opts, j) for j in range(i + 2, i + length, 8)]
+        elif kind in ACCECN_ORDER:
+            if length not in (2, 5, 8, 11) or seg.accecn is not None:
+                return False
+            seg.accecn = {name: int.from_bytes(opts[i + 2 + 3 * k:i + 5 + 3 * k], "big")
+                          for k, name in enumerate(ACCECN_ORDER[kind][:(length - 2) // 3])}
         else:
             seg.other_options = True
         i += length
@@ -362,8 +371,8 @@ def eligible(seg):
     """Reason why ``seg`` may not take part in supersession, or ``""`` when it may."""
     if not seg.ack_flagged:
         return seg.why or "not a zero-payload ACK"
-    if seg.flags & ~(ACK | ECE | CWR):
-        return f"flags {seg.flags:#05x} beyond ACK/ECE/CWR"
+    if seg.flags & ~(ACK | ECE | CWR | AE):
+        return f"flags {seg.flags:#05x} beyond ACK/ECE/CWR/AE"
     if not seg.ihl_ok:
         return "IPv4 options"
     if not seg.ip_csum_ok:
@@ -391,8 +400,22 @@ def carried(old, new):
             return f"{who} not eligible: {why}"
     if old.other_options:
         return "removed has options other than NOP/EOL/SACK/timestamps"
-    if (old.flags & (ECE | CWR), old.ecn) != (new.flags & (ECE | CWR), new.ecn):
-        return "ECE, CWR or IP ECN differ"
+    if old.ecn != new.ecn:
+        return "IP ECN fields differ"
+    if old.accecn is not None and new.accecn is not None:
+        # Both AccECN: ACE is a counter, not flags. What a pair shows: every
+        # byte counter the removed carries, the survivor carries, not gone
+        # back. (The ACE field's advance along a chain, and the counters'
+        # nearness to the chain's first ACK, need the chain: the model's.)
+        for name, value in old.accecn.items():
+            if name not in new.accecn:
+                return f"survivor's AccECN option lacks the removed one's {name}"
+            if (new.accecn[name] - value) % (1 << 24) >= 1 << 23:
+                return f"survivor's AccECN {name} before the removed one's"
+    elif old.accecn is not None:
+        return "removed carries an AccECN option, the survivor none"
+    elif old.flags & (ECE | CWR | AE) != new.flags & (ECE | CWR | AE):
+        return "ECE, CWR or AE differ"
     if old.has_ts != new.has_ts:
         return "timestamps on one only"
     if old.has_ts and (before(new.tsval, old.tsval) or before(new.tsecr, old.tsecr)):
