@@ -7,6 +7,7 @@ every frame that left.
 """
 
 import itertools
+import os
 
 import cocotb
 from cocotb.clock import Clock
@@ -14,9 +15,18 @@ from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
 from ackfilter.gateware.csr import READ_LATENCY as CSR_READ_LATENCY
+from ackfilter.model import FilterModel
+from ackfilter.model.flowq import quantum_for_cpb
+from ackfilter.model.pktparse import flow_key
 from ackfilter.model.scoreboard import check_run
+from ackfilter.model.shaper import LinkAccounting
 
-__all__ = ["TB", "scoreboard", "frame_words", "CLK_NS"]
+__all__ = ["TB", "scoreboard", "frame_words", "CLK_NS", "FLOW_QUEUES", "data_order"]
+
+#: The core under test keeps upload data in per-flow queues (spec section
+#: 12): set by the pytest wrapper that built it (``runner.CORE_BUILDS``).
+FLOW_QUEUES = os.environ.get("ACKFILTER_FLOW_QUEUES", "0") == "1"
+_PARAM_AT = {p.addr: p.name for p in P.PARAMS}
 
 #: The system clock period in ns (``1e9 / params.F_SYS_HZ``: 20 ns at 50 MHz).
 CLK_NS = 1e9 / P.F_SYS_HZ
@@ -41,6 +51,7 @@ class TB:
         self.sent = []                  # frames offered, in order
         self.received = []              # (start_cycle, frame)
         self.events = []                # (cycle, name); params.OVERRUN_EVENT for ev_overrun
+        self.params = {}                # name -> value of every parameter written
         self.o_ready_pattern = itertools.repeat(1)
         dut.i_valid.value = 0
         dut.i_data.value = 0
@@ -138,6 +149,9 @@ class TB:
         dut.csr_w_stb.value = 1
         await RisingEdge(dut.clk)
         dut.csr_w_stb.value = 0
+        if addr in _PARAM_AT:
+            name = _PARAM_AT[addr]
+            self.params[name] = P.param(name).from_word(value)
 
     async def csr_read(self, addr):
         dut = self.dut
@@ -151,6 +165,16 @@ class TB:
 
     async def set_param(self, name, value):
         await self.csr_write(P.param(name).addr, value)
+
+    def model(self, **kw):
+        """The golden model of the core under test, ``FilterModel(**kw)``;
+        of the flow-queue build (:data:`FLOW_QUEUES`) with the DRR quantum
+        and link charge of the shaper registers this TB wrote."""
+        if FLOW_QUEUES:
+            cpb = self.params.get("shaper_cpb_q16", P.param("shaper_cpb_q16").default)
+            kw.update(flow_queues=True, quantum=quantum_for_cpb(cpb),
+                      charge=LinkAccounting.from_registers(self.params).charge)
+        return FilterModel(**kw)
 
     async def counters(self):
         out = {}
@@ -177,6 +201,18 @@ class TB:
             else:
                 quiet, last = 0, now
         raise AssertionError(f"core did not drain within {timeout_cycles} cycles")
+
+
+def data_order(frames):
+    """The order of data the core keeps (safety rule 1): with one FIFO all
+    of ``frames`` in turn; with flow queues (:data:`FLOW_QUEUES`) each
+    flow's frames in turn, flows apart (``{flow key: [frame, ...]}``)."""
+    if not FLOW_QUEUES:
+        return list(frames)
+    out = {}
+    for f in frames:
+        out.setdefault(tuple(flow_key(f)), []).append(f)
+    return out
 
 
 def scoreboard(tb, model, *, counters=None):

@@ -103,6 +103,28 @@ def core_verilog(**sizes: object) -> Path:
     return verilog("core", **sizes)
 
 
+#: The builds of the core the benches run on: the data FIFO (what the
+#: board carries today) and per-flow data queues (spec section 12). Each is
+#: ``(build name, elaboration options, environment)``; the environment tells
+#: ``ackfilter_tb`` which model to check against (``ackfilter_tb.FLOW_QUEUES``).
+CORE_BUILDS = {
+    "fifo": ("core", {}, {}),
+    "fq": ("core-fq", {"flow_queues": 1}, {"ACKFILTER_FLOW_QUEUES": "1"}),
+}
+
+
+def run_core(test_module: str, build: str, test_filter: str | None = None) -> Path:
+    """Run the cocotb tests of ``test_module`` (those whose full name matches
+    the regular expression ``test_filter``, if given) on the core's build
+    ``build`` (a key of :data:`CORE_BUILDS`)."""
+    name, sizes, env = CORE_BUILDS[build]
+    env = dict(env)
+    if test_filter is not None:
+        env["COCOTB_TEST_FILTER"] = test_filter
+    return run_cocotb(test_module, verilog_sources=[core_verilog(**sizes)], build_name=name,
+                      extra_env=env)
+
+
 # --------------------------------------------------------------------------
 # cocotb
 # --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
-from ackfilter.model import FilterModel
+
 from ackfilter.sim.traces import random_trace
 from ackfilter_tb import TB, scoreboard
 from ackfilter.params import ARRIVAL_EVENTS
@@ -83,7 +83,7 @@ async def run_trace(dut, *, seed, mode, ack_queue_limit=64, data_share=64, rate_
     await tb.set_param("shaper_cpb_q16", P.cpb_q16_for_rate(rate_bps))
     await tb.set_param("shaper_burst_bytes", burst_bytes)
     await tb.set_param("shaper_overhead_bytes", 24)
-    model = FilterModel(ack_mode=mode, ack_queue_limit=ack_queue_limit, data_share=data_share)
+    model = tb.model(ack_mode=mode, ack_queue_limit=ack_queue_limit, data_share=data_share)
 
     frames = [f for _, f in random_trace(seed, n_frames, n_flows)]
     t0, c0 = time.monotonic(), tb.cycle

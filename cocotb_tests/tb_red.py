@@ -18,7 +18,7 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from ackfilter import params as P
-from ackfilter.model import FilterModel
+
 from ackfilter.model.red import ecn_codepoint, ip_header
 from ackfilter.sim.redcheck import FLOWS, CountingRed, check_marks, queued_marks
 from ackfilter.sim.traces import _arp_frame, tcp_frame
@@ -71,7 +71,7 @@ async def test_red_marks_and_drops_as_the_model_decides_at_line_rate(dut):
     red = CountingRed(min_bytes=RED["red_min_bytes"], max_bytes=RED["red_max_bytes"],
                       max_p=RED["red_max_p"], wq_shift=RED["red_wq_shift"], gentle=True,
                       idle_shift=RED["red_idle_shift"])
-    scoreboard(tb, FilterModel(ack_mode=P.ACK_FILTER_MODES["aggressive"], red=red), counters=counters)
+    scoreboard(tb, tb.model(ack_mode=P.ACK_FILTER_MODES["aggressive"], red=red), counters=counters)
     # Every rule happened: marks, CE passed on, drops of Not-ECT and of
     # frames without a markable IP header, and the average decayed.
     arrivals = zip(tb.sent, [e for _c, e in tb.events if e in P.ARRIVAL_EVENTS])

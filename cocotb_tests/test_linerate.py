@@ -6,7 +6,7 @@ Each wrapper runs one cocotb test function (all its parametrizations) of
 
 import pytest
 
-from runner import core_verilog, run_cocotb
+from runner import CORE_BUILDS, run_core
 
 TESTS = [
     "test_min_size_data_frames_at_line_rate_lose_nothing",
@@ -19,7 +19,7 @@ TESTS = [
 ]
 
 
+@pytest.mark.parametrize("build", CORE_BUILDS)
 @pytest.mark.parametrize("name", TESTS)
-def test_linerate(name):
-    run_cocotb("tb_linerate", verilog_sources=[core_verilog()], build_name="core",
-               extra_env={"COCOTB_TEST_FILTER": rf"^tb_linerate\.{name}(/.*)?$"})
+def test_linerate(name, build):
+    run_core("tb_linerate", build, rf"^tb_linerate\.{name}(/.*)?$")

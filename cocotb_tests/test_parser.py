@@ -6,7 +6,7 @@ Each wrapper runs one cocotb test function (all its parametrizations) of
 
 import pytest
 
-from runner import core_verilog, run_cocotb
+from runner import CORE_BUILDS, run_core
 
 TESTS = [
     "test_each_frame_gets_its_class_and_neighbours_pass_intact",
@@ -15,7 +15,7 @@ TESTS = [
 ]
 
 
+@pytest.mark.parametrize("build", CORE_BUILDS)
 @pytest.mark.parametrize("name", TESTS)
-def test_parser(name):
-    run_cocotb("tb_parser", verilog_sources=[core_verilog()], build_name="core",
-               extra_env={"COCOTB_TEST_FILTER": rf"^tb_parser\.{name}(/.*)?$"})
+def test_parser(name, build):
+    run_core("tb_parser", build, rf"^tb_parser\.{name}(/.*)?$")

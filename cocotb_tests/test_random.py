@@ -7,7 +7,7 @@ elaboration (``build_name="core"``); each takes about a minute.
 
 import pytest
 
-from runner import core_verilog, run_cocotb
+from runner import CORE_BUILDS, run_core
 
 TESTS = [
     "test_random_trace_conservative_shaped",
@@ -16,7 +16,7 @@ TESTS = [
 ]
 
 
+@pytest.mark.parametrize("build", CORE_BUILDS)
 @pytest.mark.parametrize("name", TESTS)
-def test_random(name):
-    run_cocotb("tb_random", verilog_sources=[core_verilog()], build_name="core",
-               extra_env={"COCOTB_TEST_FILTER": rf"^tb_random\.{name}$"})
+def test_random(name, build):
+    run_core("tb_random", build, rf"^tb_random\.{name}$")

@@ -7,7 +7,7 @@ Each wrapper runs one cocotb test function (all its parametrizations) of
 
 import pytest
 
-from runner import core_verilog, run_cocotb
+from runner import CORE_BUILDS, run_core
 
 TESTS = [
     "test_data_share_under_contention",
@@ -17,7 +17,7 @@ TESTS = [
 ]
 
 
+@pytest.mark.parametrize("build", CORE_BUILDS)
 @pytest.mark.parametrize("name", TESTS)
-def test_scheduler(name):
-    run_cocotb("tb_scheduler", verilog_sources=[core_verilog()], build_name="core",
-               extra_env={"COCOTB_TEST_FILTER": rf"^tb_scheduler\.{name}(/.*)?$"})
+def test_scheduler(name, build):
+    run_core("tb_scheduler", build, rf"^tb_scheduler\.{name}(/.*)?$")

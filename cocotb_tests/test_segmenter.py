@@ -1,8 +1,11 @@
 """pytest wrapper of ``tb_segmenter``: the segmenter's edge cases through the
 RTL at line rate, on the default elaboration (``build_name="core"``)."""
 
-from runner import core_verilog, run_cocotb
+import pytest
+
+from runner import CORE_BUILDS, run_core
 
 
-def test_segmenter():
-    run_cocotb("tb_segmenter", verilog_sources=[core_verilog()], build_name="core")
+@pytest.mark.parametrize("build", CORE_BUILDS)
+def test_segmenter(build):
+    run_core("tb_segmenter", build)

@@ -6,7 +6,7 @@ Each wrapper runs one cocotb test function (all its parametrizations) of
 
 import pytest
 
-from runner import core_verilog, run_cocotb
+from runner import CORE_BUILDS, run_core
 
 TESTS = [
     "test_dup_acks_are_never_superseded",
@@ -24,7 +24,7 @@ TESTS = [
 ]
 
 
+@pytest.mark.parametrize("build", CORE_BUILDS)
 @pytest.mark.parametrize("name", TESTS)
-def test_supersede(name):
-    run_cocotb("tb_supersede", verilog_sources=[core_verilog()], build_name="core",
-               extra_env={"COCOTB_TEST_FILTER": rf"^tb_supersede\.{name}(/.*)?$"})
+def test_supersede(name, build):
+    run_core("tb_supersede", build, rf"^tb_supersede\.{name}(/.*)?$")

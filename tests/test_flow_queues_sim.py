@@ -14,7 +14,7 @@ import pytest
 from blocksim import simulate
 from ackfilter.gateware.flow_queues import FlowQueues
 from ackfilter.model.flowq import QUANTUM_MAX, QUANTUM_MIN, FlowQueues as Model, cells_of
-from ackfilter.params import DATA_CELL_BYTES, DATA_CELL_RESERVE, MAX_FRAME_BYTES, SHARED_CLASSES
+from ackfilter.params import DATA_CELL_BYTES, DATA_CELL_RESERVE, MAX_FRAME_BYTES, OVERFLOW_BATCH, SHARED_CLASSES
 
 
 class Frame:
@@ -30,18 +30,20 @@ class Frame:
         return f"Frame({self.nbytes}, id {self.fid})"
 
 
-def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45, late_p=0.5):
+def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45, late_p=0.5, sizes=None):
     """``ops`` random operations; returns a tally of what happened. With
     ``late_p`` a departure's charge comes only before the next pick, with
     arrivals in between, as the queue manager lets them (the model takes it
-    with ``sent``)."""
+    with ``sent``). ``sizes``: the frame sizes to draw from (default: a mix
+    of 60 to MAX_FRAME_BYTES)."""
     rng = random.Random(seed)
     reserve = DATA_CELL_RESERVE
     nq = entries + 1
     dut = FlowQueues(queues=nq, ids=cells, cells=cells, reserve=reserve, shared=entries)
     model = Model(entries=entries, cells=cells, reserve=reserve, quantum=quantum, charge=len)
     tally = {"enq": 0, "drops": 0, "picks": 0, "none": 0, "chunks": 0, "released": 0,
-             "shared": 0, "behind_chunks": 0, "late_charges": 0, "rejoined_before_charge": 0}
+             "shared": 0, "behind_chunks": 0, "late_charges": 0, "rejoined_before_charge": 0,
+             "full_batches": 0}
     heavy_q = rng.sample(range(nq), heavy)
 
     async def bench(ctx):
@@ -106,7 +108,8 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                     q = entries
                 else:
                     q = rng.randrange(nq)
-                nbytes = rng.choice([60, 60, 100, 576, 1514, 1514, 1514, rng.randrange(60, MAX_FRAME_BYTES + 1)])
+                nbytes = rng.choice(sizes or [60, 60, 100, 576, 1514, 1514, 1514,
+                                              rng.randrange(60, MAX_FRAME_BYTES + 1)])
                 c = cells_of(nbytes)
                 if model.cells + c > cells:
                     continue                # the ingress would have found no cells
@@ -118,6 +121,7 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                 assert drops == want, f"{where}: drops {drops}, model {want}"
                 assert not released
                 tally["drops"] += len(drops)
+                tally["full_batches"] += len(drops) == OVERFLOW_BATCH
                 tally["behind_chunks"] += any(vq == model.current for vq, _ in want)
                 free_ids.extend(fid for _, fid in drops)
                 fid = free_ids.pop()
@@ -201,3 +205,12 @@ def test_the_flow_queues_agree_with_the_model_at_the_cores_sizes():
     from ackfilter.params import DATA_CELLS, FLOW_ENTRIES
     tally = run(entries=FLOW_ENTRIES, cells=DATA_CELLS, quantum=QUANTUM_MAX, ops=2000, seed=7, heavy=4)
     assert tally["drops"] > 20 and tally["released"] > 50, tally
+
+
+def test_an_overflow_of_small_frames_stops_at_a_batch():
+    """Minimum frames only, at the core's sizes: a full buffer holds far more
+    frames than OVERFLOW_BATCH, and an overflow drops a batch, as the model."""
+    from ackfilter.params import DATA_CELLS, FLOW_ENTRIES
+    tally = run(entries=FLOW_ENTRIES, cells=DATA_CELLS, quantum=QUANTUM_MAX, ops=1500, seed=11, heavy=2,
+                pick_p=0.2, sizes=[60, 64, 100])
+    assert tally["full_batches"] > 2, tally

@@ -15,7 +15,7 @@ from ackfilter.model import FilterModel
 from ackfilter.model.flowq import QUANTUM_MAX, QUANTUM_MIN, FlowQueues, cells_of, quantum_for_cpb
 from ackfilter.model.red import Red
 from ackfilter.model.shaper import LinkAccounting
-from ackfilter.params import (DATA_CELL_BYTES, DATA_CELL_RESERVE, DATA_CELLS, SHARED_CLASSES,
+from ackfilter.params import (DATA_CELL_BYTES, DATA_CELL_RESERVE, DATA_CELLS, OVERFLOW_BATCH, SHARED_CLASSES,
                              cpb_q16_for_rate)
 from ackfilter.sim.traces import Flow, data_stream, tcp_frame
 
@@ -240,6 +240,19 @@ def test_overflow_drops_from_the_head_of_the_fattest_queue_never_a_sparse_flow()
     assert m.counters["drop_data_overflow"] == 10
     out = data_departures(m)
     assert out[:3] == [up[10], syn(46001), udp(5353)]
+
+
+def test_an_overflow_drops_at_most_a_batch_of_small_frames():
+    """120 one-cell frames fill the buffer; a DNS query over the limit
+    drops from the bulk's head until half its cells are gone or
+    OVERFLOW_BATCH (16) frames, whichever comes first: 16 frames, 16 cells."""
+    assert OVERFLOW_BATCH == 16
+    m = fq_model()
+    up = bulk(49000, 120, size=100)
+    assert all(m.arrive(f) == ["ARRIVE_DATA"] for f in up) and m.fq.cells == 120
+    assert m.arrive(udp(5354)) == ["DROP_DATA_OVERFLOW"] * 16 + ["ARRIVE_DATA"]
+    assert m.fq.frames_of(0) == up[16:] and m.fq.cells == 105
+    assert m.overflow_dropped == up[:16]
 
 
 def test_an_overflow_spares_the_frame_leaving_in_chunks():

@@ -116,7 +116,9 @@ class RedBench:
         ctx.set(dut.ecn, ecn)
         ctx.set(dut.has_ip, has_ip)
         ctx.set(dut.will_store, will_store)
-        ctx.set(dut.exempt, exempt)
+        # `exempt` counts only in the verdict's cycle (D + 8): until then it
+        # carries the opposite, as the queue manager's may while it looks up.
+        ctx.set(dut.exempt, not exempt)
         if emptied:
             ctx.set(dut.emptied, 1)
             model.emptied(self.now)
@@ -130,10 +132,13 @@ class RedBench:
         await self.tick(ctx)
         ctx.set(dut.start, 0)
         ctx.set(dut.emptied, 0)
-        for _ in range(RED_LATENCY - 1):
+        for k in range(RED_LATENCY - 1):
             assert not ctx.get(dut.done), f"done early, decision at {decided_at}"
             assert not ctx.get(dut.ready), f"ready while deciding, decision at {decided_at}"
+            if k == RED_LATENCY - 2:                 # the cycle D + 8
+                ctx.set(dut.exempt, exempt)
             await self.tick(ctx)
+        ctx.set(dut.exempt, not exempt)
         where = (f"decision at cycle {decided_at}: qlen {qlen}, ecn {ecn}, has_ip {has_ip}, "
                  f"will_store {will_store}, exempt {exempt}; model {want}, avg_q16 {model.avg_q16}, "
                  f"count {model.count}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .units import format_rate
 
 __all__ = [
-    "FIRMWARE_PARAMS", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES",
+    "FIRMWARE_PARAMS", "OVERFLOW_BATCH", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES",
     "DATA_CELL_BYTES", "DATA_CELLS", "DATA_CELL_RESERVE", "SHARED_CLASSES", "EVENTS", "ARRIVAL_EVENTS",
     "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
@@ -49,6 +49,11 @@ DATA_CELL_BYTES = 256
 #: The shared data queue (flows without a flow-table entry) counts its frames
 #: by the low bits of their flow tag in this many classes (spec section 12).
 SHARED_CLASSES = 16
+#: An overflow drops at most this many frames from the fattest queue's head
+#: (spec section 12, "Buffer"; FQ-CoDel's drop_batch_size, 64 there): the
+#: drops one arrival makes, one every two cycles or three, must fit between
+#: minimum frames at line rate while the entry FIFO waits.
+OVERFLOW_BATCH = 16
 
 #: What the queue manager reports on its event port, by number (spec section 7).
 EVENTS = (

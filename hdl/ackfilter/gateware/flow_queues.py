@@ -42,8 +42,9 @@ low (the queue manager's state machine does one thing at a time too):
 * ``ovf``: the arrival of a frame of ``ovf_cells`` is about to be queued.
   When it would take more than ``cells - reserve``, the fattest queue
   (lowest number among equals; a head frame leaving in chunks not counted)
-  loses frames from its head until at least half its cells are gone: a
-  ``drop`` strobe with ``drop_q``/``drop_id`` per frame, then ``done``.
+  loses frames from its head until at least half its cells are gone, or
+  ``OVERFLOW_BATCH`` frames: a ``drop`` strobe with ``drop_q``/``drop_id``
+  per frame, then ``done``.
 
 ``released``/``released_q``: a queue left its list (it is empty: its flow
 entry may go). ``query_q`` and ``query_cls`` read the state the queue
@@ -57,7 +58,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..model.flowq import QUANTUM_MAX
-from ..params import SHARED_CLASSES
+from ..params import OVERFLOW_BATCH, SHARED_CLASSES
 from .ingress import MAX_CELLS
 from .shaper import CHARGE_BITS
 
@@ -272,6 +273,7 @@ class FlowQueues(wiring.Component):
         # The overflow's scan and drops.
         best, best_q = Signal(cell_r), Signal(qr)
         goal, freed = Signal(cell_r), Signal(range(2 * self.ncells + 1))
+        ndropped = Signal(range(OVERFLOW_BATCH))
         keep = Signal()
         ovf_cells = Signal(range(MAX_CELLS + 1))
         e_id, e_cells, e_cls = Signal(ir), Signal(range(MAX_CELLS + 1)), Signal(range(SHARED_CLASSES))
@@ -392,7 +394,8 @@ class FlowQueues(wiring.Component):
                     m.next = "Drop-Prep"
 
             with m.State("Drop-Prep"):
-                m.d.sync += [qa.eq(best_q), goal.eq(best), freed.eq(0), keep.eq(cur_v & (best_q == cur_q))]
+                m.d.sync += [qa.eq(best_q), goal.eq(best), freed.eq(0), ndropped.eq(0),
+                             keep.eq(cur_v & (best_q == cur_q))]
                 with m.If(best == 0):
                     m.d.comb += self.done.eq(1)
                     m.next = "Idle"
@@ -416,9 +419,10 @@ class FlowQueues(wiring.Component):
                 fid, _emptied = remove(keep=keep)
                 m.d.comb += [self.drop.eq(1), self.drop_q.eq(qa), self.drop_id.eq(fid)]
                 now_freed = freed + ic_a
-                m.d.sync += freed.eq(now_freed)
-                # (Half its cells gone; then no droppable frame is left either.)
-                with m.If(2 * now_freed >= goal):
+                m.d.sync += [freed.eq(now_freed), ndropped.eq(ndropped + 1)]
+                # (Half its cells gone, or a batch; then no droppable frame is
+                # left either.)
+                with m.If((2 * now_freed >= goal) | (ndropped == OVERFLOW_BATCH - 1)):
                     m.next = "Drop-Done"
                 with m.Else():
                     m.next = "Drop-Id"

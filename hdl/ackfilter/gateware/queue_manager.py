@@ -691,6 +691,14 @@ class QueueManager(wiring.Component):
         # its list is void: FlowQueues, "charge").
         fq_free = (~fq.busy & ~rel_v) if fqm else C(1, 1)
         charging = (chg_pending | charge_due) if fqm else C(0, 1)
+        # The states that start no flow-queue operation in this cycle or the
+        # next (the charge keeps the flow queues busy for one): there the
+        # charge is applied as soon as it is in, not when Idle comes back.
+        charge_ok = Signal()
+        if fqm:
+            with m.If(chg_pending & ~fq.busy & charge_ok):
+                m.d.comb += [fq.charge.eq(1), fq.charge_bytes.eq(chg_bytes)]
+                m.d.sync += chg_pending.eq(0)
 
         def next_decision(for_ack):
             """After the lookup: a data frame's queue choice, or ``for_ack``."""
@@ -702,15 +710,39 @@ class QueueManager(wiring.Component):
             else:
                 m.next = for_ack
 
-        def red_start(exempt):
+        def red_start():
             m.d.comb += [
                 red.start.eq(1),
                 red.qlen.eq(data_bytes),
                 red.ecn.eq(cur.meta.ecn),
                 red.has_ip.eq(cur.ip.found),
                 red.will_store.eq(cur.verdict == Verdict.DATA),
-                red.exempt.eq(exempt),
             ]
+
+        # With flow queues RED starts the cycle after Await-Lookup
+        # (`red_early`), while the flow is still looked up: RED reads
+        # `exempt` only in its verdict's cycle, 8 cycles on, and the queue
+        # is chosen by then (Decide-Data: 2 cycles on after a miss, 9 after
+        # a hit's 7 cycles of Read-Record), so the decision comes 8 cycles
+        # sooner than if it waited for the choice. When RED is not ready
+        # then (idle decay steps to catch up), Data-Red starts it.
+        red_early, red_started = Signal(), Signal()
+        if fqm:
+            m.d.comb += red.exempt.eq(exempt_q)
+            m.d.sync += red_early.eq(0)
+            with m.If(red_early & red.ready):
+                red_start()
+                m.d.sync += red_started.eq(1)
+
+        # The copy of a new data entry's key into its record, one word a
+        # cycle from the key memory, while the state machine departs frames:
+        # nothing else reads the key memory or writes a record before the
+        # next arrival, which waits for the CAM's SET_CYCLES (Idle).
+        kc_v = Signal()
+        kc_w = Signal(range(REC_ACK))
+        kc_slot = Signal.like(cur.key_slot)
+        kc_idx = Signal.like(idx)
+        assert SET_CYCLES > REC_ACK
 
         def data_enqueue(mark, kind):
             """The data frame in `cur` joins queue `dq` (and reports `kind`);
@@ -726,14 +758,14 @@ class QueueManager(wiring.Component):
             m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
             event(kind)
             with m.If(dq_new):
-                # Its tag is written over the 16 cycles of a whole record
-                # (as for an ACK's new entry), its key from the key memory.
+                # Its record is its key: an entry that holds only data has no
+                # newest ACK, and an ACK appended to it writes its own words
+                # and a new floor. The key is copied from the key memory
+                # behind the state machine's back (`kc_v`, below: word 0 is
+                # read in this cycle); the CAM writes the tag meanwhile.
                 m.d.comb += cam.set_en.eq(1)
-                m.d.sync += [wk.eq(0), wk_newest_last.eq(REC_NEWEST_END - 1), wk_floor.eq(1),
-                             wk_last.eq(REC_USED - 1), wr_event.eq(0), grow.eq(0)]
-                m.next = "Write-Record"
-            with m.Else():
-                m.next = "Idle"
+                m.d.sync += [kc_v.eq(1), kc_w.eq(0), kc_slot.eq(cur.key_slot), kc_idx.eq(idx)]
+            m.next = "Idle"
 
         # The entry FIFO is popped a cycle after Idle takes its head (already
         # in `cur`): its read enable, which clocks a few hundred flip-flops,
@@ -750,11 +782,9 @@ class QueueManager(wiring.Component):
                 # before `r_rdy` shows it): `backlog` does not show it yet, and
                 # a harness that skips cycles when idle would strand the frame.
                 if fqm:
-                    m.d.comb += self.idle.eq(~self.entry_valid & go_ok)
+                    m.d.comb += [self.idle.eq(~self.entry_valid & go_ok & ~kc_v & ~cam.busy),
+                                 charge_ok.eq(1)]
                     m.d.sync += is_data.eq(0)
-                    with m.If(chg_pending & ~fq.busy):
-                        m.d.comb += [fq.charge.eq(1), fq.charge_bytes.eq(chg_bytes)]
-                        m.d.sync += chg_pending.eq(0)
                 else:
                     m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
                 # `cur` (and `key_v6`) follow the FIFO's head while idle,
@@ -767,7 +797,10 @@ class QueueManager(wiring.Component):
                     # (A descriptor on its way holds the departure a cycle.)
                     with m.If(~desc_in_flight):
                         m.next = "Depart"
-                with m.Elif(fq_free & self.entry_valid):
+                with m.Elif(fq_free & self.entry_valid & ~cam.busy):
+                    # (The CAM answers a lookup from Arrive on, once it has
+                    # written a new data entry's tag: Write-Record ends
+                    # before that for a data frame.)
                     m.d.sync += pop_q.eq(1)
                     m.next = "Arrive"
 
@@ -788,7 +821,7 @@ class QueueManager(wiring.Component):
                             m.next = "Lookup"
                         else:
                             with m.If(red.ready):
-                                red_start(0)
+                                red_start()
                                 m.next = "Red"
                     with m.Default():
                         m.d.sync += [acc_step.eq(acc_diff >> self.acc_wq_shift), acc_pending.eq(1)]
@@ -804,6 +837,7 @@ class QueueManager(wiring.Component):
                                  desc_w.seg.eq(cur.seg)]
                 with m.If(red.done):
                     m.next = "Idle"
+                    m.d.sync += red_started.eq(0)
                     marked = red.action == RedAction.MARK
                     m.d.comb += [self.stat_red_marked.eq(marked),
                                  self.stat_red_ce_already.eq(marked & red.ce_already)]
@@ -852,12 +886,16 @@ class QueueManager(wiring.Component):
                     ]
 
                 with m.State("Decide-Data"):
+                    m.d.comb += charge_ok.eq(1)
                     choose_queue()
                     m.next = "Data-Red"
 
                 with m.State("Data-Red"):
-                    with m.If(red.ready):
-                        red_start(exempt_q)
+                    with m.If(red_started):
+                        m.next = "Red"
+                    with m.Elif(red.ready):
+                        red_start()
+                        m.d.sync += red_started.eq(1)
                         m.next = "Red"
 
                 with m.State("Overflow"):
@@ -879,6 +917,8 @@ class QueueManager(wiring.Component):
                     data_enqueue(red_mark_q, red_ev_q)
 
             with m.State("Lookup"):
+                if fqm:
+                    m.d.comb += charge_ok.eq(1)
                 m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
                 with m.If(acc_pending):
                     avg_next = Signal(16)
@@ -896,6 +936,8 @@ class QueueManager(wiring.Component):
                 m.next = "Await-Lookup"
 
             with m.State("Await-Lookup"):
+                if fqm:
+                    m.d.comb += charge_ok.eq(1)
                 # Word 0 of a hit's record is read already.
                 m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
                 # The words every decision reads besides the key (its ack and
@@ -909,6 +951,8 @@ class QueueManager(wiring.Component):
                     ts_ok_q.eq(~meta.has_ts), cnt_ok_q.eq(0b11), floor_ts_ok_q.eq(1),
                 ]
                 load_newest_words()
+                if fqm:
+                    m.d.sync += red_early.eq(is_data)
                 with m.If(cam.hit):
                     m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
                     m.next = "Read-Record"
@@ -917,6 +961,8 @@ class QueueManager(wiring.Component):
                     next_decision("Decide-Miss")
 
             with m.State("Read-Record"):
+                if fqm:
+                    m.d.comb += charge_ok.eq(1)
                 # A word is read (its address here), comes out of the block RAM
                 # into `rec_word` (`rd_j`), and is compared from there a cycle
                 # later (`cmp_j`). Only the words the decision needs are read
@@ -1150,6 +1196,8 @@ class QueueManager(wiring.Component):
                     append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
 
             with m.State("Write-Record"):
+                if fqm:
+                    m.d.comb += charge_ok.eq(1)
                 with m.If(grow):
                     count_add(idx, 1)
                     m.d.comb += [newest_w.en.eq(1), newest_w.addr.eq(idx), newest_w.data.eq(grow_node)]
@@ -1326,4 +1374,12 @@ class QueueManager(wiring.Component):
                                  seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
                 event(Event.DEPART_DATA)
                 m.next = "Idle"
+
+        if fqm:
+            with m.If(kc_v):
+                m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(kc_idx * RECORD_WORDS + kc_w),
+                             rec_w.data.eq(key_r.data), key_r.addr.eq(Cat((kc_w + 1)[:len(key_at)], kc_slot))]
+                m.d.sync += kc_w.eq(kc_w + 1)
+                with m.If(kc_w == REC_ACK - 1):
+                    m.d.sync += kc_v.eq(0)
         return m

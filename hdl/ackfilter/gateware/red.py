@@ -120,7 +120,9 @@ class RedUnit(wiring.Component):
     exempt : In(1)
         the frame may not be notified (with flow queues its flow has no data
         queued, spec section 12): it passes and ``count`` keeps its value
-        (the average and the random number are taken all the same).
+        (the average and the random number are taken all the same). Read in
+        cycle D + 8, the verdict's, not with ``start``: the queue manager
+        starts RED while it still looks the frame's flow up.
     done : Out(1)
         ``RED_LATENCY`` cycles after ``start``: ``action`` and
         ``ce_already`` are this frame's (they hold until the next ``done``).
@@ -187,11 +189,11 @@ class RedUnit(wiring.Component):
         ecn = Signal.like(self.ecn)
         has_ip = Signal()
         will_store = Signal()
-        exempt = Signal()
+        exempt = self.exempt                            # read in the verdict's cycle
         with m.If(go):
             m.d.sync += [
                 qlen.eq(self.qlen), ecn.eq(self.ecn), has_ip.eq(self.has_ip),
-                will_store.eq(self.will_store), exempt.eq(self.exempt),
+                will_store.eq(self.will_store),
                 self.prng.eq(_xorshift32(self.prng)),
             ]
         rand16 = self.prng[32 - P_FRAC_BITS:]

@@ -205,6 +205,9 @@ class FilterModel:
         :meth:`arrive` returned and the kinds :meth:`depart` returned).
     credit : int
         Scheduler credit (spec section 4).
+    overflow_dropped : list
+        With ``flow_queues``: the queued data frames that overflows dropped
+        from the head of the fattest queue (spec section 12), in order.
     """
 
     def __init__(self, *, ack_mode=param("ack_mode").default,
@@ -246,6 +249,7 @@ class FilterModel:
         self.credit = 0
         self.counters = {name: 0 for name in MODEL_COUNTERS}
         self.events = []
+        self.overflow_dropped = []   # the queued data frames overflows dropped, in order
 
     # -- introspection ---------------------------------------------------
 
@@ -364,6 +368,7 @@ class FilterModel:
         else:
             for _, victim in fq.overflow(len(frame)):
                 self.data_bytes -= len(victim)
+                self.overflow_dropped.append(victim)
                 self.counters["drop_data_overflow"] += 1
                 events.append("DROP_DATA_OVERFLOW")
             idx, hit = self._lookup(p)

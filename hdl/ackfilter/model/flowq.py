@@ -28,7 +28,7 @@ flow table, RED and the choice between the ACK class and data.
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..params import DATA_CELL_BYTES, DATA_CELL_RESERVE, F_SYS_HZ, SHARED_CLASSES
+from ..params import DATA_CELL_BYTES, DATA_CELL_RESERVE, F_SYS_HZ, OVERFLOW_BATCH, SHARED_CLASSES
 
 __all__ = ["QUANTUM_MIN", "QUANTUM_MAX", "quantum_for_cpb", "cells_of", "FlowQueues"]
 
@@ -147,7 +147,7 @@ class FlowQueues:
         None unless the arrival would take more than ``limit`` cells; then the
         fattest queue by cells (the lowest number among equals; a head frame
         leaving in chunks is not counted and stays) loses head frames until
-        at least half its cells are gone."""
+        at least half its cells are gone, or ``OVERFLOW_BATCH`` frames."""
         if self.cells + cells_of(nbytes) <= self.limit:
             return []
         def droppable(q):
@@ -160,7 +160,7 @@ class FlowQueues:
         goal = droppable(victim)
         keep = 1 if victim == self.current else 0     # the frame in chunks
         dropped, freed = [], 0
-        while 2 * freed < goal and len(vq.frames) > keep:
+        while 2 * freed < goal and len(dropped) < OVERFLOW_BATCH and len(vq.frames) > keep:
             frame = vq.frames[keep]
             del vq.frames[keep]
             self._left_shared(victim, keep)
