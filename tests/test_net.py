@@ -230,6 +230,32 @@ def test_a_run_that_never_counts_stays_invalid_after_its_attempts():
     assert "no TAP" in row["invalid_reason"]
 
 
+def test_a_sockets_retransmissions_are_read_from_tcp_info():
+    """``agent._retrans`` reads tcpi_total_retrans: 0 for a connection over
+    loopback that lost nothing (the field's neighbours, rcv_space and the
+    counters behind it, are not 0 on a live connection)."""
+    import socket
+    from ackfilter.sim.net.agent import _retrans
+    with socket.create_server(("127.0.0.1", 0)) as ls:
+        c = socket.create_connection(ls.getsockname())
+        a, _ = ls.accept()
+        c.sendall(b"x" * 100_000)
+        got = 0
+        while got < 100_000:
+            got += len(a.recv(65536))
+        assert _retrans(c) == 0 and _retrans(a) == 0
+        info = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+        assert int.from_bytes(info[96:100], sys.byteorder) > 0       # tcpi_rcv_space
+        c.close()
+        a.close()
+
+
+def test_the_s5u_cell_shows_the_page_s_and_the_upload_s_resent_segments():
+    r = {"valid": True, "page_time_s": 5.45, "reverse_goodput_bps": 20000, "upload_before_page_bps": 26000,
+         "page_retrans": 0, "upload_retrans": 7}
+    assert E._cell(r, "pagerev") == "5.45 (20; 26 before) [0 / 7 resent]"
+
+
 def test_link_arguments():
     a = Link(up_rate_bps=64000, ge=(0.495, 0.005, 0.0, 1.0), loss=0.01).args()
     assert a[a.index("--ge") + 1] == "495000.000:5000.000:0.0:1.0"

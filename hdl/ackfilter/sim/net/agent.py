@@ -151,6 +151,18 @@ def server(args):
 
 # --- client -------------------------------------------------------------------------
 
+#: ``struct tcp_info`` (linux/tcp.h): ``tcpi_total_retrans`` is the u32 at
+#: byte 100, the segments this socket sent again (SYNs included).
+_TCP_INFO_LEN, _TOTAL_RETRANS_AT = 104, 100
+
+
+def _retrans(sock):
+    """Segments ``sock`` has retransmitted so far: on the client, what the
+    uplink lost of this connection's SYN, request or data."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
+    return int.from_bytes(info[_TOTAL_RETRANS_AT:_TOTAL_RETRANS_AT + 4], sys.byteorder)
+
+
 def _connect(addr, port, cc):
     s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
     _cc(s, cc)
@@ -158,10 +170,13 @@ def _connect(addr, port, cc):
     return s
 
 
-def _fetch(addr, port, cc, nbytes):
+def _fetch(addr, port, cc, nbytes, retrans=None):
+    """Fetch ``nbytes``; appends the connection's retransmissions to ``retrans``."""
     s = _connect(addr, port, cc)
     s.sendall(f"GET {nbytes}\n".encode())
     got = _recv_until(s, None)
+    if retrans is not None:
+        retrans.append(_retrans(s))
     s.close()
     if got != nbytes:
         raise RuntimeError(f"fetched {got} of {nbytes} bytes")
@@ -209,18 +224,19 @@ def client(args):
                         sent += _send_until(s, min(deadline, time.monotonic() + 0.2))
                 else:
                     sent = _send_until(s, deadline)
+                retrans = _retrans(s)
                 s.close()
-                results[i] = {"kind": kind, "sent": sent}
+                results[i] = {"kind": kind, "sent": sent, "retrans": retrans}
             elif kind == "page":
-                times, spans = [], []
+                times, spans, retrans = [], [], []
                 for r in range(job.get("repeat", 1)):
                     if r:
                         time.sleep(job.get("gap", 1.0))
                     t = time.monotonic()
                     partial[i] = {"kind": kind, "page_times": list(times), "spans": list(spans),
                                   "started": t}
-                    _fetch(job["addr"], job["port"], args.cc, job["document"])
-                    ts = [threading.Thread(target=_fetch, args=(job["addr"], job["port"], args.cc, n))
+                    _fetch(job["addr"], job["port"], args.cc, job["document"], retrans)
+                    ts = [threading.Thread(target=_fetch, args=(job["addr"], job["port"], args.cc, n, retrans))
                           for n in job["objects"]]
                     for th in ts:
                         th.start()
@@ -230,7 +246,8 @@ def client(args):
                     spans.append((t, t + times[-1]))
                     partial[i] = {"kind": kind, "page_times": list(times), "spans": list(spans),
                                   "started": t}
-                results[i] = {"kind": kind, "page_times": times, "spans": spans}
+                results[i] = {"kind": kind, "page_times": times, "spans": spans,
+                              "retrans": sum(retrans), "connections": len(retrans)}
             else:
                 raise ValueError(f"unknown job kind {kind!r}")
         except Exception as e:   # reported, not raised: the other jobs' figures still count

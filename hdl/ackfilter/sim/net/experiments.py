@@ -386,6 +386,11 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
         if len(sc.downloads) > 1:
             row["jain"] = round(jain(per_flow), 4) if jain(per_flow) is not None else None
     pages = [j for j in client if j and j.get("kind") == "page" and "error" not in j]
+    # What the uplink lost of the client's own segments, per the client's
+    # TCP (tcpi_total_retrans): the page's SYNs and requests, the upload's data.
+    up_jobs = [j for j in client if j and j.get("kind") == "upload" and "error" not in j]
+    row["page_retrans"] = pages[0].get("retrans") if pages else None
+    row["upload_retrans"] = up_jobs[0].get("retrans") if up_jobs else None
     if pages:
         times = pages[0]["page_times"]
         row["page_times_s"] = [round(t, 3) for t in times]
@@ -571,6 +576,8 @@ def _cell(r, what):
             if r.get("upload_before_page_bps") is not None:
                 t += f"; {_kbps(r['upload_before_page_bps'])} before"
             t += ")"
+            if r.get("page_retrans") is not None:
+                t += f" [{r['page_retrans']} / {r.get('upload_retrans')} resent]"
         return t + mark
     raise ValueError(what)
 
@@ -622,7 +629,8 @@ def summary(rows):
     if s5:
         out.append("**S5**, Wu & Williamson's page (median page time, s; downlink 1.5 Mb/s), and "
                    "**S5U**, the same during an upload (page time, s, and the upload's kb/s meanwhile; "
-                   "and in the 5 s before the page):\n")
+                   "and in the 5 s before the page; [segments the client sent again: the page's "
+                   "SYNs and requests / the upload's data], the uplink's losses of each):\n")
         vs = [v for v in variants_of("S5U") if v not in variants_of("S5")]
         header = [f"S5 {format_rate(u)}" for u in s5] + [f"S5U {format_rate(u)}" for u in s5]
         out.append("| variant | " + " | ".join(header) + " |")
