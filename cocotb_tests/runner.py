@@ -38,7 +38,8 @@ HDL = REPO / "hdl"
 BUILD = REPO / "build"
 COCOTB_DIR = Path(__file__).resolve().parent
 
-__all__ = ["run_cocotb", "core_verilog", "setup_verilator_env", "BUILD_ARGS", "REPO", "BUILD"]
+__all__ = ["run_cocotb", "run_core", "core_cases", "CORE_BUILDS", "core_verilog", "setup_verilator_env",
+           "BUILD_ARGS", "REPO", "BUILD"]
 
 #: Verilator flags for every build: quiet about Amaranth's lint-unclean output,
 #: fast X handling (Amaranth initialises every register anyway).
@@ -111,6 +112,17 @@ CORE_BUILDS = {
     "fifo": ("core", {}, {}),
     "fq": ("core-fq", {"flow_queues": 1}, {"ACKFILTER_FLOW_QUEUES": "1"}),
 }
+
+
+def core_cases(tests, fq_tests):
+    """``(name, build)`` for pytest's parametrize: every test of ``tests`` on
+    the FIFO core, those of ``fq_tests`` on the flow-queue core as well (the
+    ones whose frames reach the data path, where the two builds differ; the
+    flow-queue model compiles and runs in CI's budget only for those)."""
+    unknown = set(fq_tests) - set(tests)
+    if unknown:
+        raise ValueError(f"not in the tests: {sorted(unknown)}")
+    return [(t, "fifo") for t in tests] + [(t, "fq") for t in tests if t in fq_tests]
 
 
 def run_core(test_module: str, build: str, test_filter: str | None = None) -> Path:

@@ -1,12 +1,13 @@
 """pytest wrappers of ``tb_linerate``: line rate, back-pressure, buffer full.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_linerate`` on the default elaboration (``build_name="core"``).
+``tb_linerate`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
+says so (``runner.core_cases``).
 """
 
 import pytest
 
-from runner import CORE_BUILDS, run_core
+from runner import core_cases, run_core
 
 TESTS = [
     "test_min_size_data_frames_at_line_rate_lose_nothing",
@@ -19,7 +20,10 @@ TESTS = [
 ]
 
 
-@pytest.mark.parametrize("build", CORE_BUILDS)
-@pytest.mark.parametrize("name", TESTS)
+#: On the flow-queue core as well: all of them (its data path).
+FQ_TESTS = TESTS
+
+
+@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
 def test_linerate(name, build):
     run_core("tb_linerate", build, rf"^tb_linerate\.{name}(/.*)?$")

@@ -1,12 +1,13 @@
 """pytest wrappers of ``tb_parser``: spec section 2 through the real RTL.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_parser`` on the default elaboration (``build_name="core"``).
+``tb_parser`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
+says so (``runner.core_cases``).
 """
 
 import pytest
 
-from runner import CORE_BUILDS, run_core
+from runner import core_cases, run_core
 
 TESTS = [
     "test_each_frame_gets_its_class_and_neighbours_pass_intact",
@@ -15,7 +16,13 @@ TESTS = [
 ]
 
 
-@pytest.mark.parametrize("build", CORE_BUILDS)
-@pytest.mark.parametrize("name", TESTS)
+#: On the flow-queue core as well: the tests whose frames reach the data
+#: path (the rest is the ACK path and the parser, the same in both builds).
+FQ_TESTS = [
+    "test_each_frame_gets_its_class_and_neighbours_pass_intact",
+]
+
+
+@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
 def test_parser(name, build):
     run_core("tb_parser", build, rf"^tb_parser\.{name}(/.*)?$")

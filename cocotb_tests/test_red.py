@@ -1,5 +1,5 @@
 """pytest wrapper of ``tb_red``: RED's marking and drop rules through the RTL
-at line rate, on the default elaboration (``build_name="core"``)."""
+at line rate, on both builds of the core (``runner.CORE_BUILDS``)."""
 
 import pytest
 

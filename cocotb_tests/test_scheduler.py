@@ -2,12 +2,13 @@
 share, and the GCRA shaper, through the RTL.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_scheduler`` on the default elaboration (``build_name="core"``).
+``tb_scheduler`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
+says so (``runner.core_cases``).
 """
 
 import pytest
 
-from runner import CORE_BUILDS, run_core
+from runner import core_cases, run_core
 
 TESTS = [
     "test_data_share_under_contention",
@@ -17,7 +18,10 @@ TESTS = [
 ]
 
 
-@pytest.mark.parametrize("build", CORE_BUILDS)
-@pytest.mark.parametrize("name", TESTS)
+#: On the flow-queue core as well: all of them (its data path).
+FQ_TESTS = TESTS
+
+
+@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
 def test_scheduler(name, build):
     run_core("tb_scheduler", build, rf"^tb_scheduler\.{name}(/.*)?$")

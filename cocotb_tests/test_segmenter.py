@@ -1,5 +1,5 @@
 """pytest wrapper of ``tb_segmenter``: the segmenter's edge cases through the
-RTL at line rate, on the default elaboration (``build_name="core"``)."""
+RTL at line rate, on both builds of the core (``runner.CORE_BUILDS``)."""
 
 import pytest
 

@@ -1,12 +1,13 @@
 """pytest wrappers of ``tb_supersede``: in-place supersession through the RTL.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_supersede`` on the default elaboration (``build_name="core"``).
+``tb_supersede`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
+says so (``runner.core_cases``).
 """
 
 import pytest
 
-from runner import CORE_BUILDS, run_core
+from runner import core_cases, run_core
 
 TESTS = [
     "test_dup_acks_are_never_superseded",
@@ -24,7 +25,14 @@ TESTS = [
 ]
 
 
-@pytest.mark.parametrize("build", CORE_BUILDS)
-@pytest.mark.parametrize("name", TESTS)
+#: On the flow-queue core as well: the tests whose frames reach the data
+#: path (the rest is the ACK path and the parser, the same in both builds).
+FQ_TESTS = [
+    "test_mode_off_is_a_plain_fifo",
+    "test_more_flows_than_entries_everything_still_leaves",
+]
+
+
+@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
 def test_supersede(name, build):
     run_core("tb_supersede", build, rf"^tb_supersede\.{name}(/.*)?$")
