@@ -18,6 +18,7 @@ time, so that each frame starts on the ideal schedule, rounded up.
 
 import itertools
 import math
+from collections import Counter
 import random
 from fractions import Fraction
 
@@ -34,35 +35,6 @@ from ackfilter_tb import FLOW_QUEUES, TB, frame_words, scoreboard
 DATA_CELLS = P.DATA_CELLS
 
 DROP_COUNTERS = tuple(c.name for c in P.COUNTERS if c.is_drop)
-
-
-async def full_buffer_of_min_size_frames_drops_half_the_queue(dut):
-    """With flow queues (spec section 12, "Buffer"): 142 60-byte frames (a
-    cell each) of one flow, offered faster than line rate while the output
-    is held. Frame 0 is granted and leaves the queue (its cell stays taken
-    until it has left); 1-120 fill the queue's DATA_CELLS -
-    DATA_CELL_RESERVE = 120 cells; 121 would overfill it, so the queue drops
-    from its head until half its cells are gone or OVERFLOW_BATCH (16)
-    frames: 1-16; 121-136 fill it again, 137 drops 17-32, and 138-141 join.
-    Nothing is lost otherwise (no overrun while it drops); then 0 and 33-141
-    leave, in order."""
-    assert (P.DATA_CELLS - P.DATA_CELL_RESERVE, P.OVERFLOW_BATCH) == (120, 16)
-    tb = await start_tb(dut)
-    tb.o_ready_pattern = itertools.repeat(0)
-    frames = [data_frame(60, n) for n in range(142)]
-    await tb.send_all(frames)
-    await arrivals_done(tb, len(frames))
-    arrivals = [e for _, e in tb.events if not e.startswith("DEPART")]
-    batch = ["DROP_DATA_OVERFLOW"] * 16
-    assert arrivals == (["ARRIVE_DATA"] * 121 + batch + ["ARRIVE_DATA"] * 16 + batch
-                        + ["ARRIVE_DATA"] * 5), \
-        f"{arrivals.count('ARRIVE_DATA')} arrived, {arrivals.count('DROP_DATA_OVERFLOW')} dropped from the head"
-    tb.o_ready_pattern = itertools.repeat(1)
-    await tb.drain()
-    counters = await tb.counters()
-    assert [f for _, f in tb.received] == [frames[0]] + frames[33:]
-    assert counters["drop_data_overflow"] == 32 and counters["drop_data_full"] == 0
-    scoreboard(tb, tb.model(), counters=counters)
 
 
 def named(*values):
@@ -430,13 +402,41 @@ async def full_buffer_drops_from_the_head(dut):
     scoreboard(tb, tb.model(), counters=counters)
 
 
+async def full_buffer_of_min_size_frames_drops_batches_from_the_head(dut):
+    """With flow queues (spec section 12, "Buffer"): 142 60-byte frames (a
+    cell each) of one flow, offered faster than line rate while the output
+    is held. Frame 0 is granted and leaves the queue (its cell stays taken
+    until it has left); 1-120 fill the queue's DATA_CELLS -
+    DATA_CELL_RESERVE = 120 cells; 121 would overfill it, so the queue drops
+    from its head until half its cells are gone or OVERFLOW_BATCH (16)
+    frames: 1-16; 121-136 fill it again, 137 drops 17-32, and 138-141 join.
+    Nothing is lost otherwise (no overrun while it drops); then 0 and 33-141
+    leave, in order."""
+    assert (P.DATA_CELLS - P.DATA_CELL_RESERVE, P.OVERFLOW_BATCH) == (120, 16)
+    tb = await start_tb(dut)
+    tb.o_ready_pattern = itertools.repeat(0)
+    frames = [data_frame(60, n) for n in range(142)]
+    await tb.send_all(frames)
+    await arrivals_done(tb, len(frames))
+    arrivals = [e for _, e in tb.events if not e.startswith("DEPART")]
+    batch = ["DROP_DATA_OVERFLOW"] * 16
+    assert arrivals == (["ARRIVE_DATA"] * 121 + batch + ["ARRIVE_DATA"] * 16 + batch
+                        + ["ARRIVE_DATA"] * 5), \
+        f"{arrivals.count('ARRIVE_DATA')} arrived, {arrivals.count('DROP_DATA_OVERFLOW')} dropped from the head"
+    tb.o_ready_pattern = itertools.repeat(1)
+    await tb.drain()
+    counters = await tb.counters()
+    assert [f for _, f in tb.received] == [frames[0]] + frames[33:]
+    assert counters["drop_data_overflow"] == 32 and counters["drop_data_full"] == 0
+    scoreboard(tb, tb.model(), counters=counters)
+
+
 async def arrivals_done(tb, n, *, timeout_cycles=20_000):
     """Wait until the core has reported the arrival of ``n`` frames."""
     for _ in range(timeout_cycles):
         if sum(e in P.ARRIVAL_EVENTS for _, e in tb.events) >= n:
             return
         await RisingEdge(tb.dut.clk)
-    from collections import Counter
     raise AssertionError(f"{n} arrivals not reported within {timeout_cycles} cycles: "
                          f"{Counter(e for _, e in tb.events)}")
 
@@ -451,7 +451,7 @@ async def test_full_buffer_drops_min_size_frames_beyond_its_cells(dut):
     kept = DATA_CELLS - 1
     assert kept == 127
     if FLOW_QUEUES:
-        await full_buffer_of_min_size_frames_drops_half_the_queue(dut)
+        await full_buffer_of_min_size_frames_drops_batches_from_the_head(dut)
         return
     tb = await start_tb(dut)
     tb.o_ready_pattern = itertools.repeat(0)
