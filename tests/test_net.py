@@ -10,6 +10,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -254,6 +255,45 @@ def test_the_s5u_cell_shows_the_page_s_and_the_upload_s_resent_segments():
     r = {"valid": True, "page_time_s": 5.45, "reverse_goodput_bps": 20000, "upload_before_page_bps": 26000,
          "page_retrans": 0, "upload_retrans": 7}
     assert E._cell(r, "pagerev") == "5.45 (20; 26 before) [0 / 7 resent]"
+
+
+def test_s7_puts_each_hosts_uploads_on_its_own_address():
+    from ackfilter.sim.net.testbed import CLIENT_IPS
+    for sc in E.scenarios("S7"):
+        assert sc.uplink_bps in (64000, 1_000_000) and sc.flows == 5
+        ups = [j for j in sc.jobs(100.0) if j["kind"] == "upload"]
+        assert [j["src"] for j in ups] == [CLIENT_IPS[0]] + [CLIENT_IPS[1]] * 4
+        assert all(j["start"] == 100.0 and j["duration"] == sc.duration for j in ups)
+        assert len({id(j) for j in ups}) == 5
+    assert {v for sc, v in E.plan(only=["S7"])} >= {"modem-fifo", E.default_variant(), "aggressive-fq"}
+
+
+def test_s7_rules_beside_the_runs_are_cakes_and_per_flow_fairness():
+    """By hand: triple-isolate gives each host half, so the one upload 1/2
+    and the four 1/8 each: flows' Jain 1 / (5 (1/4 + 4/64)) = 0.64; per-flow
+    fairness gives the hosts 1/5 and 4/5: 1 / (2 (1/25 + 16/25)) = 0.735."""
+    assert E.S7_RULES["triple-isolate"] == "50% + 50%; 1.000 / 0.640"
+    assert E.S7_RULES["per-flow"] == "20% + 80%; 0.735 / 1.000"
+
+
+def test_s7_counts_an_upload_the_server_never_saw_as_a_flow_locked_out():
+    from ackfilter.sim.net.testbed import CLIENT_IPS
+    t0 = 1000.0
+    # 1 s bins from t0: 1000 bytes a second is 8000 bit/s over the window.
+    conn = lambda peer, per_s: {"kind": "upload", "peer": peer, "t0": t0,
+                                "bins": [int(per_s * BIN_S)] * int(30 / BIN_S)}
+    ups = [conn(CLIENT_IPS[1], 1000), conn(CLIENT_IPS[0], 4000), conn(CLIENT_IPS[1], 1000),
+           conn(CLIENT_IPS[1], 2000)]
+    flows, hosts = E.host_goodputs(ups, t0, (10, 30), (1, 4))
+    assert flows == pytest.approx([32000, 8000, 8000, 16000, 0])
+    assert hosts == pytest.approx([32000, 32000])
+    assert E.jain(hosts) == pytest.approx(1.0)
+
+
+def test_the_s7_cell_shows_each_hosts_rate_and_both_jain_indices():
+    r = {"valid": True, "host_goodputs_bps": [12000, 49000], "host_jain": 0.7521, "jain": 0.9987}
+    assert E._cell(r, "hosts") == "12 + 49; 0.7521 / 0.9987"
+    assert E._cell(dict(r, valid=False), "hosts").endswith("(invalid)")
 
 
 def test_link_arguments():
@@ -522,3 +562,34 @@ def test_report_remakes_the_tables_from_a_json_and_marks_todays_default(tmp_path
     assert (tmp_path / "old-s1-throughput.png").stat().st_size > 1000
     assert E.main(["--report", "--out", str(tmp_path), "--name", "missing"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@root_only
+@realtime
+def test_uploads_from_two_hosts_reach_the_server_from_their_addresses(bridge_binary):
+    """The agents as S7 runs them, 1 s of uploads: the server sees one
+    connection from the first host's address and two from the second's,
+    each with bytes."""
+    from ackfilter.sim.net.testbed import CLIENT_IPS, SERVER_IP
+    link = Link(up_rate_bps=1_000_000)
+    with _testbed(link, E.VARIANTS["aggressive"].csr(1_000_000), bridge_binary) as tb, \
+            tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        srv = tb.popen("server", [sys.executable, "-m", "ackfilter.sim.net.agent", "server", "--addr",
+                                  SERVER_IP, "--port", "5001", "--out", str(work / "s.json")],
+                       env=_env(), stdout=subprocess.PIPE, text=True)
+        assert srv.stdout.readline().strip() == "listening"
+        t0 = time.monotonic() + 0.5
+        jobs = [{"kind": "upload", "addr": SERVER_IP, "port": 5001, "start": t0, "duration": 1.0,
+                 "src": CLIENT_IPS[h]} for h in (0, 1, 1)]
+        (work / "spec.json").write_text(json.dumps(jobs))
+        tb.popen("client", [sys.executable, "-m", "ackfilter.sim.net.agent", "client", "--spec",
+                            str(work / "spec.json"), "--out", str(work / "c.json")], env=_env()).wait(20)
+        time.sleep(0.5)
+        srv.terminate()
+        srv.wait(10)
+        conns = json.loads((work / "s.json").read_text())["connections"].values()
+        client = json.loads((work / "c.json").read_text())["jobs"]
+    assert all("error" not in j and j["sent"] > 0 for j in client), client
+    assert sorted(c["peer"] for c in conns) == sorted([CLIENT_IPS[0], CLIENT_IPS[1], CLIENT_IPS[1]])
+    assert all(sum(c["bins"]) > 0 for c in conns)

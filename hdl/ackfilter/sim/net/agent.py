@@ -9,12 +9,15 @@ peer closes. The client runs the jobs of its spec (a JSON list) at their start
 times: ``download`` (GET -1 for ``duration`` seconds), ``upload`` (PUT for
 ``duration`` seconds) and ``page`` (Wu & Williamson's page: the document on
 one connection, then its objects on parallel connections; ``repeat`` times,
-``gap`` seconds apart). An upload with ``stop_with: K`` ends when job K does. Times are ``time.monotonic()`` seconds, which every
-namespace of the machine shares.
+``gap`` seconds apart). An upload with ``stop_with: K`` ends when job K
+does; one with ``src`` connects from that local address (another LAN host).
+Times are ``time.monotonic()`` seconds, which every namespace of the machine
+shares.
 
 Each side writes what it received as JSON to ``--out``: per connection the
 bytes received per ``BIN_S`` interval (``{"t0": first bin's start, "bins":
-[...]}``), and for pages the time each took. The server writes when it gets
+[...]}``; the server's uploads with the peer's address), and for pages the
+time each took. The server writes when it gets
 SIGTERM; so does a client stopped before its jobs are done, with what it has
 (a page job then says ``incomplete`` and when its unfinished page started).
 """
@@ -100,7 +103,8 @@ def server(args):
     def write_out(*_):
         stop.set()
         with lock:
-            out = {str(k): {"kind": v["kind"], **v["rec"].dump()} for k, v in conns.items()}
+            out = {str(k): {"kind": v["kind"], "peer": v["peer"], **v["rec"].dump()}
+                   for k, v in conns.items()}
         with open(args.out, "w") as f:
             json.dump({"connections": out}, f)
         sys.exit(0)
@@ -138,7 +142,7 @@ def server(args):
         elif line[0] == "PUT":
             rec = Recorder()
             with lock:
-                conns[cid] = {"kind": "upload", "rec": rec}
+                conns[cid] = {"kind": "upload", "peer": peer[0], "rec": rec}
             _recv_until(sock, rec)
         sock.close()
 
@@ -163,9 +167,13 @@ def _retrans(sock):
     return int.from_bytes(info[_TOTAL_RETRANS_AT:_TOTAL_RETRANS_AT + 4], sys.byteorder)
 
 
-def _connect(addr, port, cc):
+def _connect(addr, port, cc, src=None):
+    """A connection to ``addr``, from the local address ``src`` when given
+    (another LAN host's address on the same interface)."""
     s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
     _cc(s, cc)
+    if src is not None:
+        s.bind((src, 0))
     s.connect((addr, port))
     return s
 
@@ -214,7 +222,7 @@ def client(args):
                 s.close()
                 results[i] = {"kind": kind, **rec.dump()}
             elif kind == "upload":
-                s = _connect(job["addr"], job["port"], args.cc)
+                s = _connect(job["addr"], job["port"], args.cc, job.get("src"))
                 s.sendall(b"PUT\n")
                 deadline = job["start"] + job["duration"]
                 if "stop_with" in job:      # until another job is over (or the deadline)

@@ -28,7 +28,7 @@ from ...model.red import registers_for_rate
 from ...units import format_rate
 from ..verilog import REPO_ROOT
 from .bridge import BridgeError, Link, build_bridge
-from .testbed import SERVER_IP, Testbed, TestbedError, require_root
+from .testbed import CLIENT_IPS, SERVER_IP, Testbed, TestbedError, require_root
 
 __all__ = ["VARIANTS", "Variant", "Scenario", "CAKE", "plan", "run_one", "run_counted", "checks", "main",
            "default_variant"]
@@ -199,6 +199,9 @@ class Scenario:
     duration: float = 0.0
     flows: int = None
     cc: str = "cubic"                # congestion control of both ends (per socket)
+    #: Uploads per LAN host for the whole run (host k connects from
+    #: testbed.CLIENT_IPS[k]): S7's two hosts, (1, 4).
+    host_uploads: tuple = None
 
     def link(self, variant):
         return Link(up_rate_bps=self.uplink_bps, down_rate_bps=self.downlink_bps,
@@ -220,6 +223,9 @@ class Scenario:
             if b is None:
                 job["stop_with"] = len(jobs) - 1          # the page job
             jobs.append(job)
+        for host, n in enumerate(self.host_uploads or ()):
+            jobs += [{"kind": "upload", "addr": SERVER_IP, "port": PORT, "start": t0,
+                      "duration": self.duration, "src": CLIENT_IPS[host]} for _ in range(n)]
         return jobs
 
     def timeout_s(self):
@@ -256,11 +262,31 @@ def scenarios(which, *, quick=False):
         return [_s1(64000, ge=S6_GE, name="S6")]
     if which == "S1R":
         return [_s1(up, name="S1R", cc="reno") for up in (28800, 64000)]
+    if which == "S7":
+        return [Scenario("S7", up, host_uploads=S7_HOSTS, window=(10, 30), duration=30,
+                         flows=sum(S7_HOSTS)) for up in (64000, 1_000_000)]
     raise ValueError(f"unknown scenario {which!r}; known: {' '.join(SCENARIOS)}")
 
 
 #: S1R: S1 with Reno at both ends, the research's TCP (Balakrishnan et al. used Reno).
-SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R")
+#: S7: uploads from two LAN hosts, one with one upload and one with four.
+SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R", "S7")
+#: S7's uploads per host.
+S7_HOSTS = (1, 4)
+
+
+def _s7_rule(host_shares):
+    """The S7 row a scheduler would reach that gives each host ``host_shares``
+    of the link, split evenly among the host's uploads."""
+    flows = [h / n for h, n in zip(host_shares, S7_HOSTS) for _ in range(n)]
+    return (" + ".join(f"{h:.0%}" for h in host_shares)
+            + f"; {jain(host_shares):.3f} / {jain(flows):.3f}")
+
+
+#: What S7 gives by each rule (shares of the uplink), beside the runs: CAKE's
+#: default (triple-isolate: hosts first, then flows within each host; the
+#: kernel here has no sch_cake to measure) and fairness between flows alone.
+S7_RULES = {"triple-isolate": None, "per-flow": None}
 _BASE = ("modem-fifo", "off", "conservative", "aggressive")
 _SHARES = tuple(n for n in VARIANTS if "-share" in n)
 _RED = tuple(n for n in VARIANTS
@@ -284,6 +310,8 @@ def plan(*, quick=False, only=None, variants=None):
             vs = ("modem-fifo", default)
         elif name == "S3":
             vs = _BASE + _SHARES + _RED + _SEG + _ACC + _FQ
+        elif name == "S7":
+            vs = ("modem-fifo", default) + _FQ
         else:
             vs = _BASE + (_RED + _SEG + _ACC + _FQ if name in _RED_SCENARIOS else ())
         for sc in scenarios(name, quick=quick):
@@ -311,11 +339,29 @@ def _goodput(rec, t0, window):
     return 8 * total / (window[1] - window[0])
 
 
+def host_goodputs(uploads, t0, window, host_uploads):
+    """``(per_flow, per_host)`` bit/s over ``window`` of the server's
+    ``uploads`` (each with its ``peer``), host k at ``CLIENT_IPS[k]`` with
+    ``host_uploads[k]`` uploads. An upload the server never saw (its SYN or
+    request lost until the end) is a flow locked out: 0, not a failed run."""
+    per_flow, per_host = [], []
+    for ip, n in zip(CLIENT_IPS, host_uploads):
+        mine = [_goodput(c, t0, window) for c in uploads if c.get("peer") == ip]
+        mine += [0.0] * (n - len(mine))
+        per_flow += mine
+        per_host.append(sum(mine))
+    return per_flow, per_host
+
+
 def jain(xs):
     xs = [float(x) for x in xs]
     if not xs or not any(xs):
         return None
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+S7_RULES["triple-isolate"] = _s7_rule([1 / len(S7_HOSTS)] * len(S7_HOSTS))
+S7_RULES["per-flow"] = _s7_rule([n / sum(S7_HOSTS) for n in S7_HOSTS])
 
 
 def _agent_env():
@@ -402,6 +448,17 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
             row["page_time_s"] = None
         else:
             row["page_time_s"] = round(statistics.median(times), 3)
+    if sc.host_uploads:
+        # Per upload and per host over the window, from what the server
+        # received of each connection (its peer address is its host).
+        ups = [c for c in server.values() if c["kind"] == "upload"]
+        per_flow, per_host = host_goodputs(ups, t0, sc.window, sc.host_uploads)
+        row["uploads_seen"] = len(ups)
+        row["flow_goodputs_bps"] = [round(x) for x in per_flow]
+        row["host_goodputs_bps"] = [round(x) for x in per_host]
+        row["reverse_goodput_bps"] = round(sum(per_flow))
+        row["jain"] = round(jain(per_flow), 4) if jain(per_flow) is not None else None
+        row["host_jain"] = round(jain(per_host), 4) if jain(per_host) is not None else None
     if sc.upload:
         ups = [c for c in server.values() if c["kind"] == "upload"]
         if sc.window:
@@ -547,9 +604,12 @@ def markdown(rows, title):
     for r in rows:
         sc = r["scenario"] + (f" ({r['flows']} flows)" if r["scenario"] == "S4" else "")
         name = f"**{r['variant']}**" if r["default"] else r["variant"]
+        jain_text = "" if r["jain"] is None else r["jain"]
+        if r.get("host_jain") is not None:
+            jain_text = f"hosts {r['host_jain']}, flows {r['jain']}"
         lines.append(
             f"| {sc} | {format_rate(r['uplink_bps'])} | {name} | {_kbps(r['forward_goodput_bps'])} | "
-            f"{_kbps(r['reverse_goodput_bps'])} | {'' if r['jain'] is None else r['jain']} | "
+            f"{_kbps(r['reverse_goodput_bps'])} | {jain_text} | "
             f"{_page_text(r)} | "
             f"{_valid_text(r)} | {r['cake']} |")
     return "\n".join(lines) + "\n"
@@ -566,6 +626,9 @@ def _cell(r, what):
     if what == "jain":
         return (f"{_kbps(r['forward_goodput_bps'])}, {r['jain']}" if r["jain"] is not None
                 else _kbps(r["forward_goodput_bps"])) + mark
+    if what == "hosts":
+        hosts = " + ".join(_kbps(x) for x in r.get("host_goodputs_bps") or ())
+        return f"{hosts}; {r.get('host_jain')} / {r['jain']}{mark}"
     if what in ("page", "pagerev"):
         if r.get("page_incomplete"):
             t = f"> {r['page_time_over_s']:.0f}"
@@ -657,6 +720,14 @@ def summary(rows):
         table("S4", [(64000, n) for n in s4], "jain", [f"{n} flows" for n in s4],
               [("CAKE anchor", ["CAKE 6000-7100, >= 0.99" if n == 1 else "" for n in s4[:-1]]
                 + ["FIFO Jain 0.51; CAKE 6000-7100, >= 0.99"])])
+    s7 = sorted({r["uplink_bps"] for r in rows if r["scenario"] == "S7"})
+    if s7:
+        out.append(f"**S7**, uploads from two LAN hosts ({S7_HOSTS[0]} and {S7_HOSTS[1]}), goodput "
+                   "kb/s per host; Jain's index between the hosts / between the flows:\n")
+        table("S7", [(u, sum(S7_HOSTS)) for u in s7], "hosts", [format_rate(u) for u in s7],
+              [("CAKE (triple-isolate, by its rule; not measured)",
+                [S7_RULES["triple-isolate"]] * len(s7)),
+               ("per-flow fairness (by the rule)", [S7_RULES["per-flow"]] * len(s7))])
     for sc, text in (("S6", "**S6**, S1 at 64k with a Gilbert-Elliott lossy downlink, goodput kb/s:\n"),
                      ("S1R", "**S1R**, S1 with Reno, goodput kb/s:\n")):
         ups = sorted({r["uplink_bps"] for r in rows if r["scenario"] == sc})

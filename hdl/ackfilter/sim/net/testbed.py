@@ -21,10 +21,15 @@ from pathlib import Path
 
 from .bridge import Bridge
 
-__all__ = ["Testbed", "TestbedError", "require_root", "CLIENT_IP", "SERVER_IP", "cleanup_stale"]
+__all__ = ["Testbed", "TestbedError", "require_root", "CLIENT_IP", "CLIENT_IPS", "SERVER_IP", "cleanup_stale"]
 
 CLIENT_IP = "10.79.0.1"
 SERVER_IP = "10.79.0.2"
+#: The LAN's hosts, as the uplink sees them: the client namespace holds each
+#: address (host k's connections are bound to ``CLIENT_IPS[k]``), so two
+#: hosts differ where a flow's key and CAKE's host isolation look, their
+#: source address.
+CLIENT_IPS = (CLIENT_IP, "10.79.0.3")
 CLIENT_MAC = "02:00:00:79:00:01"
 SERVER_MAC = "02:00:00:79:00:02"
 _PREFIX = "afnet"
@@ -130,9 +135,16 @@ class Testbed:
                           "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
                           f"net.ipv6.conf.{dev}.disable_ipv6=1")
                 self.exec(side, "ip", "addr", "add", f"{ip}/24", "dev", dev)
+                if side == "client":
+                    for extra in CLIENT_IPS[1:]:
+                        self.exec(side, "ip", "addr", "add", f"{extra}/24", "dev", dev)
                 self.exec(side, "ip", "link", "set", dev, "up")
                 self.exec(side, "ip", "neigh", "replace", peer_ip, "lladdr", peer_mac, "dev", dev,
                           "nud", "permanent")
+                if side == "server":
+                    for extra in CLIENT_IPS[1:]:
+                        self.exec(side, "ip", "neigh", "replace", extra, "lladdr", peer_mac, "dev", dev,
+                                  "nud", "permanent")
         except BaseException:
             self._teardown()
             raise
