@@ -296,6 +296,23 @@ def test_the_s7_cell_shows_each_hosts_rate_and_both_jain_indices():
     assert E._cell(dict(r, valid=False), "hosts").endswith("(invalid)")
 
 
+def test_the_s5u_cell_adds_the_uploads_rate_on_the_link_when_measured():
+    r = {"valid": True, "page_time_s": 5.45, "reverse_goodput_bps": 20000, "upload_before_page_bps": 0,
+         "upload_link_before_page_bps": 28400, "page_retrans": 0, "upload_retrans": 7}
+    assert E._cell(r, "pagerev") == "5.45 (20; 0 before, 28 on the link) [0 / 7 resent]"
+
+
+def test_series_rate_counts_whole_seconds_of_frames_other_than_acks():
+    # Second k from 100.0 + k: [acks, others, their bytes].
+    series = [[5, 1, 1000], [5, 2, 3000], [5, 3, 3000], [5, 4, 6000]]
+    # [100.5, 103.5): seconds 1 and 2 are whole: 6000 bytes in 2 s.
+    assert E.series_rate(series, 100.0, 100.5, 103.5) == 8 * 6000 / 2
+    # Seconds past the series carried nothing.
+    assert E.series_rate(series, 100.0, 103.0, 106.0) == 8 * 6000 / 3
+    assert E.series_rate(series, 100.0, 100.2, 100.9) is None
+    assert E.series_rate(series, 100.0, 99.0, 101.0) is None
+
+
 def test_link_arguments():
     a = Link(up_rate_bps=64000, ge=(0.495, 0.005, 0.0, 1.0), loss=0.01).args()
     assert a[a.index("--ge") + 1] == "495000.000:5000.000:0.0:1.0"

@@ -665,6 +665,10 @@ int main(int argc, char** argv) {
         std::printf("\n");
     }
     std::printf("ge_bad_periods %" PRIu64 "\n", loss.bad_periods);
+    // Where the per-second series start, on CLOCK_MONOTONIC (Python's
+    // time.monotonic() in every namespace): second k of a series is
+    // [start_mono_s + k, start_mono_s + k + 1).
+    std::printf("start_mono_s %.9f\n", t0 / 1e9);
     for (uint32_t addr = 0; addr <= ACKFILTER_CSR_LAST; addr++)
         std::printf("csr 0x%02x %u\n", addr, csr[addr]);
     std::fflush(stdout);

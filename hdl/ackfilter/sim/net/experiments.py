@@ -339,6 +339,19 @@ def _goodput(rec, t0, window):
     return 8 * total / (window[1] - window[0])
 
 
+def series_rate(series, start, a, b):
+    """bit/s of the frames other than pure ACKs a bridge's per-second
+    ``series`` (``[[acks, others, other_bytes], ...]``, second k from
+    ``start + k``) carried in the whole seconds inside ``[a, b)`` (all
+    times ``time.monotonic()``); ``None`` when no whole second fits."""
+    import math
+    first, last = math.ceil(a - start - 1e-9), math.floor(b - start + 1e-9)
+    if last <= first or first < 0:
+        return None
+    got = [series[k][2] if k < len(series) else 0 for k in range(first, last)]
+    return 8 * sum(got) / (last - first)
+
+
 def host_goodputs(uploads, t0, window, host_uploads):
     """``(per_flow, per_host)`` bit/s over ``window`` of the server's
     ``uploads`` (each with its ``peer``), host k at ``CLIENT_IPS[k]`` with
@@ -472,9 +485,15 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
             win = None
         row["reverse_goodput_bps"] = round(_goodput(ups[0], t0, win)) if ups and win else 0
         if sc.page and ups:
-            # The upload's own rate outside the page: the 5 s before it starts.
+            # The upload's own rate outside the page: the 5 s before it starts,
+            # as the receiver delivered it in order, and as the uplink carried
+            # it (every frame but the pure ACKs is the upload's then).
             pre = (max(sc.upload[0], sc.page["start"] - 5), sc.page["start"])
             row["upload_before_page_bps"] = round(_goodput(ups[0], t0, pre))
+            if stats is not None and "start_mono_s" in stats.values:
+                link = series_rate(stats.values.get("up_series") or [], stats.values["start_mono_s"],
+                                   t0 + pre[0], t0 + pre[1])
+                row["upload_link_before_page_bps"] = None if link is None else round(link)
     if stats is not None:
         row["max_lag_ms"] = round(stats.max_lag_s * 1e3, 3)
         row["simulated_cycles_per_s"] = round(stats["ticks"] / stats["run_s"]) if stats["run_s"] else None
@@ -638,6 +657,8 @@ def _cell(r, what):
             t += f" ({_kbps(r['reverse_goodput_bps'])}"
             if r.get("upload_before_page_bps") is not None:
                 t += f"; {_kbps(r['upload_before_page_bps'])} before"
+                if r.get("upload_link_before_page_bps") is not None:
+                    t += f", {_kbps(r['upload_link_before_page_bps'])} on the link"
             t += ")"
             if r.get("page_retrans") is not None:
                 t += f" [{r['page_retrans']} / {r.get('upload_retrans')} resent]"
@@ -692,7 +713,7 @@ def summary(rows):
     if s5:
         out.append("**S5**, Wu & Williamson's page (median page time, s; downlink 1.5 Mb/s), and "
                    "**S5U**, the same during an upload (page time, s, and the upload's kb/s meanwhile; "
-                   "and in the 5 s before the page; [segments the client sent again: the page's "
+                   "and in the 5 s before the page, as delivered in order and as the uplink carried it; [segments the client sent again: the page's "
                    "SYNs and requests / the upload's data], the uplink's losses of each):\n")
         vs = [v for v in variants_of("S5U") if v not in variants_of("S5")]
         header = [f"S5 {format_rate(u)}" for u in s5] + [f"S5U {format_rate(u)}" for u in s5]
