@@ -262,7 +262,13 @@ class FlowQueues(wiring.Component):
                 m.d.comb += [qhead_w.en.eq(1), qhead_w.addr.eq(qa), qhead_w.data.eq(in_a.data)]
             left = qc_a.data - ic_a
             m.d.comb += [qcells_w.en.eq(1), qcells_w.addr.eq(qa), qcells_w.data.eq(left)]
-            emptied = left == 0
+            # Empty when the frame was the queue's only one: its head and
+            # tail (with `keep` the head stays). The same as `left == 0`, as
+            # every frame has a cell, without the frame's cells out of block
+            # RAM (5.8 ns) and a subtraction in front of the list updates:
+            # that was the flow-queue board's critical path (18.3 ns).
+            emptied = Signal()
+            m.d.comb += emptied.eq(~keep & (fid == qt_a.data))
             with m.If(emptied):
                 m.d.sync += nonempty.bit_select(qa, 1).eq(0)
             m.d.sync += [frames.eq(frames - 1), cells.eq(cells - ic_a)]
