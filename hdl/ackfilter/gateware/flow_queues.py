@@ -16,9 +16,11 @@ Storage, in LUT RAM but for a few registers and the per-frame tables:
   (``nonempty``) and whether it is on a list (``onlist``) are registers (a
   reset does not clear LUT RAM);
 * per id, in two block RAMs: the next frame of its queue, and its cells
-  and class (the low bits of its flow's tag, counted while it waits in the
-  shared queue); as LUT RAM (128 ids) they took 32 LUT-RAM blocks and
-  their read multiplexers, 167 LUT slots of the packed board;
+  (as LUT RAM, 128 ids, these took 32 LUT-RAM blocks and their read
+  multiplexers, 167 LUT slots of the packed board); and in LUT RAM its
+  class (the low bits of its flow's tag, counted while it waits in the
+  shared queue), which the count's update reads in the cycle the frame
+  leaves;
 * the two lists' heads and tails, the totals; the class counts (LUT RAM,
   whether each is 0 in a register).
 
@@ -66,8 +68,8 @@ __all__ = ["FlowQueues", "CREDIT_BITS"]
 
 _LUTRAM = {"ram_style": "distributed"}
 _BLOCK = {"ram_style": "block"}
-#: A queued frame's cells and class.
-_frame_info = data.StructLayout({"cells": range(MAX_CELLS + 1), "cls": range(SHARED_CLASSES)})
+#: A queued frame's cells (its class is in LUT RAM: `icls`).
+_frame_info = data.StructLayout({"cells": range(MAX_CELLS + 1)})
 #: A queue's credit, signed: at most QUANTUM_MAX; at least 1 less the
 #: charges of one frame's chunks (a 2048-byte frame in 16-byte chunks is
 #: charged about 12 KiB with headers and overhead).
@@ -208,7 +210,15 @@ class FlowQueues(wiring.Component):
         in_a, info_a = inext.read_port(transparent_for=()), iinfo.read_port(transparent_for=())
         m.d.comb += [p.addr.eq(qa) for p in (qh_a, qt_a, qc_a, cr_a, ln_a, old_a)]
         m.d.comb += [p.addr.eq(ia_next) for p in (in_a, info_a)]
-        ic_a, il_a = info_a.data.cells, info_a.data.cls
+        ic_a = info_a.data.cells
+        # A frame's class in LUT RAM, read at `ia`: the shared queue's class
+        # count is read at it, decremented and tested for 0 in the cycle a
+        # frame leaves; out of block RAM (5.8 ns) that was the flow-queue
+        # board's critical path.
+        icls = lutram("icls", range(SHARED_CLASSES), ni)
+        icls_w, icls_a = icls.write_port(), icls.read_port(domain="comb")
+        m.d.comb += icls_a.addr.eq(ia)
+        il_a = icls_a.data
         ne_a = nonempty.bit_select(qa, 1)
         q_cells_a = Mux(ne_a, qc_a.data, 0)
 
@@ -315,7 +325,8 @@ class FlowQueues(wiring.Component):
                 q, fid = qa, e_id
                 m.d.comb += [
                     iinfo_w.en.eq(1), iinfo_w.addr.eq(fid),
-                    iinfo_w.data.cells.eq(e_cells), iinfo_w.data.cls.eq(e_cls),
+                    iinfo_w.data.cells.eq(e_cells),
+                    icls_w.en.eq(1), icls_w.addr.eq(fid), icls_w.data.eq(e_cls),
                     qtail_w.en.eq(1), qtail_w.addr.eq(q), qtail_w.data.eq(fid),
                     qcells_w.en.eq(1), qcells_w.addr.eq(q), qcells_w.data.eq(q_cells_a + e_cells),
                 ]
