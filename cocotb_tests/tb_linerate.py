@@ -388,9 +388,7 @@ async def full_buffer_drops_from_the_head(dut):
     tb = await start_tb(dut)
     await tb.set_param("shaper_cpb_q16", 2**32 - 1)
     frames = [data_frame(1514, n) for n in range(40)]
-    await tb.send_all(frames)
-    await arrivals_done(tb, len(frames))
-    arrivals = [e for _, e in tb.events if not e.startswith("DEPART")]
+    arrivals = await arrival_events(tb, frames)
     drops = ["DROP_DATA_OVERFLOW"] * 10
     assert arrivals == (["ARRIVE_DATA"] * 21 + drops + ["ARRIVE_DATA"] * 10 + drops
                         + ["ARRIVE_DATA"] * 9), arrivals
@@ -416,9 +414,7 @@ async def full_buffer_of_min_size_frames_drops_batches_from_the_head(dut):
     tb = await start_tb(dut)
     tb.o_ready_pattern = itertools.repeat(0)
     frames = [data_frame(60, n) for n in range(142)]
-    await tb.send_all(frames)
-    await arrivals_done(tb, len(frames))
-    arrivals = [e for _, e in tb.events if not e.startswith("DEPART")]
+    arrivals = await arrival_events(tb, frames)
     batch = ["DROP_DATA_OVERFLOW"] * 16
     assert arrivals == (["ARRIVE_DATA"] * 121 + batch + ["ARRIVE_DATA"] * 16 + batch
                         + ["ARRIVE_DATA"] * 5), \
@@ -431,13 +427,15 @@ async def full_buffer_of_min_size_frames_drops_batches_from_the_head(dut):
     scoreboard(tb, tb.model(), counters=counters)
 
 
-async def arrivals_done(tb, n, *, timeout_cycles=20_000):
-    """Wait until the core has reported the arrival of ``n`` frames."""
+async def arrival_events(tb, frames, *, timeout_cycles=20_000):
+    """Send ``frames``, wait until the core has reported each one's arrival,
+    and return the events so far but the departures, in order."""
+    await tb.send_all(frames)
     for _ in range(timeout_cycles):
-        if sum(e in P.ARRIVAL_EVENTS for _, e in tb.events) >= n:
-            return
+        if sum(e in P.ARRIVAL_EVENTS for _, e in tb.events) >= len(frames):
+            return [e for _, e in tb.events if not e.startswith("DEPART")]
         await RisingEdge(tb.dut.clk)
-    raise AssertionError(f"{n} arrivals not reported within {timeout_cycles} cycles: "
+    raise AssertionError(f"{len(frames)} arrivals not reported within {timeout_cycles} cycles: "
                          f"{Counter(e for _, e in tb.events)}")
 
 
