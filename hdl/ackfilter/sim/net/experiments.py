@@ -274,19 +274,6 @@ SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R", "S7")
 #: S7's uploads per host.
 S7_HOSTS = (1, 4)
 
-
-def _s7_rule(host_shares):
-    """The S7 row a scheduler would reach that gives each host ``host_shares``
-    of the link, split evenly among the host's uploads."""
-    flows = [h / n for h, n in zip(host_shares, S7_HOSTS) for _ in range(n)]
-    return (" + ".join(f"{h:.0%}" for h in host_shares)
-            + f"; {jain(host_shares):.3f} / {jain(flows):.3f}")
-
-
-#: What S7 gives by each rule (shares of the uplink), beside the runs: CAKE's
-#: default (triple-isolate: hosts first, then flows within each host; the
-#: kernel here has no sch_cake to measure) and fairness between flows alone.
-S7_RULES = {"triple-isolate": None, "per-flow": None}
 _BASE = ("modem-fifo", "off", "conservative", "aggressive")
 _SHARES = tuple(n for n in VARIANTS if "-share" in n)
 _RED = tuple(n for n in VARIANTS
@@ -373,8 +360,19 @@ def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
-S7_RULES["triple-isolate"] = _s7_rule([1 / len(S7_HOSTS)] * len(S7_HOSTS))
-S7_RULES["per-flow"] = _s7_rule([n / sum(S7_HOSTS) for n in S7_HOSTS])
+def _s7_rule(host_shares):
+    """The S7 row a scheduler would reach that gives each host ``host_shares``
+    of the link, split evenly among the host's uploads."""
+    flows = [h / n for h, n in zip(host_shares, S7_HOSTS) for _ in range(n)]
+    return (" + ".join(f"{h:.0%}" for h in host_shares)
+            + f"; {jain(host_shares):.3f} / {jain(flows):.3f}")
+
+
+#: What S7 gives by each rule (shares of the uplink), beside the runs: CAKE's
+#: default (triple-isolate: hosts first, then flows within each host; the
+#: kernel here has no sch_cake to measure) and fairness between flows alone.
+S7_RULES = {"triple-isolate": _s7_rule([1 / len(S7_HOSTS)] * len(S7_HOSTS)),
+            "per-flow": _s7_rule([n / sum(S7_HOSTS) for n in S7_HOSTS])}
 
 
 def _agent_env():
