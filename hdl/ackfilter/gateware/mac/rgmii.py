@@ -224,11 +224,18 @@ class RGMIITxConverter(wiring.Component):
         # `end_next` says `nib_next` is the nibble's last cycle, so the
         # strobe reaches the counter through one gate (a strobe starts at
         # cycle 0, never a last one).
+        # `txc_next` is TXC (after the rising edge, after the falling edge)
+        # for the cycle `nib_next`, decided with the count a cycle ahead, so
+        # TXC's registers take a flip-flop or the strobe's constant, not the
+        # count's compares (they were the TX domain's critical path, five
+        # LUTs deep into TXC's enable). Cycle 0 has TXC low at both speeds.
         cur = Signal(8)
         cur_en, cur_er = Signal(), Signal()
         nib_next = Signal(range(TXC_10M_PERIOD))
         high_next = Signal()
         end_next = Signal()
+        txc_next = Signal(2)
+        assert TXC_100M_PATTERN[0] == (0, 0) and TXC_10M_RISE > 0
 
         with m.If(self.speed == SPEED_1000):
             m.d.sync += [
@@ -238,7 +245,7 @@ class RGMIITxConverter(wiring.Component):
                 self.tx_ctl_fall.eq(self.en ^ self.er),
                 self.txc_rise.eq(1),
                 self.txc_fall.eq(0),
-                nib_next.eq(0), high_next.eq(0), end_next.eq(0),
+                nib_next.eq(0), high_next.eq(0), end_next.eq(0), txc_next.eq(0),
             ]
         with m.Else():
             at_10 = self.speed == SPEED_10
@@ -262,15 +269,22 @@ class RGMIITxConverter(wiring.Component):
                 self.tx_ctl_rise.eq(en),
                 self.tx_ctl_fall.eq(en ^ er),
             ]
+            # TXC of cycle `nib` (0 after a strobe), and of the cycle after
+            # `nib_next` for the next `txc_next`.
+            txc = Mux(self.stb, 0, txc_next)
+            m.d.sync += [self.txc_rise.eq(txc[0]), self.txc_fall.eq(txc[1])]
+            after = Signal(2)                   # TXC of cycle nib_next + 1
             with m.If(at_10):
                 # 2.5 MHz: high from 96 ns after the nibble changes for 200 ns.
-                txc = (nib >= TXC_10M_RISE) & (nib < TXC_10M_RISE + TXC_10M_PERIOD // 2)
-                m.d.sync += [self.txc_rise.eq(txc), self.txc_fall.eq(txc)]
+                high_at = (nib_next >= TXC_10M_RISE - 1) & (nib_next < TXC_10M_RISE + TXC_10M_PERIOD // 2 - 1)
+                m.d.comb += after.eq(Cat(high_at, high_at))
             with m.Else():
-                with m.Switch(nib):
-                    for p, (r, f) in enumerate(TXC_100M_PATTERN):
+                with m.Switch(nib_next):
+                    for p, (r, f) in enumerate(TXC_100M_PATTERN[1:]):
                         with m.Case(p):
-                            m.d.sync += [self.txc_rise.eq(r), self.txc_fall.eq(f)]
+                            m.d.comb += after.eq(Cat(C(r, 1), C(f, 1)))
+            first = Mux(at_10, 0, Cat(C(TXC_100M_PATTERN[1][0], 1), C(TXC_100M_PATTERN[1][1], 1)))
+            m.d.sync += txc_next.eq(Mux(self.stb, first, Mux(end_next, 0, after)))
         return m
 
 
