@@ -228,14 +228,15 @@ class RGMIITxConverter(wiring.Component):
         # for the cycle `nib_next`, decided with the count a cycle ahead, so
         # TXC's registers take a flip-flop or the strobe's constant, not the
         # count's compares (they were the TX domain's critical path, five
-        # LUTs deep into TXC's enable). Cycle 0 has TXC low at both speeds.
+        # LUTs deep into TXC's enable). Cycles 0 and (at 10 Mb/s) 1 have TXC
+        # low, so a strobe's next two values are constants.
         cur = Signal(8)
         cur_en, cur_er = Signal(), Signal()
         nib_next = Signal(range(TXC_10M_PERIOD))
         high_next = Signal()
         end_next = Signal()
         txc_next = Signal(2)
-        assert TXC_100M_PATTERN[0] == (0, 0) and TXC_10M_RISE > 0
+        assert TXC_100M_PATTERN[0] == (0, 0) and TXC_10M_RISE > 1
 
         with m.If(self.speed == SPEED_1000):
             m.d.sync += [
@@ -269,8 +270,9 @@ class RGMIITxConverter(wiring.Component):
                 self.tx_ctl_rise.eq(en),
                 self.tx_ctl_fall.eq(en ^ er),
             ]
-            # TXC of cycle `nib` (0 after a strobe), and of the cycle after
-            # `nib_next` for the next `txc_next`.
+            # TXC of cycle `nib` (cycle 0 after a strobe); `after` is TXC of
+            # cycle `nib_next + 1`, the next `txc_next` unless the count
+            # restarts.
             txc = Mux(self.stb, 0, txc_next)
             m.d.sync += [self.txc_rise.eq(txc[0]), self.txc_fall.eq(txc[1])]
             after = Signal(2)                   # TXC of cycle nib_next + 1
