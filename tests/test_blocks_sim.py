@@ -101,16 +101,16 @@ def check_against_model(frames, results):
             assert off % 4 == 2, where
             assert r.meta.ecn == ecn_codepoint(frame), where
         if want.eligible:
-            meta = r.meta
+            meta, det = r.meta, r.details
             assert meta.ack == want.ack, where
             assert bool(meta.has_ts) == want.has_ts, where
             if want.has_ts:
-                assert (meta.tsval, meta.tsecr) == (want.tsval, want.tsecr), where
+                assert (det.tsval, det.tsecr) == (want.tsval, want.tsecr), where
             assert meta.sack_n == len(want.sack), where
-            assert [(meta.sack[k].start, meta.sack[k].end) for k in range(len(want.sack))] == want.sack, where
+            assert [(det.sack[k].start, det.sack[k].end) for k in range(len(want.sack))] == want.sack, where
             assert bool(meta.other_opts) == want.other_opts, where
             assert (bool(meta.ece), bool(meta.cwr), bool(meta.ae), meta.ecn) == (want.ece, want.cwr, want.ae, want.ecn), where
-            assert (bool(meta.accecn_opt), meta.accecn_mask, tuple(meta.accecn[i] for i in range(3))) == \
+            assert (bool(meta.accecn_opt), meta.accecn_mask, tuple(det.accecn[i] for i in range(3))) == \
                 (want.accecn_opt, want.accecn_mask, want.accecn), where
         check_seg(frame, r.seg, sums, where)
 

@@ -51,7 +51,8 @@ from collections import deque
 import pytest
 
 from blocksim import frame_words, nwords, simulate
-from ackfilter.gateware.ingress import CELL_WORDS, KEY_SLOT_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, Verdict
+from ackfilter.gateware.flow_record import SLOT_WORDS as KEY_SLOT_WORDS
+from ackfilter.gateware.ingress import CELL_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, Verdict
 from ackfilter.model.flowkey import KEY_V6_BIT
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.segmenter import lane_block_sums, seg_info
@@ -325,6 +326,32 @@ def key_words64(key):
     return [key[2 * j] | key[2 * j + 1] << 32 for j in range(len(key) // 2)]
 
 
+#: The words of a key slot the ingress writes, and how the bits beyond the
+#: key are laid out (``gateware.flow_record``, spelled out here): word 7 TSval
+#: and TSecr, 8-11 the SACK blocks (start, end), 12 EE0B and ECEB, 13 EE1B
+#: (24 bits each); the segmenter's fields (``parser.seg_info_layout``, in its
+#: order from bit 0) in word 6 (bits 0-63), the top 16 bits of word 12
+#: (64-79) and bits 24-49 of word 13 (80-105).
+SLOT_WRITTEN = 14
+SEG_FIELDS = (("ok", 1), ("pppoe", 1), ("tcp_word", 6), ("pay_word", 7), ("pay_bytes", 11),
+              ("seq", 32), ("offflags", 16), ("sum", 16), ("hdr_tail", 16))
+
+
+def slot_fields(words):
+    """The ACK details and the segmenter's fields in slot words 6-13."""
+    w = dict(enumerate(words))
+    bits = w[6] | (w[12] >> 48) << 64 | (w[13] >> 24 & (1 << 26) - 1) << 80
+    seg, at = {}, 0
+    for name, width in SEG_FIELDS:
+        seg[name] = bits >> at & (1 << width) - 1
+        at += width
+    assert at == 106
+    m24 = (1 << 24) - 1
+    return dict(tsval=w[7] & 0xFFFFFFFF, tsecr=w[7] >> 32,
+                sack=[(w[8 + k] & 0xFFFFFFFF, w[8 + k] >> 32) for k in range(4)],
+                accecn=(w[12] & m24, w[12] >> 24 & m24, w[13] & m24), seg=seg)
+
+
 def expected_verdict(p, rec):
     """The verdict the spec gives a frame: a data frame is DATA_FULL when the
     bench's free list could not give it a cell as its words came (``rec["full"]``)."""
@@ -336,7 +363,8 @@ def expected_verdict(p, rec):
 def check_records(frames, records, *, ack_mode):
     """Every frame against the model; returns a tally of what was seen."""
     assert len(records) == len(frames), f"{len(frames)} frames, {len(records)} entries"
-    tally = {"overrun": 0, "data_cells": 0, "scattered": 0, "sums": 0, "fitted_late": 0, "keys": 0}
+    tally = {"overrun": 0, "data_cells": 0, "scattered": 0, "sums": 0, "fitted_late": 0, "keys": 0,
+             "seg_ok": 0, "details": 0}
     last_slot = KEY_SLOTS - 1
     for frame, rec in zip(frames, records):
         p = classify(frame, ack_mode=ack_mode)
@@ -350,15 +378,26 @@ def check_records(frames, records, *, ack_mode):
         assert rec["stats"] == (1, len(frame), int(p.pure_ack), int(p.pure_ack and not p.eligible)), where
         assert rec["overrun"] == (not rec["ready"]), where
         meta = rec["meta"]
-        # Every committed frame's flow key reaches the key memory, a word a
-        # cycle from the push on, in the next slot (so a slot is reused only
-        # KEY_SLOTS keys later); its tag reaches the entry (spec section 2,
-        # "Flow key"). Runts and oversize frames write none.
+        # Every committed frame's slot reaches the key memory, a word a cycle
+        # from the push on, in the next slot (so a slot is reused only
+        # KEY_SLOTS keys later): its flow key in words 0-5, its tag in the
+        # entry (spec section 2, "Flow key"). Runts and oversize frames
+        # write none.
         keyed = rec["ready"] and rec["verdict"] not in (Verdict.RUNT, Verdict.OVERSIZE)
-        want_writes = [(rec["cycle"] + j, rec["key_slot"] * KEY_SLOT_WORDS + j, w)
-                       for j, w in enumerate(key_words64(p.key))] if keyed else []
-        assert rec["key_writes"] == want_writes, f"{where}: key writes {rec['key_writes']}, want {want_writes}"
+        got = rec["key_writes"]
+        want_at = [(rec["cycle"] + j, rec["key_slot"] * KEY_SLOT_WORDS + j)
+                   for j in range(SLOT_WRITTEN)] if keyed else []
+        assert [w[:2] for w in got] == want_at, f"{where}: slot writes at {[w[:2] for w in got]}, want {want_at}"
+        words = [w[2] for w in got]
+        assert words[:6] == key_words64(p.key) if keyed else not words, f"{where}: key {words[:6]}"
         if keyed:
+            slot = slot_fields(words)
+            if p.cls != "ack" and rec["verdict"] == Verdict.DATA:
+                # What the segmenter needs of the frame (spec section 9).
+                si = seg_info(frame)
+                want = {name: int(getattr(si, name)) for name, _ in SEG_FIELDS} if si.ok else {"ok": 0}
+                assert {k: slot["seg"][k] for k in want} == want, f"{where}: segmenter fields {slot['seg']}"
+                tally["seg_ok"] += si.ok
             assert rec["key_slot"] == (last_slot + 1) % KEY_SLOTS, where
             last_slot = rec["key_slot"]
             assert rec["key_v6"] == p.key[0] >> KEY_V6_BIT & 1, where
@@ -368,12 +407,14 @@ def check_records(frames, records, *, ack_mode):
             assert (meta.ack, bool(meta.eligible)) == (p.ack, p.eligible), where
             if p.eligible:
                 assert (bool(meta.has_ts), bool(meta.other_opts)) == (p.has_ts, p.other_opts), where
-                if p.has_ts:
-                    assert (meta.tsval, meta.tsecr) == (p.tsval, p.tsecr), where
-                assert [(meta.sack[k].start, meta.sack[k].end) for k in range(meta.sack_n)] == p.sack, where
                 assert (bool(meta.ece), bool(meta.cwr), bool(meta.ae), meta.ecn) == (p.ece, p.cwr, p.ae, p.ecn), where
-                assert (bool(meta.accecn_opt), meta.accecn_mask, tuple(meta.accecn[i] for i in range(3))) == \
-                    (p.accecn_opt, p.accecn_mask, p.accecn), where
+                assert (bool(meta.accecn_opt), meta.accecn_mask) == (p.accecn_opt, p.accecn_mask), where
+                if keyed:                       # its option values, in its slot
+                    if p.has_ts:
+                        assert (slot["tsval"], slot["tsecr"]) == (p.tsval, p.tsecr), where
+                    assert slot["sack"][:meta.sack_n] == p.sack, where
+                    assert slot["accecn"] == p.accecn, where
+                    tally["details"] += 1
         committed = rec["ready"]
         tally["overrun"] += not committed
         v = rec["verdict"]
@@ -417,8 +458,10 @@ def test_every_frame_gives_one_entry_and_lands_byte_exact(ack_mode, release_p):
     records, _ = run_ingress(frames, ack_mode=ack_mode, cells=12, seed=ack_mode, release_p=release_p)
     tally = check_records(frames, records, ack_mode=ack_mode)
     assert tally.get("DATA", 0) > 25 and tally.get("RUNT", 0) >= 6 and tally.get("OVERSIZE", 0) >= 3
+    # Slots with segmentable data frames' fields and ACKs' option values.
+    assert tally["seg_ok"] > 10
     if ack_mode:
-        assert tally.get("ACK", 0) > 40 and tally.get("DATA_FULL", 0) >= 2
+        assert tally.get("ACK", 0) > 40 and tally.get("DATA_FULL", 0) >= 2 and tally["details"] > 30
     else:
         assert "ACK" not in tally
     # Every cell was used more than twice; chains out of order; block sums seen.

@@ -51,7 +51,8 @@ from dataclasses import replace
 import pytest
 
 from blocksim import simulate
-from ackfilter.gateware.ingress import KEY_SLOT_WORDS, KEY_SLOTS, MAX_CELLS, Verdict, ingress_entry_layout
+from ackfilter.gateware.flow_record import SLOT_WORDS
+from ackfilter.gateware.ingress import KEY_SLOTS, MAX_CELLS, Verdict, ingress_entry_layout
 from ackfilter.gateware.queue_manager import QueueManager
 from ackfilter.model import FilterModel
 from ackfilter.model.flowkey import KEY_V6_BIT
@@ -109,11 +110,23 @@ def ncells(nbytes):
     return -(-nbytes // DATA_CELL_BYTES)
 
 
-def key_words64(key):
-    """A key as the key memory and the flow record hold it: 32-bit words 2j
-    and 2j + 1 in 64-bit word j."""
-    key = list(key) + [0]
-    return [key[2 * j] | key[2 * j + 1] << 32 for j in range(len(key) // 2)]
+def slot_words(p):
+    """The key slot the ingress writes for a frame (``p``: the model's
+    classification), word by word: the key as the flow record holds it
+    (32-bit words 2j and 2j + 1 in 64-bit word j), then words 6-13 (the
+    pure ACK's option values at the record's word numbers: 7 its
+    timestamps, 8-11 its SACK blocks, 12-13 its AccECN counters; the
+    segmenter's fields, unused here, 0)."""
+    key = list(p.key) + [0]
+    words = [key[2 * j] | key[2 * j + 1] << 32 for j in range(len(key) // 2)]
+    ack = p.pure_ack
+    sack = (p.sack if ack else []) + [(0, 0)] * (4 - len(p.sack if ack else []))
+    aecn = p.accecn if ack else (0, 0, 0)
+    words.append(0)
+    words.append(p.tsval | p.tsecr << 32 if ack else 0)
+    words += [s | e << 32 for s, e in sack]
+    words += [aecn[0] | aecn[1] << 24, aecn[2]]
+    return words
 
 
 def entry_value(p, frame, *, verdict, chain, buf, key_slot):
@@ -125,13 +138,10 @@ def entry_value(p, frame, *, verdict, chain, buf, key_slot):
         dict(found=1, word=(hdr[0] - 2) // 4, ipv6=int(hdr[1] == 6))
     meta = dict(ecn=ecn_codepoint(frame) or 0, tag=p.tag if p.key else 0)
     if p.pure_ack:
-        sack = p.sack + [(0, 0)] * (4 - len(p.sack))
-        meta = dict(tag=p.tag, ack=p.ack, tsval=p.tsval, tsecr=p.tsecr,
-                    has_ts=int(p.has_ts), sack_n=len(p.sack),
-                    sack=[{"start": s, "end": e} for s, e in sack],
+        meta = dict(tag=p.tag, ack=p.ack, has_ts=int(p.has_ts), sack_n=len(p.sack),
                     other_opts=int(p.other_opts), eligible=int(p.eligible), ece=int(p.ece),
                     cwr=int(p.cwr), ae=int(p.ae), ecn=p.ecn, accecn_opt=int(p.accecn_opt),
-                    accecn_mask=p.accecn_mask, accecn=list(p.accecn))
+                    accecn_mask=p.accecn_mask)
     layout = ingress_entry_layout(cells=CELLS, buf_bits=BUF_BITS)
     return layout.const(dict(verdict=verdict, nbytes=min(len(frame), 0xFFFF),
                              l3_bytes=ip_packet_length(frame) & 0xFFF if len(frame) <= 2048 else 0,
@@ -226,12 +236,12 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 mine = [cells.popleft() for _ in range(n)]
                 chain = chain_of[frame] = dict(first=mine[0], last=mine[-1], n=n)
                 cells_of[mine[0]] = mine
-            # As the ingress does: the key's words into the next slot, word j
-            # j cycles after the entry is offered (none for a runt or an
+            # As the ingress does: the slot's words into the next slot, word
+            # j j cycles after the entry is offered (none for a runt or an
             # oversize frame).
             slot = key_slot
             if verdict not in (Verdict.RUNT, Verdict.OVERSIZE):
-                key_writes.extend((slot * KEY_SLOT_WORDS + j, w) for j, w in enumerate(key_words64(p.key)))
+                key_writes.extend((slot * SLOT_WORDS + j, w) for j, w in enumerate(slot_words(p)))
                 key_slot = (key_slot + 1) % KEY_SLOTS
             fifo.append((frame, verdict, entry_value(p, frame, verdict=verdict, chain=chain, buf=buf,
                                                      key_slot=slot)))
@@ -259,7 +269,8 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             if write is not None:
                 ctx.set(dut.key_wr_addr, write[0])
                 ctx.set(dut.key_wr_data, write[1])
-            ctx.set(dut.entry_valid, bool(fifo))
+            # (As the core does: an entry waits while its slot is written.)
+            ctx.set(dut.entry_valid, bool(fifo) and not (len(fifo) == 1 and key_writes))
             if fifo:
                 ctx.set(dut.entry, fifo[0][2])
             # The egress and the shaper.
@@ -472,7 +483,7 @@ def test_departures_follow_the_data_share(data_share):
 
 def test_mode_off_is_a_fifo():
     # Every frame is data; the data queue fills the cells.
-    frames = frames_for(75, 80, 4)
+    frames = frames_for(75, 120, 4)
     model, tally = run_manager(frames, ack_mode=0, ack_queue_limit=16, data_share=128, seed=9)
     assert "DEPART_ACK" not in tally and tally["DEPART_DATA"] > 30 and tally["DROP_DATA_FULL"] > 5
     assert tally["no cells"] > 5, tally
@@ -558,6 +569,47 @@ def test_supersession_corners_agree_with_the_model(ack_mode):
         assert arrivals == [names[x] for x in letters]
     else:
         assert arrivals.count("ARRIVE_ACK_SUPERSEDE") >= 3
+
+
+@pytest.mark.parametrize("ack_mode", [2, 1])
+def test_each_frame_decides_on_its_own_option_values(ack_mode):
+    # The manager loads an ACK's option values from its key slot as its
+    # handling starts, and decides on them a few cycles later (SACK, TS:
+    # docs/design.md, "The flow key and the option values beside the
+    # entry"). Between the frames of the corner sequences, and of two with
+    # four SACK blocks (the last one insane, then all sane, each followed
+    # by an ACK that supersedes only the sane one), come ACKs of other
+    # flows whose values would change those decisions were any of them
+    # still in use: far timestamps and three insane SACK blocks, no options,
+    # four sane blocks, four insane ones. Every event is checked against
+    # the model.
+    def ack(flow, a, n, sack=(), ts=None):
+        opts = [] if ts is None else [("NOP", None), ("NOP", None), ("Timestamp", ts)]
+        if sack:
+            opts += [("NOP", None), ("NOP", None), ("SAck", tuple(v for b in sack for v in b))]
+        return traces.tcp_frame(flow, ack=a, options=opts, ip_id=n, builder="raw")
+
+    Q, R = traces.Flow(src="10.8.1.1", sport=43001), traces.Flow(src="10.8.1.2", sport=43002)
+    sane4 = [(5000 + 100 * j, 5050 + 100 * j) for j in range(4)]
+    frames, _letters = corner_frames()
+    frames += [ack(Q, 1000, 1, sack=sane4[:3] + [(5400, 5300)]), ack(Q, 6000, 2),
+               ack(R, 1000, 1, sack=sane4), ack(R, 6000, 2)]
+    decoys = [
+        lambda k: ack(traces.Flow(src="10.8.0.1", sport=42001), 70_000 + k, k,
+                      sack=[(90_000 + 10 * j, 80_000 + j) for j in range(3)],
+                      ts=(0xF000_0000 + k, 0xE000_0000)),
+        lambda k: ack(traces.Flow(src="10.8.0.2", sport=42002), 500 + k, k),
+        lambda k: ack(traces.Flow(src="10.8.0.3", sport=42003), 1000 + k, k, sack=sane4),
+        lambda k: ack(traces.Flow(src="10.8.0.4", sport=42004), 9000 + k, k,
+                      sack=[(e, s) for s, e in sane4]),
+    ]
+    mixed = []
+    for k, f in enumerate(frames):
+        mixed += [decoys[k % 4](k), f]
+    assert len(set(mixed)) == len(mixed)
+    model, tally = run_manager(mixed, ack_mode=ack_mode, ack_queue_limit=16, data_share=128,
+                               seed=20 + ack_mode, flow_entries=12)
+    assert tally.get("ARRIVE_ACK_SUPERSEDE", 0) >= 6, tally
 
 
 @pytest.mark.parametrize("ack_mode", [0, 1, 2])

@@ -112,8 +112,8 @@ class UplinkCore(wiring.Component):
 
         entry_layout = ingress_entry_layout(cells=cells, buf_bits=buf_bits)
         # Unbuffered: its LUT RAM is read asynchronously straight into the
-        # manager's register of the frame it handles (`cur`), so the 900-odd
-        # bits are held once, not in a FIFO output register as well.
+        # manager's register of the frame it handles (`cur`), so its bits
+        # are held once, not in a FIFO output register as well.
         m.submodules.entries = entries = SyncFIFO(width=entry_layout.size, depth=ENTRY_FIFO_DEPTH)
         m.submodules.data_ring = data_ring = Memory(shape=32, depth=cells * CELL_WORDS, init=[])
         m.submodules.ack_bufs = ack_bufs = Memory(shape=32, depth=buf_count * slot_words, init=[])
@@ -176,9 +176,10 @@ class UplinkCore(wiring.Component):
             ingress.entry_ready.eq(entries.w_rdy),
         ]
 
-        # Queue manager.
+        # Queue manager. An entry whose key slot is still being written is
+        # held back: it is the newest, so the only one in the FIFO then.
         m.d.comb += [
-            manager.entry_valid.eq(entries.r_rdy),
+            manager.entry_valid.eq(entries.r_rdy & ~(ingress.slot_busy & (entries.level == 1))),
             manager.entry.eq(entries.r_data),
             entries.r_en.eq(manager.entry_ready),
             manager.ack_mode.eq(csr.params.ack_mode),

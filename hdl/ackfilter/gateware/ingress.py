@@ -7,11 +7,17 @@ parser has classified the frame, the ingress commits it to one of the two,
 or drops it, and pushes a :data:`ingress_entry_layout` record into the queue
 manager's FIFO. Nothing is copied afterwards: committing is moving a pointer.
 
-The frame's flow key (352 bits) does not travel in the record: the ingress
-writes it into a slot of the key memory, 64 bits a cycle, from the cycle of
-the push on, and the record names the slot (``key_slot``). The queue manager
-reads the key from there, one word a cycle, as it compares and writes the
-flow's record (in the FIFO, in LUT RAM, the key took about 750 LUT slots).
+The frame's flow key (352 bits), a pure ACK's option values (its timestamps,
+SACK blocks and AccECN counters: 392 bits) and the segmenter's fields (106
+bits) do not travel in the record: the ingress writes them into a slot of the
+key memory (block RAM), 64 bits a cycle from the cycle of the push on
+(:mod:`.flow_record` says where each goes), and the record names the slot
+(``key_slot``). The queue manager reads them from there as it needs them (in
+the FIFO, in LUT RAM, the key took about 750 LUT slots, the rest about 350).
+While a slot is written the parser's result must hold, so the next frame's
+last word waits until the slot's last word is written (``slot_busy``); a
+frame of 60 bytes or more never waits. The manager takes no entry whose slot
+is still being written (the core holds back ``entry_valid``).
 """
 
 from amaranth.hdl import *
@@ -19,27 +25,23 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
-from ..model.flowkey import KEY_V6_BIT, KEY_WORDS
-from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout, seg_info_layout
+from ..model.flowkey import KEY_V6_BIT
+from .flow_record import SLOT_WORDS, SLOT_WRITTEN, slot_word
+from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout
 from .lib.cells import chain_layout
 from .lib.stream import FrameStream, WORD_BYTES
 
-__all__ = ["Verdict", "ingress_entry_layout", "Ingress", "CELL_WORDS", "MAX_CELLS", "KEY_WORDS64",
-           "KEY_SLOT_WORDS", "KEY_SLOTS"]
+__all__ = ["Verdict", "ingress_entry_layout", "Ingress", "CELL_WORDS", "MAX_CELLS", "KEY_SLOTS"]
 
 #: Words of a data cell, and the most cells one frame takes.
 CELL_WORDS = DATA_CELL_BYTES // WORD_BYTES
 MAX_CELLS = -(-MAX_FRAME_BYTES // DATA_CELL_BYTES)
 
-#: The key memory: a flow key is KEY_WORDS64 words of 64 bits (32-bit key
-#: words 2j and 2j + 1 in word j, the last one's high half 0), the layout of
-#: the flow record's key words; a slot holds one key, KEY_SLOT_WORDS apart.
-#: KEY_SLOTS must exceed the frames that can wait in the entry FIFO plus the
-#: one the queue manager holds (the core checks it).
-KEY_WORDS64 = (KEY_WORDS + 1) // 2
-KEY_SLOT_WORDS = 8
+#: Slots of the key memory (each ``flow_record.SLOT_WORDS`` words of 64
+#: bits): KEY_SLOTS must exceed the frames that can wait in the entry FIFO
+#: plus the one the queue manager holds (the core checks it).
 KEY_SLOTS = 8
-assert KEY_WORDS64 <= KEY_SLOT_WORDS
+assert SLOT_WORDS & (SLOT_WORDS - 1) == 0
 
 
 class Verdict(enum.Enum, shape=3):
@@ -59,8 +61,7 @@ def ingress_entry_layout(*, cells, buf_bits):
         "buf":     buf_bits,       # ACK buffer of an ACK
         "ip":      ip_header_layout,   # where RED marks a DATA frame (ECN: meta.ecn)
         "meta":    ack_meta_layout,
-        "seg":     seg_info_layout,    # what the segmenter needs of a DATA frame
-        "key_slot": range(KEY_SLOTS),  # where its flow key is (not for RUNT and OVERSIZE)
+        "key_slot": range(KEY_SLOTS),  # its key slot (not for RUNT and OVERSIZE)
         "key_v6":  1,                  # the key is IPv6's (bit KEY_V6_BIT of its word 0)
     })
 
@@ -76,9 +77,9 @@ class Ingress(wiring.Component):
                                       ``c`` at ``c * CELL_WORDS + w``
     ack_wr : Out                      write port of the ACK buffers
     key_wr : Out                      write port of the key memory: word ``j`` of slot ``s``
-                                      at ``s * KEY_SLOT_WORDS + j``, words 0 .. KEY_WORDS64 - 1
-                                      in the cycles from the push on (keys are pushed at
-                                      least seven cycles apart)
+                                      at ``s * SLOT_WORDS + j``, word ``j`` (of
+                                      ``flow_record.SLOT_WRITTEN``) ``j`` cycles after the push
+    slot_busy : Out(1)                a slot is being written (after its push's cycle)
     sum_wr : Out                      write port of the segmenter's block sums: the
                                       payload block that starts in word ``b`` of a frame
                                       lives at ``cell(b) * (CELL_WORDS / 4) + (b mod CELL_WORDS) / 4``
@@ -113,7 +114,8 @@ class Ingress(wiring.Component):
             "ack_wr_addr":          Out(bb + (self.slot_words - 1).bit_length()),
             "ack_wr_data":          Out(32),
             "key_wr_en":            Out(1),
-            "key_wr_addr":          Out(range(KEY_SLOTS * KEY_SLOT_WORDS)),
+            "key_wr_addr":          Out(range(KEY_SLOTS * SLOT_WORDS)),
+            "slot_busy":            Out(1),
             "key_wr_data":          Out(64),
             "sum_wr_en":            Out(1),
             "sum_wr_addr":          Out(cb + wb - 2),
@@ -146,10 +148,15 @@ class Ingress(wiring.Component):
         wb = (CELL_WORDS - 1).bit_length()
 
         beat = self.i.payload
-        take_word = self.i.valid & parser.ready
+        # A frame's last word waits while a slot is written (module docstring).
+        key_j = Signal(range(SLOT_WORDS))           # the slot word written now, after word 0
+        hold = Signal()
+        take_word = self.i.valid & self.i.ready
         m.d.comb += [
-            self.i.ready.eq(parser.ready),
-            parser.valid.eq(self.i.valid),
+            hold.eq(beat.last & (key_j != 0)),
+            self.slot_busy.eq(key_j != 0),
+            self.i.ready.eq(parser.ready & ~hold),
+            parser.valid.eq(self.i.valid & ~hold),
             parser.data.eq(beat.data),
             parser.keep.eq(beat.keep),
             parser.last.eq(beat.last),
@@ -244,7 +251,6 @@ class Ingress(wiring.Component):
             entry.buf.eq(stage_buf),
             entry.meta.eq(res.meta),
             entry.ip.eq(res.ip),
-            entry.seg.eq(res.seg),
             entry.key_slot.eq(key_slot),
             entry.key_v6.eq(res.key[0][KEY_V6_BIT]),
             self.entry_valid.eq(parser.done),
@@ -267,32 +273,23 @@ class Ingress(wiring.Component):
                 m.d.comb += self.stage_take.eq(1)
                 m.d.sync += stage_buf.eq(self.stage_alloc_id)
 
-        # The flow key into its slot of the key memory (module docstring):
-        # word 0 in the cycle of the push, words 1 to 3 straight from the
-        # parser's result in the next three (it holds until the next frame's
-        # result, four cycles on at the earliest: the parser is not ready for
-        # three cycles after a last word, and the next frame has one word at
-        # least), words 4 and 5 from a copy taken with the push. A frame with
-        # a key has four words at least, so the next key's push is seven
-        # cycles on at the earliest, after this key's last word.
-        from_result = 4
-        assert KEY_WORDS64 == from_result + 2 and KEY_WORDS == 2 * KEY_WORDS64 - 1
-        key_j = Signal(range(KEY_SLOT_WORDS))       # the word written now, after word 0
-        key_tail = Signal(32 * (KEY_WORDS - 2 * from_result))
+        # The frame's slot (module docstring): word 0 in the cycle of the
+        # push, word j j cycles on, all from the parser's result, which holds
+        # meanwhile: the next frame's last word waits (`hold`, above) until
+        # the last word here is written, and its result comes three cycles
+        # after that word at the earliest.
         push_key = Signal()
         m.d.comb += push_key.eq(parser.done & self.entry_ready &
                                 (verdict != Verdict.RUNT) & (verdict != Verdict.OVERSIZE))
-        words = [Cat(res.key[2 * j], res.key[2 * j + 1]) for j in range(from_result)]
-        words += [key_tail[:64], Cat(key_tail[64:], C(0, 32))]
+        words = [slot_word(j, key=res.key, details=res.details, seg=res.seg) for j in range(SLOT_WRITTEN)]
         m.d.comb += [
             self.key_wr_en.eq(push_key | (key_j != 0)),
             self.key_wr_addr.eq(Cat(key_j, key_slot)),
             self.key_wr_data.eq(Array(words)[key_j]),
         ]
         with m.If(push_key):
-            m.d.sync += [key_tail.eq(Cat(*[res.key[i] for i in range(2 * from_result, KEY_WORDS)])),
-                         key_j.eq(1)]
-        with m.Elif(key_j == KEY_WORDS64 - 1):
+            m.d.sync += key_j.eq(1)
+        with m.Elif(key_j == SLOT_WRITTEN - 1):
             m.d.sync += [key_j.eq(0), key_slot.eq(key_slot + 1)]
         with m.Elif(key_j != 0):
             m.d.sync += key_j.eq(key_j + 1)

@@ -35,8 +35,8 @@ from ..model.flowkey import KEY_WORDS, PORT_PROTOCOLS, TPID_CODES, tag_matrix
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .lib.stream import WORD_BYTES
 
-__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "ip_header_layout", "seg_info_layout",
-           "parse_result_layout", "FrameParser"]
+__all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "ack_details_layout", "ip_header_layout",
+           "seg_info_layout", "parse_result_layout", "FrameParser"]
 
 
 class FrameClass(enum.Enum, shape=2):
@@ -48,29 +48,35 @@ class FrameClass(enum.Enum, shape=2):
 
 sack_block_layout = data.StructLayout({"start": 32, "end": 32})
 
-#: What the queue manager needs of a pure ACK; ``tag`` is every frame's.
-#: (The flow key, every frame's too, is the result's ``key``: the ingress
-#: writes it to the key memory, not into the entry.)
+#: What the queue manager needs of a pure ACK to decide on it at once;
+#: ``tag`` is every frame's. (The flow key, every frame's too, is the
+#: result's ``key``, and an ACK's options are its ``details``: the ingress
+#: writes both to the frame's key slot, not into the entry.)
 ack_meta_layout = data.StructLayout({
     "tag":        16,
     "ack":        32,
-    "tsval":      32,
-    "tsecr":      32,
     "has_ts":     1,
     "sack_n":     3,
-    "sack":       data.ArrayLayout(sack_block_layout, 4),
     "other_opts": 1,
     "eligible":   1,
     "ece":        1,
     "cwr":        1,
     "ae":         1,
     "ecn":        2,
-    # The AccECN option (RFC 9768; spec section 3, "AccECN"): present, which
-    # counters it carries (bit i: model.pktparse.ACCECN_FIELDS[i]) and their
-    # values in that order (EE0B, ECEB, EE1B; 0 where absent).
+    # The AccECN option (RFC 9768; spec section 3, "AccECN"): present, and
+    # which counters it carries (bit i: model.pktparse.ACCECN_FIELDS[i]).
     "accecn_opt":  1,
     "accecn_mask": 3,
-    "accecn":      data.ArrayLayout(24, 3),
+})
+
+#: A pure ACK's option values (0 where absent, or beyond ``sack_n``): its
+#: timestamps, SACK blocks and AccECN counters, in the order
+#: ``accecn_mask`` names them (EE0B, ECEB, EE1B).
+ack_details_layout = data.StructLayout({
+    "tsval":  32,
+    "tsecr":  32,
+    "sack":   data.ArrayLayout(sack_block_layout, 4),
+    "accecn": data.ArrayLayout(24, 3),
 })
 
 #: Where a frame's IP header is, for RED's CE mark (spec section 10):
@@ -116,6 +122,7 @@ parse_result_layout = data.StructLayout({
     "ip":       ip_header_layout,
     "key":      data.ArrayLayout(32, KEY_WORDS),
     "meta":     ack_meta_layout,
+    "details":  ack_details_layout,
     "seg":      seg_info_layout,
 })
 
@@ -721,8 +728,8 @@ class FrameParser(wiring.Component):
                 res.ip.ipv6.eq(ipv6),
                 res.meta.tag.eq(tag),
                 res.meta.ack.eq(ack),
-                res.meta.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
-                res.meta.tsecr.eq(Cat(*reversed(ts_bytes[4:8]))),
+                res.details.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
+                res.details.tsecr.eq(Cat(*reversed(ts_bytes[4:8]))),
                 res.meta.has_ts.eq(has_ts),
                 res.meta.sack_n.eq(sack_n),
                 res.meta.other_opts.eq(other_opt),
@@ -746,8 +753,8 @@ class FrameParser(wiring.Component):
                 m.d.sync += res.key[i].eq(key[i])
             for blk in range(4):
                 m.d.sync += [
-                    res.meta.sack[blk].start.eq(Cat(*reversed(sack_bytes[8 * blk:8 * blk + 4]))),
-                    res.meta.sack[blk].end.eq(Cat(*reversed(sack_bytes[8 * blk + 4:8 * blk + 8]))),
+                    res.details.sack[blk].start.eq(Cat(*reversed(sack_bytes[8 * blk:8 * blk + 4]))),
+                    res.details.sack[blk].end.eq(Cat(*reversed(sack_bytes[8 * blk + 4:8 * blk + 8]))),
                 ]
             # The AccECN counters, as model.pktparse orders them: kind 172
             # carries EE0B, ECEB, EE1B, kind 174 EE1B, ECEB, EE0B; cut short
@@ -755,9 +762,9 @@ class FrameParser(wiring.Component):
             wire = [Cat(aecn_bytes[3 * k + 2], aecn_bytes[3 * k + 1], aecn_bytes[3 * k]) for k in range(3)]
             present = [has_aecn & (aecn_n > k) for k in range(3)]
             m.d.sync += [
-                res.meta.accecn[0].eq(Mux(aecn_kind1, Mux(present[2], wire[2], 0), Mux(present[0], wire[0], 0))),
-                res.meta.accecn[1].eq(Mux(present[1], wire[1], 0)),
-                res.meta.accecn[2].eq(Mux(aecn_kind1, Mux(present[0], wire[0], 0), Mux(present[2], wire[2], 0))),
+                res.details.accecn[0].eq(Mux(aecn_kind1, Mux(present[2], wire[2], 0), Mux(present[0], wire[0], 0))),
+                res.details.accecn[1].eq(Mux(present[1], wire[1], 0)),
+                res.details.accecn[2].eq(Mux(aecn_kind1, Mux(present[0], wire[0], 0), Mux(present[2], wire[2], 0))),
                 res.meta.accecn_mask.eq(Cat(Mux(aecn_kind1, present[2], present[0]), present[1],
                                             Mux(aecn_kind1, present[0], present[2]))),
             ]

@@ -17,9 +17,11 @@ register file per entry (queued ACK count, node of the newest ACK, the
 covered ACK's node), and a block-RAM record per entry holding the
 full flow key, the newest ACK's fields and the flow's floor (16 words of 64
 bits). The full key is compared on every tag hit, so a hash
-collision cannot cause a wrong supersession. The arriving frame's key is not
-in its entry: the ingress writes it into a slot of the key memory (block
-RAM, here), which the manager reads a word at a time beside the record.
+collision cannot cause a wrong supersession. The arriving frame's key and
+option values are not in its entry: the ingress writes them into a slot of
+the key memory (block RAM, here; :mod:`.flow_record`), which the manager
+reads a word at a time beside the record, and from which it loads the
+option values into registers as the frame's handling starts.
 """
 
 from amaranth.hdl import *
@@ -35,9 +37,11 @@ from .flow_queues import FlowQueues
 from .shaper import CHARGE_BITS, CHARGED_LATENCY
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
-from .ingress import KEY_SLOT_WORDS, KEY_SLOTS, KEY_WORDS64, MAX_CELLS, Verdict, ingress_entry_layout
+from .ingress import KEY_SLOTS, MAX_CELLS, Verdict, ingress_entry_layout
+from .flow_record import (RECORD_WORDS, REC_ACK, REC_TS, REC_SACK, REC_AECN, REC_FLOOR_ACK, REC_FLOOR_TS,
+                          REC_NEWEST_END, SLOT_WORDS, unpack_slot_word)
 from .lib.cells import chain_layout
-from .parser import ip_header_layout, seg_info_layout
+from .parser import ack_details_layout, ip_header_layout, seg_info_layout
 from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
 from ..params import ACK_SLOT_BYTES, DATA_CELL_RESERVE, EVENTS, SHARED_CLASSES
 
@@ -46,12 +50,11 @@ __all__ = ["Event", "QueueManager", "LUTRAM"]
 #: Attributes that keep a memory in LUT RAM (Yosys `ram_style`).
 LUTRAM = {"ram_style": "distributed"}
 
-RECORD_WORDS = 16          # per flow entry, 64-bit words; 0-5 key, 6 ack+flags, 7 ts, 8-11 SACK,
-REC_ACK, REC_TS, REC_SACK = 6, 7, 8   # 12-13 AccECN counters, 14 floor ack (+ AccECN floor), 15 floor TS
-REC_AECN = 12              # 12: EE0B, ECEB; 13: EE1B
-REC_FLOOR_ACK, REC_FLOOR_TS = 14, 15
-REC_NEWEST_END = 14        # words REC_ACK..13 describe the newest ACK
-REC_USED = 16
+#: The key slot's words the manager loads into its registers, in this order
+#: from the cycle after it takes the frame (``det_at``): the SACK blocks first
+#: (the new ACK's own checks take two cycles more), the segmenter's, the
+#: AccECN counters, the timestamps. See ``docs/design.md`` for when each is needed.
+LOAD_ORDER = (REC_SACK, REC_SACK + 1, REC_SACK + 2, REC_SACK + 3, REC_ACK, REC_AECN, REC_AECN + 1, REC_TS)
 
 #: The floor's AccECN part, in the high half of word REC_FLOOR_ACK (spec
 #: section 3, "AccECN"): the top 8 bits of the chain's first ACK's three
@@ -120,8 +123,9 @@ class QueueManager(wiring.Component):
     --------------
     entry_* : the ingress FIFO's read side (``entry_ready`` pops the head a
               cycle after it is taken; nothing else reads the FIFO meanwhile)
-    key_wr_* : the ingress's writes of flow keys into the key memory (an
-              entry's key is written by the time the entry can be taken)
+    key_wr_* : the ingress's writes of key slots into the key memory (an
+              entry is valid only once its slot is written: the core holds
+              it back meanwhile)
     now : the core's time (RED's idle decay)
     ack_mode, ack_queue_limit, data_share, red_*, chunk_bytes, acc_* : parameters
     egress_busy, shaper_eligible : may a frame start
@@ -164,7 +168,7 @@ class QueueManager(wiring.Component):
             "entry":             In(entry),
             "entry_ready":       Out(1),
             "key_wr_en":         In(1),
-            "key_wr_addr":       In(range(KEY_SLOTS * KEY_SLOT_WORDS)),
+            "key_wr_addr":       In(range(KEY_SLOTS * SLOT_WORDS)),
             "key_wr_data":       In(64),
             "now":               In(48),
             "ack_mode":          In(2),
@@ -272,13 +276,16 @@ class QueueManager(wiring.Component):
         prv_cx    = prv.read_port(domain="comb")
         m.submodules.node_pool = node_pool = FreeStack(count=n_slots)
 
-        # The flow keys of the frames in the entry FIFO (the ingress writes
-        # them), in block RAM: read one word a cycle at `key_at`, a word of
-        # the frame's slot, as the record is read and written.
-        m.submodules.keys = keys = Memory(shape=64, depth=KEY_SLOTS * KEY_SLOT_WORDS, init=[],
+        # The key slots of the frames in the entry FIFO (the ingress writes
+        # them; `flow_record`), in block RAM, with two read ports: `key_r`
+        # reads a word a cycle at `key_at`, a word of the frame's slot, as
+        # the record is read and written; `det_r` loads the frame's details
+        # into registers (`det`, `seg`, below).
+        m.submodules.keys = keys = Memory(shape=64, depth=KEY_SLOTS * SLOT_WORDS, init=[],
                                           attrs={"ram_style": "block"})
         key_w, key_r = keys.write_port(), keys.read_port(transparent_for=())
-        key_at = Signal(range(KEY_SLOT_WORDS))
+        det_r = keys.read_port(transparent_for=())
+        key_at = Signal(range(SLOT_WORDS))
         m.d.comb += [key_w.en.eq(self.key_wr_en), key_w.addr.eq(self.key_wr_addr),
                      key_w.data.eq(self.key_wr_data)]
 
@@ -387,9 +394,34 @@ class QueueManager(wiring.Component):
         limit = Signal(range(n_slots + 1))
         m.d.comb += limit.eq(Mux(self.ack_queue_limit > n_slots, n_slots, self.ack_queue_limit))
 
-        # The frame being handled.
+        # The frame being handled: its entry (`cur`, from the FIFO's head as
+        # Idle takes it), and what its key slot holds besides the key: a
+        # pure ACK's option values (`det`) and a data frame's segmenter
+        # fields (`seg`), loaded a word a cycle in LOAD_ORDER from the cycle
+        # after the take (`det_at` reads word LOAD_ORDER[i], `det_in` names
+        # the word out of the block RAM). Counting that cycle as the first,
+        # SACK block k is in from the (k + 3)th (`sane_new` from the eighth,
+        # `new_flags_q` the ninth), the segmenter's fields and the AccECN
+        # counters from the ninth, the timestamps from the tenth; their
+        # earliest uses: Write-Record's word REC_ACK after a miss's six key
+        # words, and Read-Record's SACK and TS compares, in the eleventh; a
+        # data frame's descriptor in the tenth (RED decides from the first
+        # on, RED_LATENCY cycles); the floor's AccECN compare in the ninth.
         cur = Signal(self.entry.shape())
         meta = cur.meta
+        det = Signal(ack_details_layout)
+        seg = Signal(seg_info_layout)
+        n_load = len(LOAD_ORDER)
+        det_at = Signal(range(n_load + 1), init=n_load)     # n_load: done
+        det_in = Signal(range(n_load + 1), init=n_load)
+        m.d.comb += det_r.addr.eq(Cat(Array(C(j, len(key_at)) for j in LOAD_ORDER)[det_at], cur.key_slot))
+        m.d.sync += det_in.eq(det_at)
+        with m.If(det_at != n_load):
+            m.d.sync += det_at.eq(det_at + 1)
+        with m.Switch(det_in):
+            for i, j in enumerate(LOAD_ORDER):
+                with m.Case(i):
+                    m.d.sync += unpack_slot_word(j, det_r.data, details=det, seg=seg)
 
         # ACC (spec section 11): the ACK queue's average in 1/256 ACK, one
         # sample per pure ACK arrival. Arrive registers the shifted step,
@@ -408,10 +440,9 @@ class QueueManager(wiring.Component):
         m.d.comb += [cam.lookup_tag.eq(meta.tag), cam.set_tag.eq(meta.tag)]
 
         # The new ACK's SACK blocks that are sane (well formed, wholly above
-        # its ack, within SANE_SPAN), in two registered steps from `cur`: valid
-        # from Await-Lookup on.
-        s = [meta.sack[k].start for k in range(4)]
-        e = [meta.sack[k].end for k in range(4)]
+        # its ack, within SANE_SPAN), in two registered steps from `det`.
+        s = [det.sack[k].start for k in range(4)]
+        e = [det.sack[k].end for k in range(4)]
         ds_q = [Signal(32, name=f"ds{k}") for k in range(4)]
         de_q = [Signal(32, name=f"de{k}") for k in range(4)]
         sane_new = Signal(4)
@@ -497,6 +528,7 @@ class QueueManager(wiring.Component):
         blocks_ok = Cat((meta.sack_n <= k) | sane_new[k] for k in range(4)).all()
         dsack = (meta.sack_n >= 2) & _inside(s[0], e[0], s[1], e[1])
         new_flags = Signal.like(old_flags)
+        new_flags_q = Signal.like(old_flags)     # registered: Write-Record's word REC_ACK
         m.d.comb += [
             new_flags.supersedable.eq(meta.eligible & ~meta.other_opts & blocks_ok & ~dsack),
             new_flags.has_ts.eq(meta.has_ts),
@@ -508,36 +540,18 @@ class QueueManager(wiring.Component):
             new_flags.accecn_opt.eq(meta.accecn_opt),
             new_flags.accecn_mask.eq(meta.accecn_mask),
         ]
-
-        def record_word(j):
-            assert REC_ACK <= j < REC_NEWEST_END
-            if j == REC_ACK:
-                return Cat(meta.ack, new_flags.as_value(), C(0, 32 - len(new_flags.as_value())))
-            if j == REC_TS:
-                return Cat(meta.tsval, meta.tsecr)
-            if j == REC_AECN:
-                return Cat(meta.accecn[0], meta.accecn[1], C(0, 16))
-            if j == REC_AECN + 1:
-                return Cat(meta.accecn[2], C(0, 40))
-            k = j - REC_SACK
-            return Cat(meta.sack[k].start, meta.sack[k].end)
+        m.d.sync += new_flags_q.eq(new_flags)
 
         # The record words of the frame are read in order (the key compare,
         # the record write), so they need no wide multiplexer (a 12:1 x
         # 64-bit one here was the routing hot spot of the board). The key
-        # (words 0..REC_ACK-1) comes from the key memory, read at `key_at` a
-        # cycle ahead: 0 unless a state says otherwise, the word Read-Record
-        # reads of the record, the word after the one Write-Record writes.
-        # The newest ACK's words (REC_ACK..) are loaded in Await-Lookup and
-        # shift out of `new_sh` as Write-Record writes them. The floor words,
-        # written last, come straight from `cur`.
-        assert KEY_WORDS64 == REC_ACK
+        # and the newest ACK's details come from the frame's key slot
+        # (`flow_record`: the same word numbers), read at `key_at` a cycle
+        # ahead: 0 unless a state says otherwise, the word Read-Record reads
+        # of the record, the word after the one Write-Record writes. Word
+        # REC_ACK (the ack and flags) and the floor words come from registers.
         m.d.comb += key_r.addr.eq(Cat(key_at, cur.key_slot))
         m.d.sync += key_word.eq(key_r.data)
-        new_sh = Signal(64 * (REC_NEWEST_END - REC_ACK))
-
-        def load_newest_words():
-            m.d.sync += new_sh.eq(Cat(*[record_word(j) for j in range(REC_ACK, REC_NEWEST_END)]))
 
         # Events and strobes default low.
         ev = Signal(Event)
@@ -753,7 +767,7 @@ class QueueManager(wiring.Component):
                 fq.enq_cls.eq(meta.tag[:(SHARED_CLASSES - 1).bit_length()]),
                 descs_w.en.eq(1), descs_w.addr.eq(cur.chain.first),
                 dw.chain.eq(cur.chain), dw.nbytes.eq(cur.nbytes), dw.l3_bytes.eq(cur.l3_bytes),
-                dw.ip.eq(cur.ip), dw.seg.eq(cur.seg), dw.mark.eq(mark),
+                dw.ip.eq(cur.ip), dw.seg.eq(seg), dw.mark.eq(mark),
             ]
             m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
             event(kind)
@@ -801,7 +815,7 @@ class QueueManager(wiring.Component):
                     # (The CAM answers a lookup from Arrive on, once it has
                     # written a new data entry's tag: Write-Record ends
                     # before that for a data frame.)
-                    m.d.sync += pop_q.eq(1)
+                    m.d.sync += [pop_q.eq(1), det_at.eq(0)]
                     m.next = "Arrive"
 
             with m.State("Arrive"):
@@ -834,7 +848,7 @@ class QueueManager(wiring.Component):
                     desc_w = data.View(desc_layout, desc.w_data)
                     m.d.comb += [desc_w.chain.eq(cur.chain), desc_w.nbytes.eq(cur.nbytes),
                                  desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
-                                 desc_w.seg.eq(cur.seg)]
+                                 desc_w.seg.eq(seg)]
                 with m.If(red.done):
                     m.next = "Idle"
                     m.d.sync += red_started.eq(0)
@@ -950,7 +964,6 @@ class QueueManager(wiring.Component):
                     key_eq.eq(1), all_cov.eq(1), new_cov.eq(0),
                     ts_ok_q.eq(~meta.has_ts), cnt_ok_q.eq(0b11), floor_ts_ok_q.eq(1),
                 ]
-                load_newest_words()
                 if fqm:
                     m.d.sync += red_early.eq(is_data)
                 with m.If(cam.hit):
@@ -1049,13 +1062,13 @@ class QueueManager(wiring.Component):
                                 ok = C(1, 1)
                                 for i in ((0, 1) if w == 0 else (2,)):
                                     old_c = rec_word[24 * (i - 2 * w):24 * (i - 2 * w) + 24]
-                                    back = (meta.accecn[i] - old_c)[23]
+                                    back = (det.accecn[i] - old_c)[23]
                                     ok = ok & (~old_flags.accecn_mask[i] | (meta.accecn_mask[i] & ~back))
                                 m.d.sync += cnt_ok_q[w].eq(ok)
                         with m.Case(REC_TS):
                             m.d.sync += [
                                 ts_ok_q.eq((old_flags.has_ts == meta.has_ts) & (
-                                    ~meta.has_ts | (~_after(lo, meta.tsval) & ~_after(hi, meta.tsecr)))),
+                                    ~meta.has_ts | (~_after(lo, det.tsval) & ~_after(hi, det.tsecr)))),
                             ]
                         for i in range(4):
                             with m.Case(REC_SACK + i):
@@ -1073,7 +1086,7 @@ class QueueManager(wiring.Component):
                             fl = data.View(aecn_floor_layout, hi[:aecn_floor_layout.size])
                             ok = C(1, 1)
                             for i in range(3):
-                                near = (meta.accecn[i][16:24] - fl.hi[i])[0:8] < ACCECN_HI_SPAN
+                                near = (det.accecn[i][16:24] - fl.hi[i])[0:8] < ACCECN_HI_SPAN
                                 ok = ok & (~old_flags.accecn_mask[i] | (fl.mask[i] & near))
                             adv = Signal(4)
                             assert ACE_LIMIT == 8            # adv[3]: the advance reached 8
@@ -1083,8 +1096,8 @@ class QueueManager(wiring.Component):
                                 aecn_floor_ok_q.eq(ok & ((ace_step_q == 0) | (fl.ace_known & ~adv[3]))),
                             ]
                         with m.Case(REC_FLOOR_TS):
-                            m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(meta.tsval, lo) &
-                                                                         _within_span(meta.tsecr, hi)))
+                            m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(det.tsval, lo) &
+                                                                         _within_span(det.tsecr, hi)))
                 # Done when the compare now is the last: nothing in flight,
                 # the flags seen (their words added), nothing more wanted.
                 with m.If((flags_done | is_data) & ~any_want & ~rd_v & (rc >= REC_ACK) & ~key_slot):
@@ -1149,19 +1162,18 @@ class QueueManager(wiring.Component):
                         # (it does not cover the old newest), the floor.
                         if new_entry:
                             write_words(first=0, newest_last=REC_NEWEST_END - 1, floor=1,
-                                        last=REC_USED - 1)
+                                        last=RECORD_WORDS - 1)
                         else:
                             write_newest(floor=C(1, 1) if cover is False else ~cover)
                         m.d.sync += [grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
                                      done_event.eq(kind), wr_event.eq(1)]
                         # Key word 0 (a miss writes the key) is read in this
-                        # cycle, the newest ACK's words are in `new_sh` since
-                        # Await-Lookup.
+                        # cycle.
                         if new_entry:
                             # The CAM writes the tag in the next SET_CYCLES
                             # cycles: the 16 of Write-Record (a whole record),
                             # so the next lookup (from Arrive on) sees it.
-                            assert SET_CYCLES == REC_USED
+                            assert SET_CYCLES == RECORD_WORDS
                             m.d.comb += cam.set_en.eq(1)
                         m.next = "Write-Record"
                     else:
@@ -1209,18 +1221,17 @@ class QueueManager(wiring.Component):
                 assert REC_FLOOR_ACK % 2 == 0 and REC_FLOOR_TS == REC_FLOOR_ACK + 1
                 aecn_floor = Signal(aecn_floor_layout)
                 m.d.comb += [
-                    *[aecn_floor.hi[i].eq(meta.accecn[i][16:24]) for i in range(3)],
+                    *[aecn_floor.hi[i].eq(det.accecn[i][16:24]) for i in range(3)],
                     aecn_floor.mask.eq(meta.accecn_mask),
                     aecn_floor.ace_ref.eq(ace_ref_q),
                     aecn_floor.ace_known.eq(ace_known_q),
                 ]
-                floor_word = Mux(wk[0], Cat(meta.tsval, meta.tsecr), Cat(meta.ack, aecn_floor, C(0, 1)))
+                floor_word = Mux(wk[0], Cat(det.tsval, det.tsecr), Cat(meta.ack, aecn_floor, C(0, 1)))
                 m.d.comb += key_at.eq(wk + 1)
-                with m.If(wk < REC_ACK):
-                    m.d.comb += rec_w.data.eq(key_r.data)          # word wk
+                with m.If(wk == REC_ACK):
+                    m.d.comb += rec_w.data.eq(Cat(meta.ack, new_flags_q.as_value()))
                 with m.Elif(wk < REC_NEWEST_END):
-                    m.d.comb += rec_w.data.eq(new_sh[:64])
-                    m.d.sync += new_sh.eq(new_sh[64:])
+                    m.d.comb += rec_w.data.eq(key_r.data)          # slot word wk
                 with m.Else():
                     m.d.comb += rec_w.data.eq(floor_word)
                 with m.If(wk == wk_newest_last):
