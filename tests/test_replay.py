@@ -143,6 +143,22 @@ def test_the_flow_queue_core_keeps_up_with_min_size_frames_at_one_gigabit(data_f
     assert res.cycles <= len(frames) * frame_cycles(60) + 200, res.cycles / len(frames)
 
 
+def test_the_ingress_takes_minimum_frames_offered_a_word_a_cycle_without_waiting():
+    """The ingress takes a frame's words as they come and needs three cycles
+    after its last (the parser's); the key slot it writes meanwhile (14
+    cycles from the push) is written before a frame of 53 bytes or more has
+    all its words in, so 60-byte frames offered back to back, a word a cycle,
+    go in 15 words and 4 cycles apart (the core's input register takes one
+    more), whatever the lanes hold between them: the queue manager's
+    arrival events come that far apart."""
+    from ackfilter.sim.bench import arrival_cycles, line_rate_frames
+    frames = line_rate_frames(600)
+    res = replay(frames, ack_mode="conservative", feed=(1, 0), events=True)
+    arrivals = arrival_cycles(res.events)
+    assert res.counters["drop_overrun"] == 0 and len(arrivals) == len(frames)
+    assert (arrivals[-1] - arrivals[0]) / (len(arrivals) - 1) <= 19.0, arrivals[:10]
+
+
 @pytest.mark.parametrize("mbps", [100, 10])
 def test_at_100_and_10_mbps_frames_come_and_go_at_that_line_rate(mbps):
     """`--mbps`: both MAC models at a Fast (or plain) Ethernet rate, each byte

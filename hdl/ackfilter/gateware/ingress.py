@@ -148,12 +148,13 @@ class Ingress(wiring.Component):
         wb = (CELL_WORDS - 1).bit_length()
 
         beat = self.i.payload
-        # A frame's last word waits while a slot is written (module docstring).
+        # A frame's last word waits while a slot is written (module docstring;
+        # `ready` stays high while nothing is offered, whatever the lanes hold).
         key_j = Signal(range(SLOT_WORDS))           # the slot word written now, after word 0
         hold = Signal()
         take_word = self.i.valid & self.i.ready
         m.d.comb += [
-            hold.eq(beat.last & (key_j != 0)),
+            hold.eq(self.i.valid & beat.last & (key_j != 0)),
             self.slot_busy.eq(key_j != 0),
             self.i.ready.eq(parser.ready & ~hold),
             parser.valid.eq(self.i.valid & ~hold),
