@@ -230,12 +230,20 @@ class RGMIITxConverter(wiring.Component):
         # count's compares (they were the TX domain's critical path, five
         # LUTs deep into TXC's enable). Cycles 0 and (at 10 Mb/s) 1 have TXC
         # low, so a strobe's next two values are constants.
-        cur = Signal(8)
-        cur_en, cur_er = Signal(), Signal()
-        nib_next = Signal(range(TXC_10M_PERIOD))
-        high_next = Signal()
-        end_next = Signal()
-        txc_next = Signal(2)
+        # None of these has a reset (they start at 0 with the bitstream, and
+        # a strobe restarts the count; the outputs keep theirs, so TX_EN is
+        # low in reset): the domain's reset net comes from a synchronizer
+        # that may sit the chip's width away, and through the count's
+        # set/reset logic it was the TX domain's critical path (rev 8.0).
+        def reg(shape, name):
+            return Signal(shape, name=name, reset_less=True)
+
+        cur = reg(8, "cur")
+        cur_en, cur_er = reg(1, "cur_en"), reg(1, "cur_er")
+        nib_next = reg(range(TXC_10M_PERIOD), "nib_next")
+        high_next = reg(1, "high_next")
+        end_next = reg(1, "end_next")
+        txc_next = reg(2, "txc_next")
         assert TXC_100M_PATTERN[0] == (0, 0) and TXC_10M_RISE > 1
 
         with m.If(self.speed == SPEED_1000):
