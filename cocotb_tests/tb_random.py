@@ -35,9 +35,9 @@ from ackfilter import params as P
 from ackfilter.sim.traces import random_trace
 from ackfilter_tb import TB, scoreboard
 from ackfilter.params import ARRIVAL_EVENTS
+from ackfilter.gateware.core import ENTRY_FIFO_DEPTH     # the ingress -> queue manager FIFO
 
-#: Depth of the ingress -> queue manager FIFO (``core.ENTRY_FIFO_DEPTH``).
-ENTRY_FIFO_DEPTH = 4
+
 N_FRAMES = 10_000
 N_FLOWS = 200
 ARRIVALS = ARRIVAL_EVENTS

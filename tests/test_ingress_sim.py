@@ -51,7 +51,7 @@ from collections import deque
 import pytest
 
 from blocksim import frame_words, nwords, simulate
-from ackfilter.gateware.flow_record import SLOT_WORDS as KEY_SLOT_WORDS
+from ackfilter.gateware.flow_record import SLOT_WORDS as KEY_SLOT_WORDS, SLOT_WRITE_ORDER
 from ackfilter.gateware.ingress import CELL_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, Verdict
 from ackfilter.model.flowkey import KEY_V6_BIT
 from ackfilter.model.pktparse import classify, ip_packet_length
@@ -332,7 +332,6 @@ def key_words64(key):
 #: (24 bits each); the segmenter's fields (``parser.seg_info_layout``, in its
 #: order from bit 0) in word 6 (bits 0-63), the top 16 bits of word 12
 #: (64-79) and bits 24-49 of word 13 (80-105).
-SLOT_WRITTEN = 14
 SEG_FIELDS = (("ok", 1), ("pppoe", 1), ("tcp_word", 6), ("pay_word", 7), ("pay_bytes", 11),
               ("seq", 32), ("offflags", 16), ("sum", 16), ("hdr_tail", 16))
 
@@ -385,10 +384,10 @@ def check_records(frames, records, *, ack_mode):
         # write none.
         keyed = rec["ready"] and rec["verdict"] not in (Verdict.RUNT, Verdict.OVERSIZE)
         got = rec["key_writes"]
-        want_at = [(rec["cycle"] + j, rec["key_slot"] * KEY_SLOT_WORDS + j)
-                   for j in range(SLOT_WRITTEN)] if keyed else []
+        want_at = [(rec["cycle"] + c, rec["key_slot"] * KEY_SLOT_WORDS + j)
+                   for c, j in enumerate(SLOT_WRITE_ORDER)] if keyed else []
         assert [w[:2] for w in got] == want_at, f"{where}: slot writes at {[w[:2] for w in got]}, want {want_at}"
-        words = [w[2] for w in got]
+        words = [w[2] for w in sorted(got, key=lambda w: w[1])]
         assert words[:6] == key_words64(p.key) if keyed else not words, f"{where}: key {words[:6]}"
         if keyed:
             slot = slot_fields(words)

@@ -51,7 +51,7 @@ from dataclasses import replace
 import pytest
 
 from blocksim import simulate
-from ackfilter.gateware.flow_record import SLOT_WORDS
+from ackfilter.gateware.flow_record import SLOT_TAKE_AT, SLOT_WORDS, SLOT_WRITE_ORDER
 from ackfilter.gateware.ingress import KEY_SLOTS, MAX_CELLS, Verdict, ingress_entry_layout
 from ackfilter.gateware.queue_manager import QueueManager
 from ackfilter.model import FilterModel
@@ -237,11 +237,12 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 chain = chain_of[frame] = dict(first=mine[0], last=mine[-1], n=n)
                 cells_of[mine[0]] = mine
             # As the ingress does: the slot's words into the next slot, word
-            # j j cycles after the entry is offered (none for a runt or an
-            # oversize frame).
+            # SLOT_WRITE_ORDER[c] c cycles after the entry is offered (none
+            # for a runt or an oversize frame).
             slot = key_slot
             if verdict not in (Verdict.RUNT, Verdict.OVERSIZE):
-                key_writes.extend((slot * SLOT_WORDS + j, w) for j, w in enumerate(slot_words(p)))
+                words = slot_words(p)
+                key_writes.extend((slot * SLOT_WORDS + j, words[j]) for j in SLOT_WRITE_ORDER)
                 key_slot = (key_slot + 1) % KEY_SLOTS
             fifo.append((frame, verdict, entry_value(p, frame, verdict=verdict, chain=chain, buf=buf,
                                                      key_slot=slot)))
@@ -269,8 +270,12 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
             if write is not None:
                 ctx.set(dut.key_wr_addr, write[0])
                 ctx.set(dut.key_wr_data, write[1])
-            # (As the core does: an entry waits while its slot is written.)
-            ctx.set(dut.entry_valid, bool(fifo) and not (len(fifo) == 1 and key_writes))
+            # As the core does: the newest entry waits until SLOT_TAKE_AT
+            # cycles after its push (the write of its slot's word
+            # SLOT_WRITE_ORDER[SLOT_TAKE_AT] is in this cycle).
+            written = len(SLOT_WRITE_ORDER) - len(key_writes)
+            ctx.set(dut.entry_valid, bool(fifo) and not (len(fifo) == 1 and key_writes
+                                                         and written <= SLOT_TAKE_AT))
             if fifo:
                 ctx.set(dut.entry, fifo[0][2])
             # The egress and the shaper.

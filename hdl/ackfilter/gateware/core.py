@@ -176,10 +176,11 @@ class UplinkCore(wiring.Component):
             ingress.entry_ready.eq(entries.w_rdy),
         ]
 
-        # Queue manager. An entry whose key slot is still being written is
-        # held back: it is the newest, so the only one in the FIFO then.
+        # Queue manager. An entry whose key slot is not yet far enough
+        # written (`flow_record.SLOT_TAKE_AT`) is held back: it is the
+        # newest, so the only one in the FIFO then.
         m.d.comb += [
-            manager.entry_valid.eq(entries.r_rdy & ~(ingress.slot_busy & (entries.level == 1))),
+            manager.entry_valid.eq(entries.r_rdy & ~(ingress.slot_wait & (entries.level == 1))),
             manager.entry.eq(entries.r_data),
             entries.r_en.eq(manager.entry_ready),
             manager.ack_mode.eq(csr.params.ack_mode),

@@ -9,7 +9,8 @@ its chain (:data:`REC_FLOOR_ACK`: the chain's first ack and the AccECN floor;
 :data:`REC_FLOOR_TS`: its TSval and TSecr).
 
 The ingress writes each frame it commits into a slot of the key memory, one
-64-bit word a cycle from the push on (:data:`SLOT_WRITTEN` words): the flow
+64-bit word a cycle from the push on (:data:`SLOT_WRITTEN` words, in
+:data:`SLOT_WRITE_ORDER`): the flow
 key and the pure ACK's option values (``parser.ack_details_layout``) at the
 record's word numbers, so that a record write copies those words from the
 slot as they come, and the segmenter's fields (``parser.seg_info_layout``,
@@ -26,7 +27,7 @@ from ..model.flowkey import KEY_WORDS
 
 __all__ = ["KEY_WORDS64", "RECORD_WORDS", "REC_ACK", "REC_TS", "REC_SACK", "REC_AECN",
            "REC_FLOOR_ACK", "REC_FLOOR_TS", "REC_NEWEST_END", "SLOT_WORDS", "SLOT_WRITTEN",
-           "slot_word", "unpack_slot_word"]
+           "SLOT_WRITE_ORDER", "SLOT_TAKE_AT", "slot_word", "unpack_slot_word"]
 
 #: 64-bit words of a flow key: 32-bit key words 2j and 2j + 1 in word j, the
 #: last one's high half 0.
@@ -42,6 +43,15 @@ assert KEY_WORDS64 == REC_ACK
 #: A key slot's words, and those the ingress writes (0 .. SLOT_WRITTEN - 1).
 SLOT_WORDS = 16
 SLOT_WRITTEN = REC_NEWEST_END
+
+#: The ingress writes slot word ``SLOT_WRITE_ORDER[c]`` ``c`` cycles after the
+#: push, and the queue manager may take the frame from ``SLOT_TAKE_AT`` cycles
+#: after the push on (the core holds the entry back until then): the order
+#: is the one in which the manager reads the words from that cycle on, so
+#: each is written before it is read (``queue_manager`` checks it).
+SLOT_WRITE_ORDER = (8, 9, 0, 10, 1, 11, 2, 12, 3, 13, 4, 6, 5, 7)
+SLOT_TAKE_AT = 5
+assert sorted(SLOT_WRITE_ORDER) == list(range(SLOT_WRITTEN))
 
 
 def _parts(j, *, key=None, details=None, seg=None):

@@ -15,9 +15,10 @@ key memory (block RAM), 64 bits a cycle from the cycle of the push on
 (``key_slot``). The queue manager reads them from there as it needs them (in
 the FIFO, in LUT RAM, the key took about 750 LUT slots, the rest about 350).
 While a slot is written the parser's result must hold, so the next frame's
-last word waits until the slot's last word is written (``slot_busy``); a
-frame of 60 bytes or more never waits. The manager takes no entry whose slot
-is still being written (the core holds back ``entry_valid``).
+last word waits until the slot's last word is written; a
+frame of 53 bytes or more never waits. The words go in the order the
+manager reads them, and the manager takes no entry before its slot is far
+enough (``slot_wait``: the core holds back ``entry_valid``).
 """
 
 from amaranth.hdl import *
@@ -26,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
 from ..model.flowkey import KEY_V6_BIT
-from .flow_record import SLOT_WORDS, SLOT_WRITTEN, slot_word
+from .flow_record import SLOT_TAKE_AT, SLOT_WORDS, SLOT_WRITE_ORDER, SLOT_WRITTEN, slot_word
 from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout
 from .lib.cells import chain_layout
 from .lib.stream import FrameStream, WORD_BYTES
@@ -77,9 +78,10 @@ class Ingress(wiring.Component):
                                       ``c`` at ``c * CELL_WORDS + w``
     ack_wr : Out                      write port of the ACK buffers
     key_wr : Out                      write port of the key memory: word ``j`` of slot ``s``
-                                      at ``s * SLOT_WORDS + j``, word ``j`` (of
-                                      ``flow_record.SLOT_WRITTEN``) ``j`` cycles after the push
-    slot_busy : Out(1)                a slot is being written (after its push's cycle)
+                                      at ``s * SLOT_WORDS + j``, word ``SLOT_WRITE_ORDER[c]``
+                                      ``c`` cycles after the push (``flow_record``)
+    slot_wait : Out(1)                the newest slot is not yet far enough for its frame to
+                                      be taken (cycles 1 .. SLOT_TAKE_AT - 1 after its push)
     sum_wr : Out                      write port of the segmenter's block sums: the
                                       payload block that starts in word ``b`` of a frame
                                       lives at ``cell(b) * (CELL_WORDS / 4) + (b mod CELL_WORDS) / 4``
@@ -115,7 +117,7 @@ class Ingress(wiring.Component):
             "ack_wr_data":          Out(32),
             "key_wr_en":            Out(1),
             "key_wr_addr":          Out(range(KEY_SLOTS * SLOT_WORDS)),
-            "slot_busy":            Out(1),
+            "slot_wait":            Out(1),
             "key_wr_data":          Out(64),
             "sum_wr_en":            Out(1),
             "sum_wr_addr":          Out(cb + wb - 2),
@@ -150,12 +152,12 @@ class Ingress(wiring.Component):
         beat = self.i.payload
         # A frame's last word waits while a slot is written (module docstring;
         # `ready` stays high while nothing is offered, whatever the lanes hold).
-        key_j = Signal(range(SLOT_WORDS))           # the slot word written now, after word 0
+        key_j = Signal(range(SLOT_WORDS))           # cycles since the push, while the slot is written
         hold = Signal()
         take_word = self.i.valid & self.i.ready
         m.d.comb += [
             hold.eq(self.i.valid & beat.last & (key_j != 0)),
-            self.slot_busy.eq(key_j != 0),
+            self.slot_wait.eq((key_j != 0) & (key_j < SLOT_TAKE_AT)),
             self.i.ready.eq(parser.ready & ~hold),
             parser.valid.eq(self.i.valid & ~hold),
             parser.data.eq(beat.data),
@@ -274,18 +276,19 @@ class Ingress(wiring.Component):
                 m.d.comb += self.stage_take.eq(1)
                 m.d.sync += stage_buf.eq(self.stage_alloc_id)
 
-        # The frame's slot (module docstring): word 0 in the cycle of the
-        # push, word j j cycles on, all from the parser's result, which holds
+        # The frame's slot (module docstring): word SLOT_WRITE_ORDER[c] c
+        # cycles after the push, all from the parser's result, which holds
         # meanwhile: the next frame's last word waits (`hold`, above) until
         # the last word here is written, and its result comes three cycles
         # after that word at the earliest.
         push_key = Signal()
         m.d.comb += push_key.eq(parser.done & self.entry_ready &
                                 (verdict != Verdict.RUNT) & (verdict != Verdict.OVERSIZE))
-        words = [slot_word(j, key=res.key, details=res.details, seg=res.seg) for j in range(SLOT_WRITTEN)]
+        words = [slot_word(j, key=res.key, details=res.details, seg=res.seg) for j in SLOT_WRITE_ORDER]
+        addrs = [C(j, len(key_j)) for j in SLOT_WRITE_ORDER]
         m.d.comb += [
             self.key_wr_en.eq(push_key | (key_j != 0)),
-            self.key_wr_addr.eq(Cat(key_j, key_slot)),
+            self.key_wr_addr.eq(Cat(Array(addrs)[key_j], key_slot)),
             self.key_wr_data.eq(Array(words)[key_j]),
         ]
         with m.If(push_key):

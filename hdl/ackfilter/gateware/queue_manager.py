@@ -38,8 +38,9 @@ from .shaper import CHARGE_BITS, CHARGED_LATENCY
 from .red import RED_PARAM_PORTS, RedAction, RedUnit
 from .lib.prio import lowest_set
 from .ingress import KEY_SLOTS, MAX_CELLS, Verdict, ingress_entry_layout
-from .flow_record import (RECORD_WORDS, REC_ACK, REC_TS, REC_SACK, REC_AECN, REC_FLOOR_ACK, REC_FLOOR_TS,
-                          REC_NEWEST_END, SLOT_WORDS, unpack_slot_word)
+from .flow_record import (KEY_WORDS64, RECORD_WORDS, REC_ACK, REC_TS, REC_SACK, REC_AECN, REC_FLOOR_ACK,
+                          REC_FLOOR_TS, REC_NEWEST_END, SLOT_TAKE_AT, SLOT_WORDS, SLOT_WRITE_ORDER,
+                          unpack_slot_word)
 from .lib.cells import chain_layout
 from .parser import ack_details_layout, ip_header_layout, seg_info_layout
 from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
@@ -51,10 +52,23 @@ __all__ = ["Event", "QueueManager", "LUTRAM"]
 LUTRAM = {"ram_style": "distributed"}
 
 #: The key slot's words the manager loads into its registers, in this order
-#: from the cycle after it takes the frame (``det_at``): the SACK blocks first
-#: (the new ACK's own checks take two cycles more), the segmenter's, the
-#: AccECN counters, the timestamps. See ``docs/design.md`` for when each is needed.
-LOAD_ORDER = (REC_SACK, REC_SACK + 1, REC_SACK + 2, REC_SACK + 3, REC_ACK, REC_AECN, REC_AECN + 1, REC_TS)
+#: a word a cycle from cycle LOAD_START after it takes the frame (Idle's take
+#: is cycle 0): the SACK blocks first (the new ACK's own checks take two
+#: cycles more), the AccECN counters, the segmenter's word, the timestamps,
+#: each as late as its first use allows (`docs/design.md`, "The flow key and
+#: the option values beside the entry"), so that the ingress may write the
+#: words in the same order and the frame be taken early.
+LOAD_ORDER = (REC_SACK, REC_SACK + 1, REC_SACK + 2, REC_SACK + 3, REC_AECN, REC_AECN + 1, REC_ACK, REC_TS)
+LOAD_START = 2
+#: The cycle after the take in which each slot word is first read: the
+#: loader's, and key word k in cycle 3 + k (Await-Lookup reads word 0,
+#: Read-Record word k in its kth cycle; a miss's Write-Record reads them later).
+_SLOT_READ_AT = {**{j: LOAD_START + i for i, j in enumerate(LOAD_ORDER)},
+                 **{k: 3 + k for k in range(KEY_WORDS64)}}
+# The ingress writes word SLOT_WRITE_ORDER[c] c cycles after the push and the
+# frame is taken SLOT_TAKE_AT cycles after it at the earliest: every word is
+# in before the cycle it is read in.
+assert all(c < SLOT_TAKE_AT + _SLOT_READ_AT[j] for c, j in enumerate(SLOT_WRITE_ORDER))
 
 #: The floor's AccECN part, in the high half of word REC_FLOOR_ACK (spec
 #: section 3, "AccECN"): the top 8 bits of the chain's first ACK's three
@@ -397,16 +411,16 @@ class QueueManager(wiring.Component):
         # The frame being handled: its entry (`cur`, from the FIFO's head as
         # Idle takes it), and what its key slot holds besides the key: a
         # pure ACK's option values (`det`) and a data frame's segmenter
-        # fields (`seg`), loaded a word a cycle in LOAD_ORDER from the cycle
-        # after the take (`det_at` reads word LOAD_ORDER[i], `det_in` names
-        # the word out of the block RAM). Counting that cycle as the first,
-        # SACK block k is in from the (k + 3)th (`sane_new` from the eighth,
-        # `new_flags_q` the ninth), the segmenter's fields and the AccECN
-        # counters from the ninth, the timestamps from the tenth; their
-        # earliest uses: Write-Record's word REC_ACK after a miss's six key
-        # words, and Read-Record's SACK and TS compares, in the eleventh; a
-        # data frame's descriptor in the tenth (RED decides from the first
-        # on, RED_LATENCY cycles); the floor's AccECN compare in the ninth.
+        # fields (`seg`), loaded a word a cycle in LOAD_ORDER from cycle
+        # LOAD_START after the take (`det_at` reads word LOAD_ORDER[i],
+        # `det_in` names the word out of the block RAM; Arrive, cycle 1,
+        # starts it). SACK block k is in from cycle k + 4 (`sane_new` from
+        # 9, `new_flags_q` 10), the AccECN counters from 8 and 9, the
+        # segmenter's fields from 10, the timestamps from 11; their earliest
+        # uses: Write-Record's word REC_ACK after a miss's six key words, and
+        # Read-Record's SACK and TS compares, in cycle 11; a data frame's
+        # descriptor in 10 (RED decides from cycle 1 on, RED_LATENCY
+        # cycles); the floor's AccECN compare in 9.
         cur = Signal(self.entry.shape())
         meta = cur.meta
         det = Signal(ack_details_layout)
@@ -815,10 +829,12 @@ class QueueManager(wiring.Component):
                     # (The CAM answers a lookup from Arrive on, once it has
                     # written a new data entry's tag: Write-Record ends
                     # before that for a data frame.)
-                    m.d.sync += [pop_q.eq(1), det_at.eq(0)]
+                    m.d.sync += pop_q.eq(1)
                     m.next = "Arrive"
 
             with m.State("Arrive"):
+                assert LOAD_START == 2
+                m.d.sync += det_at.eq(0)
                 with m.Switch(cur.verdict):
                     with m.Case(Verdict.RUNT):
                         event(Event.DROP_RUNT)
