@@ -32,6 +32,11 @@ ENTRY_FIFO_DEPTH = 4
 assert KEY_SLOTS >= ENTRY_FIFO_DEPTH + 1
 #: Spare ACK buffers beyond the queue: staging, FIFO entries, in flight.
 SPARE_BUFFERS = 8
+# The ingress takes a staging buffer without asking the pool: there must be
+# one for every ACK that can hold a buffer outside the queue (each FIFO
+# entry, the one being received, the manager's, the egress's, a free on its
+# way back to the pool).
+assert SPARE_BUFFERS >= ENTRY_FIFO_DEPTH + 4
 
 #: The trace port: ``valid`` with ``kind`` (an :data:`~.queue_manager.Event`)
 #: for each queue manager decision; ``overrun`` for a frame the ingress lost.
