@@ -152,12 +152,16 @@ class Ingress(wiring.Component):
         beat = self.i.payload
         # A frame's last word waits while a slot is written (module docstring;
         # `ready` stays high while nothing is offered, whatever the lanes hold).
+        # (`writing` and `early` are key_j != 0 and key_j in 1 .. SLOT_TAKE_AT -
+        # 1, as flip-flops: `writing` gates the input's `ready`, which reaches
+        # the parser and the core's input register.)
         key_j = Signal(range(SLOT_WORDS))           # cycles since the push, while the slot is written
+        writing, early = Signal(), Signal()
         hold = Signal()
         take_word = self.i.valid & self.i.ready
         m.d.comb += [
-            hold.eq(self.i.valid & beat.last & (key_j != 0)),
-            self.slot_wait.eq((key_j != 0) & (key_j < SLOT_TAKE_AT)),
+            hold.eq(self.i.valid & beat.last & writing),
+            self.slot_wait.eq(early),
             self.i.ready.eq(parser.ready & ~hold),
             parser.valid.eq(self.i.valid & ~hold),
             parser.data.eq(beat.data),
@@ -287,16 +291,18 @@ class Ingress(wiring.Component):
         words = [slot_word(j, key=res.key, details=res.details, seg=res.seg) for j in SLOT_WRITE_ORDER]
         addrs = [C(j, len(key_j)) for j in SLOT_WRITE_ORDER]
         m.d.comb += [
-            self.key_wr_en.eq(push_key | (key_j != 0)),
+            self.key_wr_en.eq(push_key | writing),
             self.key_wr_addr.eq(Cat(Array(addrs)[key_j], key_slot)),
             self.key_wr_data.eq(Array(words)[key_j]),
         ]
         with m.If(push_key):
-            m.d.sync += key_j.eq(1)
+            m.d.sync += [key_j.eq(1), writing.eq(1), early.eq(1)]
         with m.Elif(key_j == SLOT_WRITTEN - 1):
-            m.d.sync += [key_j.eq(0), key_slot.eq(key_slot + 1)]
-        with m.Elif(key_j != 0):
+            m.d.sync += [key_j.eq(0), writing.eq(0), key_slot.eq(key_slot + 1)]
+        with m.Elif(writing):
             m.d.sync += key_j.eq(key_j + 1)
+        with m.If(key_j == SLOT_TAKE_AT - 1):
+            m.d.sync += early.eq(0)
 
-        m.d.comb += self.idle.eq(~in_frame & parser.ready & ~parser.done & ~self.i.valid & (key_j == 0))
+        m.d.comb += self.idle.eq(~in_frame & parser.ready & ~parser.done & ~self.i.valid & ~writing)
         return m
