@@ -117,8 +117,8 @@ class Ingress(wiring.Component):
             "ack_wr_data":          Out(32),
             "key_wr_en":            Out(1),
             "key_wr_addr":          Out(range(KEY_SLOTS * SLOT_WORDS)),
-            "slot_wait":            Out(1),
             "key_wr_data":          Out(64),
+            "slot_wait":            Out(1),
             "sum_wr_en":            Out(1),
             "sum_wr_addr":          Out(cb + wb - 2),
             "sum_wr_data":          Out(16),
@@ -150,11 +150,11 @@ class Ingress(wiring.Component):
         wb = (CELL_WORDS - 1).bit_length()
 
         beat = self.i.payload
-        # A frame's last word waits while a slot is written (module docstring;
-        # `ready` stays high while nothing is offered, whatever the lanes hold).
-        # (`writing` and `early` are key_j != 0 and key_j in 1 .. SLOT_TAKE_AT -
-        # 1, as flip-flops: `writing` gates the input's `ready`, which reaches
-        # the parser and the core's input register.)
+        # A frame's last word waits while a slot is written (module
+        # docstring); `ready` stays high while nothing is offered, whatever
+        # the lanes hold. `writing` (key_j != 0) and `early` (key_j in 1 ..
+        # SLOT_TAKE_AT - 1) are flip-flops: they gate the input's `ready`,
+        # which reaches the parser and the core's input register.
         key_j = Signal(range(SLOT_WORDS))           # cycles since the push, while the slot is written
         writing, early = Signal(), Signal()
         hold = Signal()

@@ -138,8 +138,8 @@ class QueueManager(wiring.Component):
     entry_* : the ingress FIFO's read side (``entry_ready`` pops the head a
               cycle after it is taken; nothing else reads the FIFO meanwhile)
     key_wr_* : the ingress's writes of key slots into the key memory (an
-              entry is valid only once its slot is written: the core holds
-              it back meanwhile)
+              entry is valid only from SLOT_TAKE_AT cycles after its push,
+              when its slot is far enough written: the core holds it back)
     now : the core's time (RED's idle decay)
     ack_mode, ack_queue_limit, data_share, red_*, chunk_bytes, acc_* : parameters
     egress_busy, shaper_eligible : may a frame start
