@@ -145,6 +145,10 @@ class RxFramer(wiring.Component):
                      is_sfd.eq(self.data == SFD)]
         # accept & ~at_limit: the frame's bytes are still being packed.
         packing = Signal()
+        # In Frame and ~at_limit: ``count``'s enable is then the beat, ``dv``
+        # and this flag, one LUT (the state's decode and ``at_limit`` made it
+        # four deep: the modem RX clock's critical path on rev 7.0).
+        counting = Signal()
         # In Frame, with a byte leaving the hold-back that is to be packed
         # (delay_valid[-1] & packing): a register of its own, so that the
         # packer's enables are the beat and this flag.
@@ -161,7 +165,8 @@ class RxFramer(wiring.Component):
             m.d.sync += c_init.eq(1)
             m.d.sync += [
                 count.eq(0), min_ok.eq(0), at_limit.eq(0), too_long.eq(0), er_seen.eq(0),
-                accept.eq(self.room), packing.eq(self.room), delay_valid.eq(0), lane.eq(0),
+                accept.eq(self.room), packing.eq(self.room), counting.eq(1),
+                delay_valid.eq(0), lane.eq(0),
                 hold_valid.eq(0), packed_any.eq(0), pack_ready.eq(0),
             ]
 
@@ -211,13 +216,11 @@ class RxFramer(wiring.Component):
                         delay_valid.eq(Cat(1, delay_valid[:-1])),
                         er_seen.eq(er_seen | er),
                     ]
-                    with m.If(~at_limit):
-                        m.d.sync += count.eq(count + 1)
                     with m.If(count == MIN_FRAME_BYTES_WITH_FCS - 1):
                         m.d.sync += min_ok.eq(1)
                     last_packed = count == limit - 1
                     with m.If(last_packed):
-                        m.d.sync += [at_limit.eq(1), packing.eq(0)]
+                        m.d.sync += [at_limit.eq(1), packing.eq(0), counting.eq(0)]
                     m.d.sync += pack_ready.eq(delay_valid[-2] & packing & ~last_packed)
                     with m.If(at_limit):
                         m.d.sync += too_long.eq(1)
@@ -240,12 +243,17 @@ class RxFramer(wiring.Component):
                     with m.If(packed_any):
                         m.d.comb += self.w_en.eq(1)
                     m.d.sync += [
-                        pack_ready.eq(0),
+                        pack_ready.eq(0), counting.eq(0),
                         end.eq(1),
                         e_accept.eq(accept), e_too_long.eq(too_long), e_runt.eq(~min_ok),
                         e_er.eq(er_seen), e_written.eq(packed_any),
                     ]
                     m.next = "Idle"
+
+        # Outside the FSM: ``counting`` implies Frame (start_frame's clear
+        # is in Idle and Preamble, where it is low).
+        with m.If(beat & dv & counting):
+            m.d.sync += count.eq(count + 1)
 
         m.d.sync += end_q.eq(end)
         with m.If(end):
