@@ -161,6 +161,22 @@ def test_rx_framer_words_of_bad_frames_are_followed_by_a_drop_status():
     assert strobes == ["frame_ok", "crc_error", "runt", "runt", "runt", "oversize", "phy_error", "frame_ok"]
 
 
+@pytest.mark.parametrize("beat_every", [1, 3])
+def test_rx_framer_takes_frames_from_the_minimum_to_the_maximum_and_no_byte_beyond(beat_every):
+    # The byte counts' edges (64 bytes with the FCS, and max_frame_bytes
+    # without it), twice each, so a flag left from one frame would show in
+    # the next: 59 is a runt, 60 and 80 pass whole, 81 is cut to 80 and
+    # dropped as oversize.
+    rng = random.Random(6)
+    payloads = [rng.randbytes(n) for n in (59, 60, 79, 80, 81, 60, 59, 81, 80)]
+    frames, statuses, strobes = run_rx_framer([(p + fcs_bytes(p), None) for p in payloads],
+                                              max_frame_bytes=80, beat_every=beat_every)
+    assert frames == [p[:80] for p in payloads]
+    verdict = {59: "runt", 81: "oversize"}
+    assert strobes == [verdict.get(len(p), "frame_ok") for p in payloads]
+    assert statuses == [int(len(p) in verdict) for p in payloads]
+
+
 def test_rx_framer_without_room_writes_nothing_and_counts_overflow():
     p = bytes(range(64))
     frames, statuses, strobes = run_rx_framer([(p + fcs_bytes(p), None)] * 2, room=False)

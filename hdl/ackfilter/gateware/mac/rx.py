@@ -149,6 +149,11 @@ class RxFramer(wiring.Component):
         # and this flag, one LUT (the state's decode and ``at_limit`` made it
         # four deep: the modem RX clock's critical path on rev 7.0).
         counting = Signal()
+        # ``count == limit - 1`` and ``count == MIN_FRAME_BYTES_WITH_FCS - 1``,
+        # registered with ``count`` (set when it steps onto that value): an
+        # 11-bit compare in front of the packer's enables was rev 8.0's LAN
+        # RX critical path.
+        at_last, at_min = Signal(), Signal()
         # In Frame, with a byte leaving the hold-back that is to be packed
         # (delay_valid[-1] & packing): a register of its own, so that the
         # packer's enables are the beat and this flag.
@@ -166,6 +171,7 @@ class RxFramer(wiring.Component):
             m.d.sync += [
                 count.eq(0), min_ok.eq(0), at_limit.eq(0), too_long.eq(0), er_seen.eq(0),
                 accept.eq(self.room), packing.eq(self.room), counting.eq(1),
+                at_last.eq(limit == 1), at_min.eq(MIN_FRAME_BYTES_WITH_FCS == 1),
                 delay_valid.eq(0), lane.eq(0),
                 hold_valid.eq(0), packed_any.eq(0), pack_ready.eq(0),
             ]
@@ -216,9 +222,9 @@ class RxFramer(wiring.Component):
                         delay_valid.eq(Cat(1, delay_valid[:-1])),
                         er_seen.eq(er_seen | er),
                     ]
-                    with m.If(count == MIN_FRAME_BYTES_WITH_FCS - 1):
+                    with m.If(at_min):
                         m.d.sync += min_ok.eq(1)
-                    last_packed = count == limit - 1
+                    last_packed = at_last
                     with m.If(last_packed):
                         m.d.sync += [at_limit.eq(1), packing.eq(0), counting.eq(0)]
                     m.d.sync += pack_ready.eq(delay_valid[-2] & packing & ~last_packed)
@@ -253,7 +259,8 @@ class RxFramer(wiring.Component):
         # Outside the FSM: ``counting`` implies Frame (start_frame's clear
         # is in Idle and Preamble, where it is low).
         with m.If(beat & dv & counting):
-            m.d.sync += count.eq(count + 1)
+            m.d.sync += [count.eq(count + 1), at_last.eq(count == limit - 2),
+                         at_min.eq(count == MIN_FRAME_BYTES_WITH_FCS - 2)]
 
         m.d.sync += end_q.eq(end)
         with m.If(end):
