@@ -41,8 +41,8 @@ bench: venv ## throughput/latency benchmark of the RTL in Verilator
 reports: venv ## area per block, Fmax per clock of the board, rev 7.0 and the other revisions (+ flow-table sweep of rev 7.0, NO_SWEEP=1 skips it; ~80 min on 2 cores) -> build/reports/
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.reports colorlight-5a-75b 5a-75b-v6.1 5a-75b-v8.0 5a-75b-v8.2 $(if $(NO_SWEEP),,--sweep --sweep-pnr)
 
-bitstream: venv ## build build/bitstream/$(BOARD)/top.bit (BOARD=5a-75b-v6.1, -v7.0, -v8.0 or -v8.2; default colorlight-5a-75b = rev 7.0); fails when a clock misses timing (SWAP_PORTS=1: port 1 = LAN; SOC=0: without the control plane)
-	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) $(if $(SWAP_PORTS),--swap-ports) $(if $(filter 0,$(SOC)),--no-control-plane)
+bitstream: venv ## build build/bitstream/$(BOARD)/top.bit (BOARD=5a-75b-v6.1, -v7.0, -v8.0 or -v8.2; default colorlight-5a-75b = rev 7.0); fails when a clock misses timing (SWAP_PORTS=1: port 1 = LAN; SOC=0: without the control plane; MARGIN=0: the first seed that meets every target, not 10 % over)
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) $(if $(SWAP_PORTS),--swap-ports) $(if $(filter 0,$(SOC)),--no-control-plane) $(if $(MARGIN),--margin $(MARGIN))
 
 flash: venv ## load the bitstream with openFPGALoader (SRAM; SPI=1 writes the SPI flash; CABLE=ft232)
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.board.build --board $(BOARD) --flash --cable $(CABLE) $(if $(SPI),--spi)
