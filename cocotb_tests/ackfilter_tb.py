@@ -24,8 +24,9 @@ from ackfilter.model.shaper import LinkAccounting
 __all__ = ["TB", "scoreboard", "frame_words", "CLK_NS", "FLOW_QUEUES", "data_order"]
 
 #: The core under test keeps upload data in per-flow queues (spec section
-#: 12): set by the pytest wrapper that built it (``runner.CORE_BUILDS``).
-FLOW_QUEUES = os.environ.get("ACKFILTER_FLOW_QUEUES", "0") == "1"
+#: 12): set by the pytest wrapper that built it (``runner.CORE_BUILDS``);
+#: the board's default (``params.FLOW_QUEUES``) when it does not say.
+FLOW_QUEUES = os.environ.get("ACKFILTER_FLOW_QUEUES", str(int(P.FLOW_QUEUES))) == "1"
 _PARAM_AT = {p.addr: p.name for p in P.PARAMS}
 
 #: The system clock period in ns (``1e9 / params.F_SYS_HZ``: 20 ns at 50 MHz).

@@ -38,7 +38,7 @@ HDL = REPO / "hdl"
 BUILD = REPO / "build"
 COCOTB_DIR = Path(__file__).resolve().parent
 
-__all__ = ["run_cocotb", "run_core", "core_cases", "CORE_BUILDS", "core_verilog", "setup_verilator_env",
+__all__ = ["run_cocotb", "run_core", "core_cases", "board_build", "CORE_BUILDS", "core_verilog", "setup_verilator_env",
            "BUILD_ARGS", "REPO", "BUILD"]
 
 #: Verilator flags for every build: quiet about Amaranth's lint-unclean output,
@@ -104,25 +104,36 @@ def core_verilog(**sizes: object) -> Path:
     return verilog("core", **sizes)
 
 
-#: The builds of the core the benches run on: the data FIFO (what the
-#: board carries today) and per-flow data queues (spec section 12). Each is
-#: ``(build name, elaboration options, environment)``; the environment tells
-#: ``ackfilter_tb`` which model to check against (``ackfilter_tb.FLOW_QUEUES``).
+#: The builds of the core the benches run on: per-flow data queues (spec
+#: section 12, the board's: ``params.FLOW_QUEUES``) and the one data FIFO
+#: (``flow_queues=0``). Each is ``(build name, elaboration options,
+#: environment)``; the environment tells ``ackfilter_tb`` which model to
+#: check against (``ackfilter_tb.FLOW_QUEUES``).
 CORE_BUILDS = {
-    "fifo": ("core", {}, {}),
+    "fifo": ("core", {"flow_queues": 0}, {"ACKFILTER_FLOW_QUEUES": "0"}),
     "fq": ("core-fq", {"flow_queues": 1}, {"ACKFILTER_FLOW_QUEUES": "1"}),
 }
 
 
-def core_cases(tests, fq_tests):
+def board_build() -> str:
+    """The key of :data:`CORE_BUILDS` the board carries (``params.FLOW_QUEUES``)."""
+    _ensure_sys_path()
+    from ackfilter import params
+    return "fq" if params.FLOW_QUEUES else "fifo"
+
+
+def core_cases(tests, data_path_tests):
     """``(name, build)`` for pytest's parametrize: every test of ``tests`` on
-    the FIFO core, those of ``fq_tests`` on the flow-queue core as well (the
-    ones whose frames reach the data path, where the two builds differ; the
-    flow-queue model compiles and runs in CI's budget only for those)."""
-    unknown = set(fq_tests) - set(tests)
+    the board's build of the core (:func:`board_build`), those of
+    ``data_path_tests`` on the other build as well (the ones whose frames
+    reach the data path, where the two builds differ; the second model
+    compiles and runs in CI's budget only for those)."""
+    unknown = set(data_path_tests) - set(tests)
     if unknown:
         raise ValueError(f"not in the tests: {sorted(unknown)}")
-    return [(t, "fifo") for t in tests] + [(t, "fq") for t in tests if t in fq_tests]
+    board = board_build()
+    other = next(b for b in CORE_BUILDS if b != board)
+    return [(t, board) for t in tests] + [(t, other) for t in tests if t in data_path_tests]
 
 
 def run_core(test_module: str, build: str, test_filter: str | None = None) -> Path:

@@ -1,8 +1,8 @@
 """pytest wrappers of ``tb_linerate``: line rate, back-pressure, buffer full.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_linerate`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
-says so (``runner.core_cases``).
+``tb_linerate`` on the board's core (per-flow data queues), and on the data
+FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 """
 
 import pytest
@@ -20,10 +20,11 @@ TESTS = [
 ]
 
 
-#: On the flow-queue core as well: all of them (its data path).
-FQ_TESTS = TESTS
+#: On the data FIFO's build as well (``runner.core_cases``): all of them
+#: (the data path).
+DATA_PATH_TESTS = TESTS
 
 
-@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
+@pytest.mark.parametrize("name, build", core_cases(TESTS, DATA_PATH_TESTS))
 def test_linerate(name, build):
     run_core("tb_linerate", build, rf"^tb_linerate\.{name}(/.*)?$")

@@ -1,8 +1,8 @@
 """pytest wrappers of ``tb_parser``: spec section 2 through the real RTL.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_parser`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
-says so (``runner.core_cases``).
+``tb_parser`` on the board's core (per-flow data queues), and on the data
+FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 """
 
 import pytest
@@ -16,13 +16,14 @@ TESTS = [
 ]
 
 
-#: On the flow-queue core as well: the tests whose frames reach the data
-#: path (the rest is the ACK path and the parser, the same in both builds).
-FQ_TESTS = [
+#: On the data FIFO's build as well (``runner.core_cases``): the tests whose
+#: frames reach the data path (the rest is the ACK path and the parser, the
+#: same in both builds).
+DATA_PATH_TESTS = [
     "test_each_frame_gets_its_class_and_neighbours_pass_intact",
 ]
 
 
-@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
+@pytest.mark.parametrize("name, build", core_cases(TESTS, DATA_PATH_TESTS))
 def test_parser(name, build):
     run_core("tb_parser", build, rf"^tb_parser\.{name}(/.*)?$")

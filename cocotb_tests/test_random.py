@@ -1,8 +1,9 @@
 """pytest wrappers of ``tb_random``: seeded 10,000-frame random traces
 through the RTL, scoreboarded against the golden model.
 
-Each wrapper runs one cocotb test of ``tb_random`` on the default
-elaboration (``build_name="core"``); each takes about a minute.
+Each wrapper runs one cocotb test of ``tb_random`` on the board's core (per-flow
+data queues), and on the data FIFO's build too where ``DATA_PATH_TESTS`` says
+so (``runner.core_cases``); each takes about a minute.
 """
 
 import pytest
@@ -16,13 +17,14 @@ TESTS = [
 ]
 
 
-#: On the flow-queue core as well: one of the three mixed traces (each
-#: takes 20 s or more; the fuzz campaign's test covers the rest).
-FQ_TESTS = [
+#: On the data FIFO's build as well (``runner.core_cases``): one of the
+#: three mixed traces (each takes 20 s or more; the fuzz campaign covers the
+#: rest).
+DATA_PATH_TESTS = [
     "test_random_trace_aggressive_backpressured",
 ]
 
 
-@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
+@pytest.mark.parametrize("name, build", core_cases(TESTS, DATA_PATH_TESTS))
 def test_random(name, build):
     run_core("tb_random", build, rf"^tb_random\.{name}$")

@@ -2,8 +2,8 @@
 share, and the GCRA shaper, through the RTL.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_scheduler`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
-says so (``runner.core_cases``).
+``tb_scheduler`` on the board's core (per-flow data queues), and on the data
+FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 """
 
 import pytest
@@ -18,10 +18,11 @@ TESTS = [
 ]
 
 
-#: On the flow-queue core as well: all of them (its data path).
-FQ_TESTS = TESTS
+#: On the data FIFO's build as well (``runner.core_cases``): all of them
+#: (the data path).
+DATA_PATH_TESTS = TESTS
 
 
-@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
+@pytest.mark.parametrize("name, build", core_cases(TESTS, DATA_PATH_TESTS))
 def test_scheduler(name, build):
     run_core("tb_scheduler", build, rf"^tb_scheduler\.{name}(/.*)?$")

@@ -1,8 +1,8 @@
 """pytest wrappers of ``tb_supersede``: in-place supersession through the RTL.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_supersede`` on the FIFO core, and on the flow-queue core too where ``FQ_TESTS``
-says so (``runner.core_cases``).
+``tb_supersede`` on the board's core (per-flow data queues), and on the data
+FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 """
 
 import pytest
@@ -25,14 +25,15 @@ TESTS = [
 ]
 
 
-#: On the flow-queue core as well: the tests whose frames reach the data
-#: path (the rest is the ACK path and the parser, the same in both builds).
-FQ_TESTS = [
+#: On the data FIFO's build as well (``runner.core_cases``): the tests whose
+#: frames reach the data path (the rest is the ACK path and the parser, the
+#: same in both builds).
+DATA_PATH_TESTS = [
     "test_mode_off_is_a_plain_fifo",
     "test_more_flows_than_entries_everything_still_leaves",
 ]
 
 
-@pytest.mark.parametrize("name, build", core_cases(TESTS, FQ_TESTS))
+@pytest.mark.parametrize("name, build", core_cases(TESTS, DATA_PATH_TESTS))
 def test_supersede(name, build):
     run_core("tb_supersede", build, rf"^tb_supersede\.{name}(/.*)?$")

@@ -59,7 +59,8 @@ def test_acc_escalates_and_marks_as_the_model_decides_through_the_whole_core(mod
     frames = ack_trace(3)
     acc_regs = {"acc_enable": 1, "acc_threshold_acks": 6, "acc_wq_shift": 2}
     res = replay(frames, uplink_rate_bps=UPLINK_BPS, ack_mode=mode, events=True, csr=acc_regs)
-    model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], acc=Acc(threshold_acks=6, wq_shift=2))
+    model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], acc=Acc(threshold_acks=6, wq_shift=2),
+                        **res.model_options())
     check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
               counters=res.counters)
     c = res.counters
@@ -82,7 +83,7 @@ def test_acc_escalates_and_marks_as_the_model_decides_through_the_whole_core(mod
 def test_acc_off_after_reset_marks_nothing():
     frames = ack_trace(4, n=600)
     res = replay(frames, uplink_rate_bps=UPLINK_BPS, ack_mode="conservative", events=True)
-    model = FilterModel(ack_mode=params.ACK_FILTER_MODES["conservative"])
+    model = FilterModel(ack_mode=params.ACK_FILTER_MODES["conservative"], **res.model_options())
     check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
               counters=res.counters)
     assert res.counters["acc_escalated"] == res.counters["acc_marked"] == 0

@@ -123,7 +123,7 @@ def test_rtl_decides_every_hand_case_as_the_spec_and_the_model():
         arrivals = [LETTER[ev] for _c, ev in res.events if ev in LETTER]
         assert res.events[0][1] == "ARRIVE_DATA"
         assert "".join(arrivals) == "".join(want)
-        check_run(FilterModel(ack_mode=AGGRESSIVE), frames, res.events, [f for _t, f in res.frames_out],
+        check_run(FilterModel(ack_mode=AGGRESSIVE, **res.model_options()), frames, res.events, [f for _t, f in res.frames_out],
                   counters=res.counters)
 
 
@@ -144,7 +144,7 @@ def _run_flows(seed, mode, *, ack_slots=None, rate=1_000_000):
     frames, truth = accecn.accecn_trace(seed, segments=2500)
     res = replay(frames, uplink_rate_bps=rate, ack_mode=mode, ack_slots=ack_slots, events=True)
     kw = {} if ack_slots is None else {"ack_queue_limit": ack_slots}
-    model = _LossTrackingModel(ack_mode=params.ACK_FILTER_MODES[mode], **kw)
+    model = _LossTrackingModel(ack_mode=params.ACK_FILTER_MODES[mode], **kw, **res.model_options())
     out = [f for _t, f in res.frames_out]
     check_run(model, [f for _t, f in frames], res.events, out, counters=res.counters)
     per_flow = collections.defaultdict(list)

@@ -331,6 +331,21 @@ def test_ack_slots_above_the_built_size_announce_the_rebuild_first(eth_pcap, tmp
     assert "cached" in note
 
 
+def test_fifo_replays_the_core_with_one_data_fifo_and_says_so(eth_pcap, tmp_path, capsys,
+                                                                fake_replay, monkeypatch):
+    from ackfilter.sim import replay as rp
+    asked = []
+    monkeypatch.setattr(rp, "build_needed", lambda elab=None: asked.append(dict(elab)) or False)
+    for argv, elab, says in ((["--fifo"], {"flow_queues": 0}, "data in one FIFO"),
+                             ([], {}, "data in per-flow queues")):
+        asked.clear()
+        code, _err = run_replay(["replay", "--in", str(eth_pcap), "--out", str(tmp_path / "o.pcap"),
+                                 *argv], fake_replay, capsys)
+        assert code == 0 and asked == [elab]
+        assert fake_replay.calls[-1]["elab"] == elab
+        assert says in fake_replay.err_before
+
+
 def test_ack_slots_within_the_built_size_or_cached_say_nothing(eth_pcap, tmp_path, capsys,
                                                               fake_replay, monkeypatch):
     from ackfilter.sim import replay as rp

@@ -289,11 +289,11 @@ def test_the_command_explains_a_bad_frame_count():
     assert proc.returncode == 2 and "1 .. 1,000,000,000" in proc.stderr
 
 
-def test_a_short_campaign_on_the_flow_queue_core_passes(tmp_path):
-    """The core with per-flow data queues (``--flow-queues``) against the
-    model with its flow queues, and the checker's per-flow data order."""
+def test_a_short_campaign_on_the_data_fifo_core_passes(tmp_path):
+    """The core with one data FIFO (``--fifo``) against the model's FIFO
+    (the board's core, with per-flow data queues, is the other tests')."""
     summary, results = campaign.run_campaign(seed=2027, frames=10_000, chunk_frames=10_000,
-                                             out_dir=tmp_path, elab={"flow_queues": 1})
+                                             out_dir=tmp_path, elab={"flow_queues": 0})
     assert summary["frames"] == 10_000
     details = "\n".join(f"chunk {r.index} ({r.source[:60]}; {r.settings.replay_args()}): "
                         f"{r.hang or r.error or r.unbalanced or r.mismatch[:300]} "
@@ -302,11 +302,13 @@ def test_a_short_campaign_on_the_flow_queue_core_passes(tmp_path):
     assert not summary["saved"]
 
 
-def test_a_failing_flow_queue_chunk_says_how_to_reproduce_it_with_flow_queues(captures, tmp_path):
+def test_a_failing_data_fifo_chunk_says_how_to_reproduce_it_on_that_core(captures, tmp_path):
     chunk = campaign.make_chunk(1, 0, captures, 200)
     result = campaign.ChunkResult(chunk.index, len(chunk.frames), chunk.source, chunk.settings,
                                   mismatch="made up for the test")
-    d = campaign.save_failure(chunk, result, 1, 200, tmp_path, elab={"flow_queues": 1})
-    assert "--only-chunk 0 --flow-queues\n" in (d / "report.txt").read_text()
-    d = campaign.save_failure(chunk, result, 1, 200, tmp_path / "fifo")
+    d = campaign.save_failure(chunk, result, 1, 200, tmp_path / "fifo", elab={"flow_queues": 0})
+    report = (d / "report.txt").read_text()
+    assert "--only-chunk 0 --fifo\n" in report and report.count(" --fifo") == 2, report
+    d = campaign.save_failure(chunk, result, 1, 200, tmp_path / "board")
     assert "--only-chunk 0\n" in (d / "report.txt").read_text()
+    assert "--fifo" not in (d / "report.txt").read_text()

@@ -91,6 +91,18 @@ def test_default_variant_is_the_cores_reset_values():
     v = E.VARIANTS[E.default_variant()]
     assert params.ACK_FILTER_MODES[v.ack_mode] == params.param("ack_mode").default
     assert v.data_share == params.param("data_share").default
+    assert v.flow_queues == params.FLOW_QUEUES and not (v.red or v.chunk or v.acc)
+
+
+def test_every_core_variant_says_which_data_path_it_builds():
+    """A variant's name means one core whatever the board's default; the
+    modem's FIFO (no core) shares the default's bridge."""
+    from ackfilter.sim.verilog import normal_sizes
+    for v in E.VARIANTS.values():
+        if v.uplink == "core":
+            assert v.elab() == {"flow_queues": int(v.flow_queues)}, v.name
+    assert normal_sizes(E.VARIANTS["modem-fifo"].elab() or {}) == \
+        normal_sizes(E.VARIANTS[E.default_variant()].elab())
 
 
 def test_variant_registers_make_the_shaper_the_modem_link():
@@ -120,10 +132,13 @@ def test_flow_queue_variants_run_the_flow_queue_build_where_upload_data_queues()
     for sc in {sc.name: sc for sc, _ in todo}.values():
         vs = [v for s, v in todo if s is sc]
         assert len(vs) == len(set(vs)), f"{sc.name}: a variant planned twice"
-    assert not any(E.VARIANTS[v].flow_queues for sc, v in todo if sc.name in ("S2", "S4", "S5"))
+    # Elsewhere the board's default (flow queues) beside the FIFO variants.
+    assert {v for sc, v in todo if sc.name in ("S2", "S4", "S5") and E.VARIANTS[v].flow_queues} \
+        == {E.default_variant()}
     fq, red = E.VARIANTS["aggressive-fq"], E.VARIANTS["aggressive-fq-red-ecn"]
     assert fq.elab() == red.elab() == {"flow_queues": 1}
-    assert E.VARIANTS["aggressive"].elab() is None and E.VARIANTS["modem-fifo"].elab() is None
+    assert E.VARIANTS["aggressive"].elab() == {"flow_queues": 0}
+    assert E.VARIANTS["modem-fifo"].elab() is None
     # The registers are the variant's without flow queues: the build differs, not the settings.
     assert fq.csr(28800) == E.VARIANTS["aggressive"].csr(28800)
     assert red.csr(28800) == E.VARIANTS["aggressive-red-ecn"].csr(28800) and red.ecn == 1
@@ -565,7 +580,7 @@ def test_cli_lists_the_plan_and_refuses_unknown_names(capsys):
 def test_report_remakes_the_tables_from_a_json_and_marks_todays_default(tmp_path, capsys):
     rows = []
     for v, fwd in (("modem-fifo", 2_400_000), ("conservative", 2_800_000), ("aggressive", 3_200_000),
-                   ("off", 1_200_000)):
+                   ("off", 1_200_000), ("aggressive-fq", 3_300_000)):
         rows.append({"scenario": "S1", "variant": v, "uplink_bps": 28800, "downlink_bps": 10_000_000,
                      "flows": 1, "forward_goodput_bps": fwd, "reverse_goodput_bps": None, "jain": None,
                      "page_time_s": None, "valid": True, "invalid_reason": "",

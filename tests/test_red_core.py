@@ -62,7 +62,7 @@ def _checked_run(frames, *, red_regs, mode="aggressive"):
     red = CountingRed(min_bytes=red_regs["red_min_bytes"], max_bytes=red_regs["red_max_bytes"],
                       max_p=red_regs["red_max_p"], wq_shift=red_regs.get("red_wq_shift", 9),
                       gentle=bool(red_regs.get("red_gentle", 1)), idle_shift=red_regs["red_idle_shift"])
-    model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], red=red)
+    model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], red=red, **res.model_options())
     check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
               counters=res.counters)
     assert res.protocol_errors == 0
@@ -129,7 +129,7 @@ def test_red_off_changes_nothing():
     # and the model without RED agrees decision by decision.
     frames = upload_trace(3, n=600)
     res = replay(frames, uplink_rate_bps=UPLINK_BPS, ack_mode="aggressive", events=True)
-    model = FilterModel(ack_mode=params.ACK_FILTER_MODES["aggressive"])
+    model = FilterModel(ack_mode=params.ACK_FILTER_MODES["aggressive"], **res.model_options())
     check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
               counters=res.counters)
     assert res.counters["red_marked"] == res.counters["drop_red"] == 0

@@ -44,6 +44,7 @@
 #define ACKFILTER_CSR_INFO_DATA_QUEUE_FRAMES 0x25u
 #define ACKFILTER_CSR_INFO_FLOWS_ACTIVE 0x26u
 #define ACKFILTER_CSR_INFO_RED_AVG_BYTES 0x27u
+#define ACKFILTER_CSR_INFO_DATA_QUEUES 0x28u
 #define ACKFILTER_CSR_FRAMES_IN 0x40u  /* frames received from the LAN */
 #define ACKFILTER_CSR_BYTES_IN 0x42u  /* bytes received from the LAN (without FCS) */
 #define ACKFILTER_CSR_FRAMES_OUT 0x44u  /* frames sent towards the modem */
@@ -234,6 +235,18 @@
     X(acc_threshold_acks, 0x11u, 8, 0, 16u, 1u, 255u, "ACKs") \
     X(acc_wq_shift, 0x12u, 4, 0, 4u, 1u, 15u, "log2") \
     X(chunk_bytes, 0x13u, 11, 0, 0u, 0u, 1456u, "bytes") \
+
+/* X(name, addr) */
+#define ACKFILTER_INFO(X) \
+    X(id, 0x20u) \
+    X(ack_slots, 0x21u) \
+    X(flow_entries, 0x22u) \
+    X(data_buffer_bytes, 0x23u) \
+    X(ack_queue_depth, 0x24u) \
+    X(data_queue_frames, 0x25u) \
+    X(flows_active, 0x26u) \
+    X(red_avg_bytes, 0x27u) \
+    X(data_queues, 0x28u) \
 
 /* X(name, addr_lo, is_drop) */
 #define ACKFILTER_COUNTERS(X) \

@@ -20,14 +20,11 @@ static const struct { const char *name; uint8_t addr; } counters[] = {
 #define N_COUNTERS (sizeof counters / sizeof counters[0])
 static uint64_t baseline[N_COUNTERS];   /* taken by reset-counters */
 
-/* The info words have no X-macro: the name is the macro's, printed in lower case. */
-#define INFO_ROW(suffix) { #suffix, ACKFILTER_CSR_INFO_##suffix },
+#define INFO_ROW(name, addr) { #name, addr },
 /* The board's words print as info words too: info.board_lan_link ... */
 #define BOARD_ROW(suffix) { "BOARD_" #suffix, ACKFILTER_BOARD_##suffix },
 static const struct { const char *name; uint8_t addr; } infos[] = {
-    INFO_ROW(ID) INFO_ROW(ACK_SLOTS) INFO_ROW(FLOW_ENTRIES) INFO_ROW(DATA_BUFFER_BYTES)
-    INFO_ROW(ACK_QUEUE_DEPTH) INFO_ROW(DATA_QUEUE_FRAMES) INFO_ROW(FLOWS_ACTIVE)
-    INFO_ROW(RED_AVG_BYTES)
+    ACKFILTER_INFO(INFO_ROW)
     BOARD_ROW(LAN_LINK) BOARD_ROW(MODEM_LINK) BOARD_ROW(PHY0_STATUS) BOARD_ROW(PHY1_STATUS)
     BOARD_ROW(PHY0_ID) BOARD_ROW(PHY1_ID)
 };

@@ -123,6 +123,7 @@ def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_fil
         "ack_slots": result.info.get("ack_slots"),
         "flow_entries": result.info.get("flow_entries"),
         "data_buffer_bytes": result.info.get("data_buffer_bytes"),
+        "data_queues": result.info.get("data_queues"),
     })
     return {
         "frames_in": c["frames_in"],
@@ -234,7 +235,7 @@ def cmd_replay(args, parser):
     early = rp.input_warnings([d for _, d in frames], [t / 1e9 for t, _ in frames])
     for msg in early:
         print(msg, file=sys.stderr)
-    elab = rp.elaboration(args.ack_slots)
+    elab = rp.elaboration(args.ack_slots, rp.DATA_FIFO if args.fifo else None)
     building = rp.build_needed(elab)
     if building and elab.get("ack_slots", params.ACK_SLOTS) > params.ACK_SLOTS:
         n = elab["ack_slots"]
@@ -250,13 +251,14 @@ def cmd_replay(args, parser):
         print(f"replay: {len(frames)} frames from {args.inp}, uplink {rate} charged {link}, "
               f"ACK filter {args.ack_filter}, RED "
               f"{'off' if args.red is None else '{red_min_bytes}..{red_max_bytes} bytes, max_p {red_max_p}/65536'.format(**args.red)}, "
-              f"segmenter {f'{args.chunk}-byte chunks' if args.chunk else 'off'}"
+              f"segmenter {f'{args.chunk}-byte chunks' if args.chunk else 'off'}, "
+              f"data {'in one FIFO' if elab.get('flow_queues', params.FLOW_QUEUES) == 0 else 'in per-flow queues'}"
               f"{' (building the simulator first: about 2 minutes, once)' if building else ''}",
               file=sys.stderr, flush=True)
     try:
         result = rp.replay(in_frames, uplink_rate_bps=args.uplink_rate, ack_slots=args.ack_slots,
                            ack_mode=args.ack_filter, data_share=args.data_share,
-                           accounting=accounting,
+                           accounting=accounting, elab=elab,
                            csr={**red_registers(args.red, args.uplink_rate),
                                 **({"chunk_bytes": args.chunk} if args.chunk else {})},
                            progress=_Progress(len(frames), args.quiet))
@@ -405,6 +407,10 @@ def make_parser():
                    help="the segmenter (docs/spec.md section 9): TCP segments with more payload leave "
                         "as valid segments of at most BYTES payload each (a multiple of 16, 16..1456), "
                         "so ACKs can leave between them. 'off' or 0 (the default): the core's reset")
+    p.add_argument("--fifo", action="store_true",
+                   help="upload data in one FIFO in arrival order instead of the board's per-flow "
+                        "queues (docs/spec.md section 12): the core built with flow_queues=0, for "
+                        "comparison (compiled once, about 2 minutes)")
     p.add_argument("--stats", metavar="FILE.json", help="write statistics (docs/stats.md)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress or summary output (warnings and notes still go to stderr)")

@@ -40,6 +40,10 @@ F_SYS_HZ = 50_000_000
 ACK_SLOTS = 32
 FLOW_ENTRIES = 31
 DATA_BUFFER_BYTES = 32768
+#: Upload data in per-flow queues with deficit round robin (spec section 12),
+#: FLOW_ENTRIES + 1 of them; False: one data FIFO in arrival order (the core
+#: before flow isolation, kept for comparison: ``flow_queues=0``).
+FLOW_QUEUES = True
 
 #: The data buffer in cells (docs/spec.md section 12): a frame takes
 #: ceil(len / DATA_CELL_BYTES) of them, and the queue manager keeps
@@ -305,6 +309,7 @@ INFO = {
     "data_queue_frames": INFO_BASE + 5,
     "flows_active":     INFO_BASE + 6,
     "red_avg_bytes":    INFO_BASE + 7,   # RED's average of the data queue, whole bytes
+    "data_queues":      INFO_BASE + 8,   # per-flow data queues; 0: one data FIFO
 }
 ID_VALUE = 0x41434B46
 

@@ -103,6 +103,8 @@ def c_header():
     out += [f"    X({p.name}, {p.addr:#04x}u, {p.width}, {int(p.signed)}, {_c_int(p.default, p.signed)}, "
             f"{_c_int(p.minimum, p.signed)}, {_c_int(p.maximum, p.signed)}, \"{p.unit}\") \\"
             for p in P.PARAMS]
+    out += ["", "/* X(name, addr) */", "#define ACKFILTER_INFO(X) \\"]
+    out += [f"    X({name}, {addr:#04x}u) \\" for name, addr in P.INFO.items()]
     out += ["", "/* X(name, addr_lo, is_drop) */", "#define ACKFILTER_COUNTERS(X) \\"]
     out += [f"    X({c.name}, {c.addr:#04x}u, {int(c.is_drop)}) \\" for c in P.COUNTERS]
     out += ["", "/* Firmware parameters (kept by the firmware, not CSRs).",

@@ -100,6 +100,9 @@ def _status(args, regmap, dev):
         f"max_p {values['red_max_p'] / 65536:.3f}, average {stats.get('info.red_avg_bytes', 0)} bytes")
     print(f"  RED          {red}")
     print(f"  segmenter    {'off' if not values['chunk_bytes'] else str(values['chunk_bytes']) + '-byte chunks'}")
+    if "info.data_queues" in stats:
+        n = stats["info.data_queues"]
+        print(f"  upload data  {f'{n} per-flow queues, sparse flows first' if n else 'one FIFO'}")
     if ports:
         mbps = ("10", "100", "1000", "?")
         links = ", ".join(f"{role} {mbps[p['speed']]} Mb/s" + ("" if p["rxc_ok"] else " (no RX clock)")

@@ -64,8 +64,8 @@ class UplinkCore(wiring.Component):
     flow_entries : int        flow table entries (default ``params.FLOW_ENTRIES``)
     data_buffer_bytes : int   data buffer size, a power of two (default ``params.DATA_BUFFER_BYTES``),
                               in cells of ``params.DATA_CELL_BYTES``
-    flow_queues : bool        upload data in per-flow queues (spec section 12; default off
-                              until the flow queues fit the 25F with the rest)
+    flow_queues : bool        upload data in per-flow queues, ``flow_entries + 1`` of them
+                              (spec section 12; default ``params.FLOW_QUEUES``), else one FIFO
 
     Ports
     -----
@@ -80,7 +80,7 @@ class UplinkCore(wiring.Component):
     """
 
     def __init__(self, *, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
-                 data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=False):
+                 data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=P.FLOW_QUEUES):
         _check_sizes(data_buffer_bytes)
         self.flow_queues = bool(flow_queues)
         self.ack_slots = ack_slots
@@ -266,6 +266,7 @@ class UplinkCore(wiring.Component):
             csr.info.data_queue_frames.eq(manager.data_queue_frames),
             csr.info.flows_active.eq(manager.flows_active),
             csr.info.red_avg_bytes.eq(manager.red_avg_bytes),
+            csr.info.data_queues.eq(self.flow_entries + 1 if self.flow_queues else 0),
             self.event.valid.eq(manager.ev_valid),
             self.event.kind.eq(manager.ev_kind),
             self.event.overrun.eq(ingress.ev_overrun),

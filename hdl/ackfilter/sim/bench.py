@@ -25,15 +25,22 @@ import time
 
 from .. import params
 from .demo import run_modes
-from .replay import replay
+from .replay import DATA_FIFO, replay
 from .traces import Flow, demo_scenario, tcp_frame
 from .wire import OVERHEAD_BYTES, frame_cycles
 from ..units import format_rate
 
 __all__ = ["line_rate_frames", "main"]
 
-#: The core's build with flow queues (``gen_verilog``'s options).
-FLOW_QUEUES = {"flow_queues": 1}
+def _capacity_lines(res, line_cycles):
+    c = res.counters
+    arrivals = arrival_cycles(res.events)
+    _line("frames in", f"{c['frames_in']}")
+    _line("dropped by the core (overrun)", f"{c['drop_overrun']}")
+    _line("dropped for the 1 Gb/s output (buffer full, fattest queue)",
+          f"{c['drop_data_full']}, {c['drop_data_overflow']}")
+    _line("cycles per frame taken in (capacity)", f"{arrivals[-1] / len(arrivals):.2f} "
+          f"(= {line_cycles * len(arrivals) / arrivals[-1]:.2f} x line rate)")
 
 
 def line_rate_frames(n_frames, *, n_flows=256, data_flows=1, seed=1):
@@ -105,8 +112,10 @@ def main(args):
     wire_bytes = 60 + OVERHEAD_BYTES      # frame, FCS, preamble, IFG
     line_cycles = float(frame_cycles(60))  # a frame's cycles at 1 Gb/s
 
+    queues = params.FLOW_ENTRIES + 1
+    data_path = (f"{queues} per-flow data queues" if params.FLOW_QUEUES else "one data FIFO")
     print("ackfilter bench (RTL in Verilator, system clock "
-          f"{params.F_SYS_HZ / 1e6:g} MHz, 32-bit datapath)")
+          f"{params.F_SYS_HZ / 1e6:g} MHz, 32-bit datapath; the board's core: {data_path})")
     print()
     print(f"1. Line rate: {n} frames of 64 bytes at 1 Gb/s, half pure ACKs of 256 flows, "
           "shaper open")
@@ -136,13 +145,12 @@ def main(args):
                                                          f"{got_fps / line_fps:.3f}")
     print()
 
-    queues = params.FLOW_ENTRIES + 1
-    print(f"1c. Line rate with flow queues (spec section 12): {n} frames of 64 bytes at 1 Gb/s, "
+    print(f"1c. Line rate with {queues} uploads: {n} frames of 64 bytes at 1 Gb/s, "
           f"half pure ACKs of 256 flows, the data of {queues} uploads in turn (as many as "
-          "there are queues), shaper open")
-    log("   building the core with flow queues and replaying at 1 Gb/s ...")
+          "there are flow queues, spec section 12), shaper open")
+    log("   replaying at 1 Gb/s ...")
     fq_frames = line_rate_frames(args.frames, data_flows=queues)
-    fq = replay(fq_frames, ack_mode="conservative", elab=FLOW_QUEUES)
+    fq = replay(fq_frames, ack_mode="conservative")
     _loss_lines(fq, n)
     print()
 
@@ -161,17 +169,17 @@ def main(args):
                               f"{fast.cycles / fast.wallclock_s / 1e6:.2f} M cycles/s")
     print()
 
-    print("2b. Capacity with flow queues: the frames of 1c offered one word per cycle")
+    print(f"2b. Capacity with {queues} uploads: the frames of 1c offered one word per cycle")
     log("   replaying at full input speed ...")
-    fqf = replay(fq_frames, ack_mode="conservative", feed=(1, 0), events=True, elab=FLOW_QUEUES)
-    fqc = fqf.counters
-    fq_arrivals = arrival_cycles(fqf.events)
-    _line("frames in", f"{fqc['frames_in']}")
-    _line("dropped by the core (overrun)", f"{fqc['drop_overrun']}")
-    _line("dropped for the 1 Gb/s output (buffer full, fattest queue)",
-          f"{fqc['drop_data_full']}, {fqc['drop_data_overflow']}")
-    _line("cycles per frame taken in (capacity)", f"{fq_arrivals[-1] / len(fq_arrivals):.2f} "
-          f"(= {line_cycles * len(fq_arrivals) / fq_arrivals[-1]:.2f} x line rate)")
+    _capacity_lines(replay(fq_frames, ack_mode="conservative", feed=(1, 0), events=True),
+                    line_cycles)
+    print()
+
+    print("2c. Capacity of the core with one data FIFO (flow_queues=0, for comparison): "
+          "the frames of 2")
+    log("   building that core (once) and replaying at full input speed ...")
+    _capacity_lines(replay(frames, ack_mode="conservative", feed=(1, 0), events=True,
+                           elab=DATA_FIFO), line_cycles)
     print()
 
     if not args.skip_demo:

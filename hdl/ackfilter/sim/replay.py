@@ -32,8 +32,14 @@ from .wire import OVERHEAD_BYTES, cycles_per_byte
 __all__ = [
     "ReplayResult", "ReplayError",
     "replay", "generate_verilog", "build_harness", "run_harness",
-    "input_warnings", "build_needed", "elaboration",
+    "input_warnings", "build_needed", "elaboration", "DATA_FIFO", "FLOW_QUEUES",
 ]
+
+#: Elaboration options of the core's two data paths (spec section 12): one
+#: data FIFO in arrival order, and the per-flow queues (``params.FLOW_QUEUES``
+#: says which the board has; ``{}`` is that one).
+DATA_FIFO = {"flow_queues": 0}
+FLOW_QUEUES = {"flow_queues": 1}
 
 #: Cycles per second of the core clock (``now`` counts these).
 F_SYS_HZ = params.F_SYS_HZ
@@ -95,6 +101,21 @@ class ReplayResult:
     @property
     def sim_seconds(self):
         return self.cycles / F_SYS_HZ
+
+    def model_options(self):
+        """The :class:`~ackfilter.model.FilterModel` options that describe the
+        core this run replayed, read from the core itself (its information
+        words and registers): its sizes, and with per-flow data queues the
+        DRR quantum of its shaper's rate and the credit charged as its
+        shaper charges. The run-time settings (``ack_mode``, RED, ...) are
+        the caller's."""
+        from ..model.flowq import quantum_for_cpb
+        opts = {"ack_slots": self.info["ack_slots"], "flow_entries": self.info["flow_entries"]}
+        if self.info.get("data_queues"):
+            opts.update(flow_queues=True,
+                        quantum=quantum_for_cpb(self.params["shaper_cpb_q16"]),
+                        charge=LinkAccounting.from_registers(self.params).charge)
+        return opts
 
 
 # --- tools ------------------------------------------------------------------

@@ -21,7 +21,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["PKG_DIR", "REPO_ROOT", "build_dir", "rtl_sources", "rtl_digest", "verilog",
+__all__ = ["PKG_DIR", "REPO_ROOT", "build_dir", "rtl_sources", "rtl_digest", "verilog", "normal_sizes",
            "verilog_path", "verilator_env", "file_lock", "VerilogError"]
 
 PKG_DIR = Path(__file__).resolve().parents[1]
@@ -85,11 +85,21 @@ def rtl_digest():
     return h.hexdigest()
 
 
+def normal_sizes(sizes):
+    """``sizes`` without the options left at the core's defaults (``params``'),
+    so that one design has one key: ``{}`` and ``{"flow_queues": 1}`` are
+    the same core while the flow queues are the default."""
+    from .. import params as P
+    defaults = {"ack_slots": P.ACK_SLOTS, "flow_entries": P.FLOW_ENTRIES,
+                "data_buffer_bytes": P.DATA_BUFFER_BYTES, "flow_queues": int(P.FLOW_QUEUES)}
+    return {k: v for k, v in sizes.items()
+            if v is not None and (k not in defaults or int(v) != defaults[k])}
+
+
 def _sizes_args(sizes):
     args = []
     for key in sorted(sizes):
-        if sizes[key] is not None:
-            args += ["--" + key.replace("_", "-"), str(int(sizes[key]))]
+        args += ["--" + key.replace("_", "-"), str(int(sizes[key]))]
     return args
 
 
@@ -98,7 +108,7 @@ def verilog_path(top="core", **sizes):
     from ..gateware.gen_verilog import TOPS
     if top not in TOPS:
         raise ValueError(f"unknown top {top!r}; known: {', '.join(TOPS)}")
-    args = _sizes_args(sizes)
+    args = _sizes_args(normal_sizes(sizes))
     key = hashlib.sha256(json.dumps([top, args, rtl_digest()]).encode()).hexdigest()[:16]
     return build_dir() / "verilog" / f"{top}-{key}" / f"{TOPS[top]}.v"
 
@@ -126,6 +136,7 @@ def _prune(parent, keep):
 
 def verilog(top="core", **sizes):
     """Path of ``top``'s Verilog with these sizes, generated when not cached."""
+    sizes = normal_sizes(sizes)
     out = verilog_path(top, **sizes)
     with file_lock(out.parent.parent / f".{out.parent.name}.lock"):
         if out.is_file():

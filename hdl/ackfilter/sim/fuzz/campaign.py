@@ -26,7 +26,6 @@ output pcaps, the report, the commands that reproduce it).
 """
 
 import argparse
-import inspect
 import json
 import random
 import sys
@@ -254,21 +253,15 @@ def ack_slot_bytes():
     return getattr(params, "ACK_SLOT_BYTES", None) or model.ACK_SLOT_BYTES
 
 
-def _make_model(settings, info, elab=None):
+def _make_model(settings, res):
+    """The golden model of the core ``res`` replayed (its sizes and data path,
+    read from the core: :meth:`~ackfilter.sim.replay.ReplayResult.model_options`)
+    with the chunk's settings."""
     from ...model import FilterModel
-    kwargs = dict(ack_mode=params.ACK_FILTER_MODES[settings.ack_mode],
-                  ack_queue_limit=settings.ack_slots or params.param("ack_queue_limit").default,
-                  data_share=settings.data_share,
-                  ack_slots=info.get("ack_slots"), flow_entries=info.get("flow_entries"))
-    if (elab or {}).get("flow_queues"):
-        # Per-flow data queues: the quantum of the shaped rate, the credit
-        # charged as the shaper charges (its default link accounting).
-        from ...model.flowq import quantum_for_cpb
-        from ...model.shaper import LinkAccounting
-        kwargs.update(flow_queues=True, charge=LinkAccounting().charge,
-                      quantum=quantum_for_cpb(params.cpb_q16_for_rate(settings.uplink_rate_bps)))
-    accepted = inspect.signature(FilterModel).parameters
-    return FilterModel(**{k: v for k, v in kwargs.items() if k in accepted and v is not None})
+    return FilterModel(ack_mode=params.ACK_FILTER_MODES[settings.ack_mode],
+                       ack_queue_limit=settings.ack_slots or params.param("ack_queue_limit").default,
+                       **({"data_share": settings.data_share} if settings.data_share is not None else {}),
+                       **res.model_options())
 
 
 def balance_error(counters, n_in, n_out):
@@ -310,7 +303,7 @@ def run_chunk(chunk, *, elab=None):
     received = [f for _t, f in res.frames_out]
     result.counters = dict(res.counters)
     try:
-        check_run(_make_model(s, res.info, elab), sent, res.events, received, counters=res.counters)
+        check_run(_make_model(s, res), sent, res.events, received, counters=res.counters)
     except AssertionError as e:
         result.mismatch = str(e) or "AssertionError"
     report = checker.check(sent, received, res.counters, slot_bytes=ack_slot_bytes(),
@@ -327,6 +320,7 @@ def run_chunk(chunk, *, elab=None):
 
 def save_failure(chunk, result, seed, n_frames, out_dir=OUT_DIR, elab=None):
     """Write the failing chunk's input/output pcaps and report; returns the directory."""
+    fifo = (elab or {}).get("flow_queues", int(params.FLOW_QUEUES)) == 0
     d = Path(out_dir) / f"seed{seed}-chunk{chunk.index}"
     d.mkdir(parents=True, exist_ok=True)
     write_pcap(d / "in.pcap", chunk.frames, seconds=True)
@@ -338,9 +332,10 @@ def save_failure(chunk, result, seed, n_frames, out_dir=OUT_DIR, elab=None):
         "",
         "reproduce the whole chunk (same frames, settings and checks):",
         f"  ackfilter fuzz --seed {seed} --chunk-frames {n_frames} --only-chunk {chunk.index}"
-        + (" --flow-queues" if (elab or {}).get("flow_queues") else ""),
+        + (" --fifo" if fifo else ""),
         "replay its input alone:",
-        f"  ackfilter replay --in {d / 'in.pcap'} --out /tmp/out.pcap {chunk.settings.replay_args()}",
+        f"  ackfilter replay --in {d / 'in.pcap'} --out /tmp/out.pcap {chunk.settings.replay_args()}"
+        + (" --fifo" if fifo else ""),
         "",
     ]
     if result.hang:
@@ -489,9 +484,13 @@ def make_parser():
                    help="directory of *.pcap.gz captures (default sim/captures)")
     p.add_argument("--out", default=str(OUT_DIR), metavar="DIR",
                    help="where failing chunks are saved (default build/fuzz)")
-    p.add_argument("--flow-queues", action="store_true",
-                   help="replay the core built with per-flow data queues (spec section 12), "
-                        "checked against the model's")
+    data = p.add_mutually_exclusive_group()
+    data.add_argument("--flow-queues", action="store_true",
+                      help="replay the core with per-flow data queues (spec section 12), checked "
+                           "against the model's: the board's core, the default")
+    data.add_argument("--fifo", action="store_true",
+                      help="replay the core built with one data FIFO instead (flow_queues=0), "
+                           "checked against the model's FIFO")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     return p
@@ -507,7 +506,7 @@ def main(args=None):
     log = None if a.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
     summary, _results = run_campaign(seed=a.seed, frames=a.frames, chunk_frames=a.chunk_frames,
                                      captures_dir=a.captures, out_dir=a.out, only_chunk=a.only_chunk,
-                                     elab={"flow_queues": 1} if a.flow_queues else None, log=log)
+                                     elab={"flow_queues": 0} if a.fifo else None, log=log)
     if a.json:
         print(json.dumps(summary, indent=2))
     print(summary_line(summary), file=sys.stderr)

@@ -26,7 +26,7 @@ from pathlib import Path
 from ... import params
 from ...model.red import registers_for_rate
 from ...units import format_rate
-from ..verilog import REPO_ROOT
+from ..verilog import REPO_ROOT, normal_sizes
 from .bridge import BridgeError, Link, build_bridge
 from .testbed import CLIENT_IPS, SERVER_IP, Testbed, TestbedError, require_root
 
@@ -51,11 +51,14 @@ class Variant:
     ecn: int = 0                    # the hosts' net.ipv4.tcp_ecn (1: request ECN)
     chunk: int = 0                  # the segmenter's chunk_bytes (0: off)
     acc: bool = False               # ACC on (spec section 11), at its default threshold
-    flow_queues: bool = False       # the core built with per-flow data queues (spec section 12)
+    flow_queues: bool = False       # the core built with per-flow data queues (spec section 12),
+                                    # else with one data FIFO (the board's is params.FLOW_QUEUES)
 
     def elab(self):
-        """The core's build options for this variant (``None``: the default build)."""
-        return {"flow_queues": 1} if self.flow_queues else None
+        """The core's build options for this variant: which data path, always
+        said (the variants' names mean the same core whatever the default);
+        ``None`` (the board's) for the modem's FIFO, which runs no core."""
+        return {"flow_queues": int(self.flow_queues)} if self.uplink == "core" else None
 
     def csr(self, uplink_bps):
         """The core's registers for this variant on an uplink of ``uplink_bps``.
@@ -124,13 +127,16 @@ VARIANTS = _variants()
 
 
 def default_variant():
-    """The variant the core's reset values select (what the board ships with)."""
+    """The variant the core's reset values and the board's build select
+    (what the board ships with: RED, the segmenter and ACC off)."""
     mode = params.default_name("ack_mode")
     share = params.param("data_share").default
     for v in VARIANTS.values():
-        if v.uplink == "core" and v.ack_mode == mode and v.data_share == share:
+        if (v.uplink == "core" and v.ack_mode == mode and v.data_share == share
+                and v.flow_queues == params.FLOW_QUEUES and not (v.red or v.chunk or v.acc)):
             return v.name
-    raise LookupError(f"no variant for the defaults ack_mode={mode} data_share={share}")
+    raise LookupError(f"no variant for the defaults ack_mode={mode} data_share={share} "
+                      f"flow_queues={params.FLOW_QUEUES}")
 
 
 # --- the CAKE anchors (kb/s; Linux 6.1 sch_cake, the settings above) ------------------
@@ -300,7 +306,8 @@ def plan(*, quick=False, only=None, variants=None):
         elif name == "S7":
             vs = ("modem-fifo", default) + _FQ
         else:
-            vs = _BASE + (_RED + _SEG + _ACC + _FQ if name in _RED_SCENARIOS else ())
+            vs = _BASE + (default,) + (_RED + _SEG + _ACC + _FQ if name in _RED_SCENARIOS else ())
+        vs = tuple(dict.fromkeys(vs))     # once each, in order (the default may be among them)
         for sc in scenarios(name, quick=quick):
             extra = ("off",) if quick and not variants and name == "S1" and sc.uplink_bps == 64000 else ()
             for v in vs + extra:
@@ -993,7 +1000,7 @@ def main(argv=None):
 
     def binary_for(v):
         elab = VARIANTS[v].elab()
-        key = tuple(sorted((elab or {}).items()))
+        key = tuple(sorted(normal_sizes(elab or {}).items()))
         if key not in bridges:
             bridges[key] = build_bridge(elab)
         return bridges[key]
