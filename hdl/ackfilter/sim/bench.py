@@ -157,14 +157,8 @@ def main(args):
     print("2. Capacity: the same frames offered one word per cycle (no gap)")
     log("   replaying at full input speed ...")
     fast = replay(frames, ack_mode="conservative", feed=(1, 0), events=True)
-    fc = fast.counters
-    arrivals = arrival_cycles(fast.events)
-    _line("frames in", f"{fc['frames_in']}")
-    _line("dropped by the core (overrun)", f"{fc['drop_overrun']}")
-    _line("ACKs superseded while the output was busy", f"{fc['acks_superseded']}")
-    _line("dropped for the 1 Gb/s output (data buffer)", f"{fc['drop_data_full']}")
-    _line("cycles per frame taken in (capacity)", f"{arrivals[-1] / len(arrivals):.2f} "
-                                                   f"(= {line_cycles * len(arrivals) / arrivals[-1]:.2f} x line rate)")
+    _capacity_lines(fast, line_cycles)
+    _line("ACKs superseded while the output was busy", f"{fast.counters['acks_superseded']}")
     _line("simulation speed", f"{n / fast.wallclock_s:,.0f} frames/s, "
                               f"{fast.cycles / fast.wallclock_s / 1e6:.2f} M cycles/s")
     print()
