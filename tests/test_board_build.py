@@ -111,6 +111,23 @@ def test_main_exits_1_on_missed_timing_warns_under_the_margin_and_names_the_bits
     assert ("MISSED" in out) is (not timing_ok)
     assert ("timing not met" in err) is (not timing_ok)
     assert ("no placement seed gave every clock 10 % of margin" in err) is warned
+    assert seen["margin_pct"] == B.MARGIN_PCT
+
+
+def test_main_with_margin_0_asks_for_the_first_seed_that_meets_and_warns_under_10(
+        monkeypatch, tmp_path, capsys):
+    seen = {}
+
+    def fake_build(board, *, out_root, **kw):
+        seen.update(kw)
+        return dict(_summary(out_root, True, 131.0), margin_pct=0.0, margin_ok=True, margin_10_ok=False)
+
+    monkeypatch.setattr(B, "build", fake_build)
+    assert B.main(["--board", "colorlight-5a-75b", "--out", str(tmp_path), "--margin", "0"]) == 0
+    assert seen["margin_pct"] == 0.0
+    err = capsys.readouterr().err
+    assert ("the seed kept (the first that meets every target, --margin 0) does not give every "
+            "clock 10 % of margin") in err
 
 
 def test_main_leaves_the_control_plane_out_when_told(monkeypatch, tmp_path):

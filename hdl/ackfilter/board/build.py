@@ -421,9 +421,11 @@ def main(argv=None):
             return 2
         print_summary(summary)
         if summary["timing_ok"] and not summary.get("margin_10_ok", summary["margin_ok"]):
-            print(f"warning: {'no placement seed' if args.margin >= MARGIN_PCT else 'this seed'} gave "
-                  f"every clock {MARGIN_PCT:g} % of margin; this bitstream meets every target, with less "
-                  f"to spare", file=sys.stderr)
+            which = ("no placement seed gave" if args.margin >= MARGIN_PCT else
+                     f"the seed kept (the first that meets every target, --margin {args.margin:g}) "
+                     "does not give")
+            print(f"warning: {which} every clock {MARGIN_PCT:g} % of margin; this bitstream meets "
+                  f"every target, with less to spare", file=sys.stderr)
         if not summary["timing_ok"]:
             print("error: timing not met (see above)", file=sys.stderr)
             return 1
