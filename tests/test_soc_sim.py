@@ -57,6 +57,8 @@ def test_the_tool_talks_to_the_firmware_and_values_are_checked(binary, tmp_path,
         assert rc == 0, err
         doc = json.loads(out)
         assert doc["version"]["regmap"] == "1" and doc["version"]["gateware_id"] == f"{P.ID_VALUE:#x}"
+        # The core's data path, read through the firmware: the flow queues.
+        assert doc["stats"]["info.data_queues"] == doc["stats"]["info.flow_entries"] + 1 > 1
         assert doc["params"] == {**{p.name: p.default for p in P.PARAMS},
                                  **{f.name: f.default for f in P.FIRMWARE_PARAMS}}
         rc, out, err = ctl(capsys, soc, "set", "red_min_bytes", "3000", "red_max_bytes", "9000",
