@@ -179,12 +179,12 @@ HARNESS_PINS = 'LOCATE COMP "clk" SITE "P6";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;
 
 
 def _build_uplink_core(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
-                       data_buffer_bytes=P.DATA_BUFFER_BYTES):
+                       data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=P.FLOW_QUEUES):
     from amaranth.back import rtlil
     from ..gateware.core import UplinkCore
     from ..gateware.lib.pin_harness import PinHarness
     core = UplinkCore(ack_slots=ack_slots, flow_entries=flow_entries,
-                      data_buffer_bytes=data_buffer_bytes)
+                      data_buffer_bytes=data_buffer_bytes, flow_queues=flow_queues)
     text = rtlil.convert(PinHarness(core), name="harness", emit_src=False)
     return Design(sources=[("harness.il", text)], top="harness", block_root="harness.core",
                   clocks={"clk": P.F_SYS_HZ / 1e6}, lpf=HARNESS_PINS, excluded=("harness",))
@@ -197,14 +197,15 @@ register_target(Target(
 
 
 def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
-                      data_buffer_bytes=P.DATA_BUFFER_BYTES, board="colorlight-5a-75b"):
+                      data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=P.FLOW_QUEUES,
+                      board="colorlight-5a-75b"):
     from ..board.build import BOARDS, REPO, domain_of_clock
     from ..board.revisions import platform_class
     from ..board.top import CLOCK_TARGETS_HZ, BoardTop
     from ..soc.soc import build_firmware, firmware_image
     extra = (REPO / "constraints" / BOARDS[board]["lpf"]).read_text()
     top = BoardTop(ack_slots=ack_slots, flow_entries=flow_entries,
-                   data_buffer_bytes=data_buffer_bytes,
+                   data_buffer_bytes=data_buffer_bytes, flow_queues=flow_queues,
                    firmware=firmware_image(build_firmware()))
     platform = platform_class(BOARDS[board]["revision"])()
     plan = platform.prepare(top, name="top", add_preferences=extra)
@@ -864,6 +865,9 @@ def main(argv=None):
                     help="flow table entries (default params.FLOW_ENTRIES, %(default)s)")
     ap.add_argument("--data-buffer-bytes", type=int, default=P.DATA_BUFFER_BYTES,
                     help="data buffer size, a power of two (default params.DATA_BUFFER_BYTES, %(default)s)")
+    ap.add_argument("--flow-queues", type=int, choices=(0, 1), default=int(P.FLOW_QUEUES),
+                    help="1: upload data in per-flow queues (the board's, params.FLOW_QUEUES); "
+                         "0: one data FIFO, for comparison (default %(default)s)")
     ap.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
                     help="sweep points built at once (default 2; each needs one core and "
                          "about 1 GB)")
@@ -886,7 +890,7 @@ def main(argv=None):
         ap.error(f"--sizes must be integers separated by commas, not {args.sizes!r}")
     out = pathlib.Path(args.out)
     core_params = {"ack_slots": args.ack_slots, "flow_entries": args.flow_entries,
-                   "data_buffer_bytes": args.data_buffer_bytes}
+                   "data_buffer_bytes": args.data_buffer_bytes, "flow_queues": bool(args.flow_queues)}
     status = 0
     try:
         for name in names:
