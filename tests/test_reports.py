@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from ackfilter import params as P
 from ackfilter.board import pnr_guard as G
 from ackfilter.reports import report as R
 
@@ -279,6 +280,24 @@ def test_cli_refuses_an_unknown_target(capsys):
         R.main(["no-such-board"])
     assert e.value.code == 2
     assert "unknown target 'no-such-board'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, want", [([], P.FLOW_QUEUES), (["--flow-queues", "0"], False),
+                                        (["--flow-queues", "1"], True)])
+def test_cli_builds_the_core_with_the_data_path_asked_for(monkeypatch, tmp_path, argv, want):
+    """``--flow-queues`` reaches the build of a sizable target (the board's
+    default when not given); its report is written as usual."""
+    seen = []
+
+    def fake_run(target, *, params, **kw):
+        seen.append(dict(params))
+        return {"pnr": None}
+
+    monkeypatch.setattr(R, "run_target", fake_run)
+    monkeypatch.setattr(R, "format_markdown", lambda result: "report\n")
+    assert R.main(["uplink-core", "--synth-only", "-o", str(tmp_path), *argv]) == 0
+    assert seen == [{"ack_slots": P.ACK_SLOTS, "flow_entries": P.FLOW_ENTRIES,
+                     "data_buffer_bytes": P.DATA_BUFFER_BYTES, "flow_queues": want}]
 
 
 def test_cli_has_no_wall_clock_limit_for_place_and_route(capsys):
