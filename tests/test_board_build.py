@@ -120,7 +120,7 @@ def test_main_with_margin_0_asks_for_the_first_seed_that_meets_and_warns_under_1
 
     def fake_build(board, *, out_root, **kw):
         seen.update(kw)
-        return dict(_summary(out_root, True, 131.0), margin_pct=0.0, margin_ok=True, margin_10_ok=False)
+        return dict(_summary(out_root, True, 131.0), margin_pct=0.0, margin_ok=True, margin_goal_ok=False)
 
     monkeypatch.setattr(B, "build", fake_build)
     assert B.main(["--board", "colorlight-5a-75b", "--out", str(tmp_path), "--margin", "0"]) == 0
@@ -288,7 +288,7 @@ def test_with_no_margin_asked_the_first_seed_that_meets_every_target_ends_the_se
     fake_toolchain(monkeypatch, FakePlatform, fake_run)
     summary = B.build("colorlight-5a-75b", out_root=tmp_path, seeds=(1, 2, 3), margin_pct=0)
     assert seeds_run == ["2"] and summary["seed"] == 2 and summary["timing_ok"]
-    assert summary["margin_ok"] and not summary["margin_10_ok"]
+    assert summary["margin_ok"] and not summary["margin_goal_ok"]
     assert summary["seed_reason"].startswith("seed 2: every clock beats its target by 0 % or more")
 
 

@@ -284,6 +284,26 @@ def test_the_command_saves_a_failing_chunk_with_its_reproduction_and_exits_accor
         assert len(read_pcap(d / "in.pcap", seconds=True)) == 1500
 
 
+@pytest.mark.parametrize("argv, elab", [([], None), (["--fifo"], {"flow_queues": 0}),
+                                        (["--flow-queues"], {"flow_queues": 1})])
+def test_the_command_asks_for_the_data_path_it_is_told(monkeypatch, tmp_path, argv, elab):
+    """No option: the board's core; ``--fifo`` and ``--flow-queues`` name a
+    build whatever the default is; the two together are refused."""
+    seen = []
+
+    def fake_campaign(**kw):
+        seen.append(kw["elab"])
+        return {"saved": [], "mismatches": 0, "checker_violations": 0, "hangs": 0, "unbalanced": 0,
+                "errors": 0}, []
+
+    monkeypatch.setattr(campaign, "run_campaign", fake_campaign)
+    monkeypatch.setattr(campaign, "summary_line", lambda summary: "")
+    assert campaign.main(["--captures", str(tmp_path), "--quiet", *argv]) == 0
+    assert seen == [elab]
+    with pytest.raises(SystemExit):
+        campaign.main(["--captures", str(tmp_path), "--fifo", "--flow-queues"])
+
+
 def test_the_command_explains_a_bad_frame_count():
     proc = run_cli("fuzz", "--frames", "0")
     assert proc.returncode == 2 and "1 .. 1,000,000,000" in proc.stderr

@@ -32,6 +32,7 @@ from ..units import format_rate
 
 __all__ = ["line_rate_frames", "main"]
 
+
 def _capacity_lines(res, line_cycles):
     c = res.counters
     arrivals = arrival_cycles(res.events)

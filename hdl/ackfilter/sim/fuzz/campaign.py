@@ -36,7 +36,7 @@ from pathlib import Path
 from ... import params
 from .. import traces
 from ..pcap import read_pcap, write_pcap
-from ..replay import REPO_ROOT, ReplayError, replay
+from ..replay import DATA_FIFO, FLOW_QUEUES, REPO_ROOT, ReplayError, replay
 from . import checker, mutate
 
 __all__ = ["Settings", "Chunk", "ChunkResult", "load_captures", "make_chunk", "ack_slot_bytes",
@@ -504,9 +504,10 @@ def main(args=None):
     if not Path(a.captures).is_dir():
         p.error(f"--captures {a.captures}: no such directory")
     log = None if a.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    elab = DATA_FIFO if a.fifo else FLOW_QUEUES if a.flow_queues else None    # None: the board's
     summary, _results = run_campaign(seed=a.seed, frames=a.frames, chunk_frames=a.chunk_frames,
                                      captures_dir=a.captures, out_dir=a.out, only_chunk=a.only_chunk,
-                                     elab={"flow_queues": 0} if a.fifo else None, log=log)
+                                     elab=elab, log=log)
     if a.json:
         print(json.dumps(summary, indent=2))
     print(summary_line(summary), file=sys.stderr)
