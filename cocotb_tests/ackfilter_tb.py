@@ -169,12 +169,14 @@ class TB:
 
     def model(self, **kw):
         """The golden model of the core under test, ``FilterModel(**kw)``;
-        of the flow-queue build (:data:`FLOW_QUEUES`) with the DRR quantum
-        and link charge of the shaper registers this TB wrote."""
+        of the flow-queue build (:data:`FLOW_QUEUES`, whose host buckets are
+        the board's ``params.HOST_BUCKETS``) with the DRR quantum and link
+        charge of the shaper registers this TB wrote."""
         if FLOW_QUEUES:
             cpb = self.params.get("shaper_cpb_q16", P.param("shaper_cpb_q16").default)
             kw.update(flow_queues=True, quantum=quantum_for_cpb(cpb),
-                      charge=LinkAccounting.from_registers(self.params).charge)
+                      charge=LinkAccounting.from_registers(self.params).charge,
+                      host_buckets=P.HOST_BUCKETS)
         return FilterModel(**kw)
 
     async def counters(self):

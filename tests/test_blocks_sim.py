@@ -24,7 +24,7 @@ from ackfilter.sim import traces
 from ackfilter.sim.fuzz import mutate
 from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
 from ackfilter.gateware.flow_cam import SET_CYCLES, FlowCAM
-from ackfilter.model.flowkey import flow_tag
+from ackfilter.model.flowkey import HOST_BITS, flow_tag, host_bucket
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ecn_codepoint, ip_header as red_ip_header
 from ackfilter.model.segmenter import SegInfo, lane_block_sums, seg_info, why_whole
@@ -87,6 +87,7 @@ def check_against_model(frames, results):
         # Every frame's flow key and tag (spec section 2, "Flow key").
         assert [r.key[i] for i in range(len(want.key))] == list(want.key), where
         assert r.meta.tag == want.tag, where
+        assert r.meta.host == host_bucket(want.key, 1 << HOST_BITS), where
         if want.pure_ack:
             assert bool(r.meta.eligible) == want.eligible, where
         assert r.nbytes == min(len(frame), 0xFFFF), where

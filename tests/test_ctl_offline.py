@@ -193,13 +193,16 @@ def test_status_shows_each_ports_speed_and_the_phys_from_the_board_words(capsys)
     assert "PHYs (MDIO)  0: id 0x001cc916, link 1000 Mb/s full duplex; 1: none" in out
 
 
-@pytest.mark.parametrize("queues, says", [(32, "upload data  32 per-flow queues, sparse flows first"),
-                                          (0, "upload data  one FIFO")])
-def test_status_says_how_the_core_queues_upload_data(capsys, queues, says):
-    """The information word data_queues: the board's 32 flow queues, or 0 for
-    a core built with one data FIFO; a firmware without the word says nothing."""
+@pytest.mark.parametrize("queues, hosts, says", [
+    (32, 64, "upload data  32 per-flow queues, sparse flows first, hosts first (64 buckets)\n"),
+    (32, 0, "upload data  32 per-flow queues, sparse flows first\n"),
+    (0, 0, "upload data  one FIFO\n")])
+def test_status_says_how_the_core_queues_upload_data(capsys, queues, hosts, says):
+    """The information words data_queues and host_buckets: the board's 32
+    flow queues shared by host first, by flow only, or 0 for a core built
+    with one data FIFO; a firmware without the words says nothing."""
     from types import SimpleNamespace
-    for stats in ({"info.data_queues": queues}, {}):
+    for stats in ({"info.data_queues": queues, "info.host_buckets": hosts}, {}):
         dev = SimpleNamespace(get_all=lambda: {p.name: p.default for p in P.PARAMS}, stats=lambda: stats,
                               version={"firmware": "0.1.0", "regmap": "1", "gateware_id": "0x41434b46"},
                               link=SimpleNamespace(name="fake"), warnings=[])

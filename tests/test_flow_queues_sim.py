@@ -2,7 +2,8 @@
 model's :class:`~ackfilter.model.flowq.FlowQueues`, operation by operation:
 random arrivals into heavy and sparse queues and the shared one (with its
 classes), the overflow's drops from the fattest queue (also behind a frame
-leaving in chunks), departures whole or in chunks with the link's charges,
+leaving in chunks), departures whole or in chunks with the link's charges
+(with host fairness times the queue's host's bulk queues),
 and after every operation the queue the scheduler picked, the frames
 dropped, the queues released, and every queue's and class's state as the
 queue manager's queries see it."""
@@ -30,20 +31,24 @@ class Frame:
         return f"Frame({self.nbytes}, id {self.fid})"
 
 
-def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45, late_p=0.5, sizes=None):
+def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45, late_p=0.5, sizes=None,
+        hosts=0, host_values=64):
     """``ops`` random operations; returns a tally of what happened. With
     ``late_p`` a departure's charge comes only before the next pick, with
     arrivals in between, as the queue manager lets them (the model takes it
     with ``sent``). ``sizes``: the frame sizes to draw from (default: a mix
-    of 60 to MAX_FRAME_BYTES)."""
+    of 60 to MAX_FRAME_BYTES). ``hosts``: the blocks' host buckets; each
+    arrival names one of ``host_values`` 6-bit folds, of which they keep the
+    low bits."""
     rng = random.Random(seed)
     reserve = DATA_CELL_RESERVE
     nq = entries + 1
-    dut = FlowQueues(queues=nq, ids=cells, cells=cells, reserve=reserve, shared=entries)
-    model = Model(entries=entries, cells=cells, reserve=reserve, quantum=quantum, charge=len)
+    dut = FlowQueues(queues=nq, ids=cells, cells=cells, reserve=reserve, shared=entries, hosts=hosts)
+    model = Model(entries=entries, cells=cells, reserve=reserve, quantum=quantum, charge=len, hosts=hosts)
+    folds = rng.sample(range(64), host_values)
     tally = {"enq": 0, "drops": 0, "picks": 0, "none": 0, "chunks": 0, "released": 0,
              "shared": 0, "behind_chunks": 0, "late_charges": 0, "rejoined_before_charge": 0,
-             "full_batches": 0}
+             "full_batches": 0, "loaded": 0}
     heavy_q = rng.sample(range(nq), heavy)
 
     async def bench(ctx):
@@ -96,6 +101,8 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                 assert ctx.get(dut.cls_busy) == (model.class_frames[c] > 0), f"{where}: class {c}"
 
         await ctx.tick().repeat(2)
+        while ctx.get(dut.busy):            # clearing its host counts after the reset
+            await ctx.tick()
         for k in range(ops):
             where = f"op {k}"
             r = rng.random()
@@ -126,10 +133,11 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                 free_ids.extend(fid for _, fid in drops)
                 fid = free_ids.pop()
                 frame = Frame(nbytes, fid)
-                model.enqueue(q, frame, tag=cls)
+                fold = rng.choice(folds)
+                model.enqueue(q, frame, tag=cls, host=fold & (hosts - 1) if hosts else 0)
                 if late is not None and late[1] == q:
                     tally["rejoined_before_charge"] += 1
-                _, released, _ = await op(enq=1, enq_q=q, enq_id=fid, enq_cells=c, enq_cls=cls)
+                _, released, _ = await op(enq=1, enq_q=q, enq_id=fid, enq_cells=c, enq_cls=cls, enq_host=fold)
                 assert not released
                 tally["enq"] += 1
                 tally["shared"] += q == entries
@@ -164,6 +172,7 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                             chunk_left = None
                     else:
                         last, sent = True, Frame(len(head) + rng.choice([0, 24, 40]))
+                    tally["loaded"] += model.load(want_q) > 1
                     model.sent(want_q, sent, last=last)
                     if last:
                         free_ids.append(head.fid)
@@ -199,12 +208,25 @@ def test_the_flow_queues_agree_with_the_model(quantum):
     assert tally["late_charges"] > 100 and tally["rejoined_before_charge"] > 5, tally
 
 
+@pytest.mark.parametrize("quantum", [QUANTUM_MIN, QUANTUM_MAX])
+def test_host_fairness_agrees_with_the_model(quantum):
+    """Four host buckets among eight queues and three folds of the six
+    bits (two of them one bucket): the charges times a host's bulk queues,
+    the counts as queues move to the old list and leave it."""
+    tally = run(entries=7, cells=32, quantum=quantum, ops=2500, seed=quantum + 1, heavy=4, hosts=4,
+                host_values=3)
+    assert tally["loaded"] > 15 and tally["chunks"] > 50 and tally["released"] > 50, tally
+    assert tally["late_charges"] > 100 and tally["rejoined_before_charge"] > 5, tally
+
+
 def test_the_flow_queues_agree_with_the_model_at_the_cores_sizes():
     """params' FLOW_ENTRIES queues and the shared one, DATA_CELLS cells, a
     few heavy queues among many sparse ones."""
     from ackfilter.params import DATA_CELLS, FLOW_ENTRIES
-    tally = run(entries=FLOW_ENTRIES, cells=DATA_CELLS, quantum=QUANTUM_MAX, ops=2000, seed=7, heavy=4)
-    assert tally["drops"] > 20 and tally["released"] > 50, tally
+    from ackfilter.params import HOST_BUCKETS
+    tally = run(entries=FLOW_ENTRIES, cells=DATA_CELLS, quantum=QUANTUM_MAX, ops=2000, seed=7, heavy=4,
+                hosts=HOST_BUCKETS, host_values=5)
+    assert tally["drops"] > 20 and tally["released"] > 50 and tally["loaded"] > 50, tally
 
 
 def test_an_overflow_of_small_frames_stops_at_a_batch():

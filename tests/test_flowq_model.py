@@ -291,3 +291,88 @@ def test_flow_queues_refuse_bad_sizes():
         FlowQueues(entries=4, cells=16, reserve=16)
     with pytest.raises(ValueError, match="quantum"):
         FlowQueues(entries=4, cells=16, reserve=1, quantum=100)
+    with pytest.raises(ValueError, match="hosts"):
+        FlowQueues(entries=4, cells=16, reserve=1, hosts=3)
+    with pytest.raises(ValueError, match="hosts"):
+        FlowQueues(entries=4, cells=16, reserve=1, hosts=128)
+
+
+# -- hosts (spec section 12, "Hosts") ----------------------------------------------
+
+def host_fold_by_hand(words):
+    """The host fold written another way than the model's: the source
+    address's four words XORed, then that word's 6-bit pieces XORed."""
+    x, h = words[2] ^ words[3] ^ words[4] ^ words[5], 0
+    while x:
+        h ^= x & 63
+        x >>= 6
+    return h
+
+
+@pytest.mark.parametrize("src", ["192.168.1.10", "10.0.0.1", "2001:db8::42", "fe80::1:2:3:4"])
+def test_a_hosts_bucket_is_its_source_address_folded(src):
+    from ackfilter.model.flowkey import host_bucket
+    words = FilterModel().classify(tcp_frame(Flow(src=src, dst="2001:db8::1" if ":" in src else "203.0.113.5"),
+                                             seq=1, flags="S")).key
+    assert host_bucket(words, 64) == host_fold_by_hand(words)
+    assert host_bucket(words, 16) == host_fold_by_hand(words) & 15
+
+
+def test_a_dhcp_pools_hosts_have_buckets_of_their_own():
+    """The 64 addresses of an aligned block share no bucket (the last byte's
+    low six bits are the fold's, the rest adds a constant)."""
+    from ackfilter.model.flowkey import flow_key_words, host_bucket
+    for base in (0, 64, 128, 192):
+        buckets = {host_bucket(flow_key_words(ip=True, src=bytes([192, 168, 1, base + i])), 64) for i in range(64)}
+        assert len(buckets) == 64
+
+
+def host_bulk(src, sport, n, size):
+    return [f for _, f in data_stream(Flow(src=src, sport=sport), n, size=size, start_seq=1)]
+
+
+def link_shares(hosts):
+    """Host A (one upload) and host B (four) backlogged with 576-byte frames;
+    the link bytes each host sent while both still had frames queued."""
+    acct = LinkAccounting()
+    m = fq_model(quantum=QUANTUM_MIN, charge=acct.charge, host_buckets=hosts)
+    a = host_bulk("192.168.1.10", 45000, 12, 576)
+    bs = [host_bulk("192.168.1.11", 45001 + i, 6, 576) for i in range(4)]
+    for i in range(12):
+        for f in ([a[i]] + [b[i] for b in bs if i < len(b)]):
+            m.arrive(f)
+    assert m.counters["drop_data_overflow"] == 0
+    sent = {"a": 0, "b": 0}
+    while m.fq.frames_of(0) and any(m.fq.frames_of(q) for q in range(1, 5)):
+        _, f = m.depart()
+        sent["a" if f in a else "b"] += acct.charge(f)
+        m.check_invariants()
+    return sent
+
+
+def test_hosts_share_the_link_by_host_first():
+    """With host fairness the host of one upload gets as many link bytes as
+    the host of four (CAKE's dual-srchost: each of B's flows a quarter),
+    within a quantum and a frame for each of B's flows; with flows only it
+    gets a fifth."""
+    frame = 576 + 24
+    sent = link_shares(64)
+    assert abs(sent["a"] - sent["b"]) <= QUANTUM_MIN + 4 * frame, sent
+    flows = link_shares(0)
+    assert abs(4 * flows["a"] - flows["b"]) <= 4 * (QUANTUM_MIN + frame), flows
+
+
+def test_a_sparse_flow_of_a_loaded_host_still_goes_first():
+    """Host B's four uploads make each of its flows pay four times its bytes;
+    a DNS query from B is a new flow and leaves next all the same."""
+    m = fq_model(host_buckets=64, quantum=QUANTUM_MIN)
+    bs = [host_bulk("192.168.1.10", 45100 + i, 4, 576) for i in range(4)]
+    for i in range(4):
+        for b in bs:
+            m.arrive(b[i])
+    for _ in range(6):
+        m.depart()
+    assert max(m.fq.bulk) == 4
+    q = udp(5353)                               # from 192.168.1.10, host B
+    m.arrive(q)
+    assert m.depart() == ("DEPART_DATA", q)

@@ -100,7 +100,11 @@ def test_every_core_variant_says_which_data_path_it_builds():
     from ackfilter.sim.verilog import normal_sizes
     for v in E.VARIANTS.values():
         if v.uplink == "core":
-            assert v.elab() == {"flow_queues": int(v.flow_queues)}, v.name
+            want = {"flow_queues": 1, "host_buckets": v.host_buckets} if v.flow_queues else {"flow_queues": 0}
+            assert v.elab() == want, v.name
+    # the board's host fairness, but where a variant says flows only
+    assert E.VARIANTS["aggressive-fq"].host_buckets == params.HOST_BUCKETS
+    assert E.VARIANTS["aggressive-fq-flows"].elab() == {"flow_queues": 1, "host_buckets": 0}
     assert normal_sizes(E.VARIANTS["modem-fifo"].elab() or {}) == \
         normal_sizes(E.VARIANTS[E.default_variant()].elab())
 
@@ -136,7 +140,11 @@ def test_flow_queue_variants_run_the_flow_queue_build_where_upload_data_queues()
     assert {v for sc, v in todo if sc.name in ("S2", "S4", "S5") and E.VARIANTS[v].flow_queues} \
         == {E.default_variant()}
     fq, red = E.VARIANTS["aggressive-fq"], E.VARIANTS["aggressive-fq-red-ecn"]
-    assert fq.elab() == red.elab() == {"flow_queues": 1}
+    assert fq.elab() == red.elab() == {"flow_queues": 1, "host_buckets": params.HOST_BUCKETS}
+    # Flow fairness alone, against host fairness, where the hosts differ.
+    assert {v for sc, v in todo if E.VARIANTS[v].flow_queues and not E.VARIANTS[v].host_buckets} \
+        == {"aggressive-fq-flows"}
+    assert {sc.name for sc, v in todo if v == "aggressive-fq-flows"} == {"S7"}
     assert E.VARIANTS["aggressive"].elab() == {"flow_queues": 0}
     assert E.VARIANTS["modem-fifo"].elab() is None
     # The registers are the variant's without flow queues: the build differs, not the settings.

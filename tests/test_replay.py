@@ -49,15 +49,17 @@ def test_the_flow_queue_core_matches_the_model(mode):
     # The board's core, with per-flow data queues (spec section 12): 300
     # flows, data and ACKs, a shaped uplink that fills the buffer (overflow
     # drops from the fattest queue), DRR with the quantum of the shaped rate
-    # and the credit charged with the link accounting (the shaper's defaults).
+    # and the credit charged with the link accounting (the shaper's defaults)
+    # times the queue's host's bulk queues (its 64 host buckets).
     frames = traces.random_trace(13, 10_000, 300)
     rate, limit = 200_000_000, 24
     res = replay(frames, uplink_rate_bps=rate, ack_mode=mode, ack_slots=limit, events=True)
     assert params.FLOW_QUEUES and res.info["data_queues"] == params.FLOW_ENTRIES + 1
     assert res.model_options()["quantum"] == quantum_for_cpb(params.cpb_q16_for_rate(rate))
+    assert res.info["host_buckets"] == res.model_options()["host_buckets"] == params.HOST_BUCKETS == 64
     model = FilterModel(ack_mode=params.ACK_FILTER_MODES[mode], ack_queue_limit=limit, flow_queues=True,
                         quantum=quantum_for_cpb(params.cpb_q16_for_rate(rate)),
-                        charge=LinkAccounting().charge)
+                        charge=LinkAccounting().charge, host_buckets=64)
     check_run(model, [f for _t, f in frames], res.events, [f for _t, f in res.frames_out],
               counters=res.counters)
     c = res.counters

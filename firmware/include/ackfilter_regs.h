@@ -45,6 +45,7 @@
 #define ACKFILTER_CSR_INFO_FLOWS_ACTIVE 0x26u
 #define ACKFILTER_CSR_INFO_RED_AVG_BYTES 0x27u
 #define ACKFILTER_CSR_INFO_DATA_QUEUES 0x28u
+#define ACKFILTER_CSR_INFO_HOST_BUCKETS 0x29u
 #define ACKFILTER_CSR_FRAMES_IN 0x40u  /* frames received from the LAN */
 #define ACKFILTER_CSR_BYTES_IN 0x42u  /* bytes received from the LAN (without FCS) */
 #define ACKFILTER_CSR_FRAMES_OUT 0x44u  /* frames sent towards the modem */
@@ -247,6 +248,7 @@
     X(flows_active, 0x26u) \
     X(red_avg_bytes, 0x27u) \
     X(data_queues, 0x28u) \
+    X(host_buckets, 0x29u) \
 
 /* X(name, addr_lo, is_drop) */
 #define ACKFILTER_COUNTERS(X) \

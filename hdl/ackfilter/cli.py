@@ -124,6 +124,7 @@ def build_stats(result, *, input_frames, output_frames, uplink_rate_bps, ack_fil
         "flow_entries": result.info.get("flow_entries"),
         "data_buffer_bytes": result.info.get("data_buffer_bytes"),
         "data_queues": result.info.get("data_queues"),
+        "host_buckets": result.info.get("host_buckets"),
     })
     return {
         "frames_in": c["frames_in"],

@@ -17,7 +17,7 @@ from .units import format_rate
 
 __all__ = [
     "FIRMWARE_PARAMS", "OVERFLOW_BATCH", "FW_PARAM_KEY_BASE", "F_SYS_HZ", "ACK_SLOTS", "FLOW_ENTRIES", "DATA_BUFFER_BYTES",
-    "DATA_CELL_BYTES", "DATA_CELLS", "DATA_CELL_RESERVE", "SHARED_CLASSES", "EVENTS", "ARRIVAL_EVENTS",
+    "DATA_CELL_BYTES", "DATA_CELLS", "DATA_CELL_RESERVE", "SHARED_CLASSES", "HOST_BUCKETS", "FLOW_QUEUES", "EVENTS", "ARRIVAL_EVENTS",
     "RED_DECISION_LEAD", "OVERRUN_EVENT",
     "OVERRUN_KIND", "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "ACK_FILTER_MODES", "SHAPER_CHARGE_BASES",
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "BOARD_BASE", "BOARD_REGS", "LINK_FIELDS", "PHY_FIELDS",
@@ -44,6 +44,13 @@ DATA_BUFFER_BYTES = 32768
 #: FLOW_ENTRIES + 1 of them; False: one data FIFO in arrival order (the core
 #: before flow isolation, kept for comparison: ``flow_queues=0``).
 FLOW_QUEUES = True
+#: Host fairness among the flow queues (spec section 12, "Hosts"; CAKE's
+#: ``dual-srchost``): a frame's host is its source address folded to one of
+#: HOST_BUCKETS buckets, and a flow queue's frames cost its link charge
+#: times the number of its host's bulk queues, so LAN hosts share the uplink
+#: by host first. A power of two (at most 64: a bucket is 6 bits of the
+#: parser's result); 0: flows share it, hosts do not count.
+HOST_BUCKETS = 64
 
 #: The data buffer in cells (docs/spec.md section 12): a frame takes
 #: ceil(len / DATA_CELL_BYTES) of them, and the queue manager keeps
@@ -310,6 +317,7 @@ INFO = {
     "flows_active":     INFO_BASE + 6,
     "red_avg_bytes":    INFO_BASE + 7,   # RED's average of the data queue, whole bytes
     "data_queues":      INFO_BASE + 8,   # per-flow data queues; 0: one data FIFO
+    "host_buckets":     INFO_BASE + 9,   # host fairness's buckets; 0: flows only
 }
 ID_VALUE = 0x41434B46
 

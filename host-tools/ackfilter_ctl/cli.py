@@ -102,7 +102,9 @@ def _status(args, regmap, dev):
     print(f"  segmenter    {'off' if not values['chunk_bytes'] else str(values['chunk_bytes']) + '-byte chunks'}")
     if "info.data_queues" in stats:
         n = stats["info.data_queues"]
-        print(f"  upload data  {f'{n} per-flow queues, sparse flows first' if n else 'one FIFO'}")
+        hosts = stats.get("info.host_buckets", 0)
+        fair = f", hosts first ({hosts} buckets)" if n and hosts else ""
+        print(f"  upload data  {f'{n} per-flow queues, sparse flows first' + fair if n else 'one FIFO'}")
     if ports:
         mbps = ("10", "100", "1000", "?")
         links = ", ".join(f"{role} {mbps[p['speed']]} Mb/s" + ("" if p["rxc_ok"] else " (no RX clock)")

@@ -20,6 +20,7 @@ from .ingress import CELL_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, ingress_entry_la
 from .lib.buffer_pool import BufferPool
 from .lib.cells import CellList
 from .lib.stream import FrameStream, WORD_BYTES
+from ..model.flowkey import HOST_BITS
 from .queue_manager import Event, QueueManager
 from .red import RED_PARAM_PORTS
 from .shaper import Shaper
@@ -66,6 +67,9 @@ class UplinkCore(wiring.Component):
                               in cells of ``params.DATA_CELL_BYTES``
     flow_queues : bool        upload data in per-flow queues, ``flow_entries + 1`` of them
                               (spec section 12; default ``params.FLOW_QUEUES``), else one FIFO
+    host_buckets : int        with ``flow_queues``: host fairness's buckets, a power of two
+                              (spec section 12, "Hosts"; default ``params.HOST_BUCKETS``); 0:
+                              flows share the link, hosts do not count
 
     Ports
     -----
@@ -80,9 +84,14 @@ class UplinkCore(wiring.Component):
     """
 
     def __init__(self, *, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
-                 data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=P.FLOW_QUEUES):
+                 data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=P.FLOW_QUEUES,
+                 host_buckets=P.HOST_BUCKETS):
         _check_sizes(data_buffer_bytes)
+        if host_buckets & (host_buckets - 1) or host_buckets == 1 or not 0 <= host_buckets <= 1 << HOST_BITS:
+            raise ValueError(f"host_buckets must be 0 or a power of two 2 .. {1 << HOST_BITS}, "
+                             f"not {host_buckets!r}")
         self.flow_queues = bool(flow_queues)
+        self.host_buckets = host_buckets if self.flow_queues else 0
         self.ack_slots = ack_slots
         self.flow_entries = flow_entries
         self.data_buffer_bytes = data_buffer_bytes
@@ -111,7 +120,8 @@ class UplinkCore(wiring.Component):
         # Every queued data frame holds a cell, and the free list one more.
         m.submodules.manager = manager = QueueManager(
             ack_slots=self.ack_slots, flow_entries=self.flow_entries,
-            cells=cells, buf_bits=buf_bits, desc_depth=cells, flow_queues=self.flow_queues)
+            cells=cells, buf_bits=buf_bits, desc_depth=cells, flow_queues=self.flow_queues,
+            host_buckets=self.host_buckets)
         m.submodules.egress  = egress = Egress(cells=cells, buf_bits=buf_bits, slot_words=slot_words)
         m.submodules.shaper  = shaper = Shaper()
 
@@ -267,6 +277,7 @@ class UplinkCore(wiring.Component):
             csr.info.flows_active.eq(manager.flows_active),
             csr.info.red_avg_bytes.eq(manager.red_avg_bytes),
             csr.info.data_queues.eq(self.flow_entries + 1 if self.flow_queues else 0),
+            csr.info.host_buckets.eq(self.host_buckets),
             self.event.valid.eq(manager.ev_valid),
             self.event.kind.eq(manager.ev_kind),
             self.event.overrun.eq(ingress.ev_overrun),

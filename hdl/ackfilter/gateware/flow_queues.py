@@ -22,7 +22,7 @@ Storage, in LUT RAM but for a few registers and the per-frame tables:
   shared queue), which the count's update reads in the cycle the frame
   leaves;
 * the two lists' heads and tails, the totals; the class counts (LUT RAM,
-  whether each is 0 in a register).
+  cleared after a reset: ``busy`` for a cycle per class, or per host).
 
 One operation at a time, started by a one-cycle strobe while ``busy`` is
 low (the queue manager's state machine does one thing at a time too):
@@ -48,6 +48,14 @@ low (the queue manager's state machine does one thing at a time too):
   ``OVERFLOW_BATCH`` frames: a ``drop`` strobe with ``drop_q``/``drop_id``
   per frame, then ``done``.
 
+With ``hosts`` (spec section 12, "Hosts"): a queue takes its host's bucket
+(``enq_host``, low bits) when it joins a list, each host counts its queues
+on the old list (LUT RAM), and the charge
+is taken times the sent queue's host count (at least 1; 1 for the shared
+queue): that count is read when the frame or chunk is ``sent`` (no count
+changes before its charge but the queue's own leaving, which voids the
+charge), and the product is formed as the charge comes in.
+
 ``released``/``released_q``: a queue left its list (it is empty: its flow
 entry may go). ``query_q`` and ``query_cls`` read the state the queue
 manager's choices need, combinationally, and ``shared_empty`` tells whether
@@ -59,12 +67,13 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..model.flowkey import HOST_BITS
 from ..model.flowq import QUANTUM_MAX
 from ..params import OVERFLOW_BATCH, SHARED_CLASSES
 from .ingress import MAX_CELLS
 from .shaper import CHARGE_BITS
 
-__all__ = ["FlowQueues", "CREDIT_BITS"]
+__all__ = ["FlowQueues", "CREDIT_BITS", "credit_bits"]
 
 _LUTRAM = {"ram_style": "distributed"}
 _BLOCK = {"ram_style": "block"}
@@ -72,8 +81,15 @@ _BLOCK = {"ram_style": "block"}
 _frame_info = data.StructLayout({"cells": range(MAX_CELLS + 1)})
 #: A queue's credit, signed: at most QUANTUM_MAX; at least 1 less the
 #: charges of one frame's chunks (a 2048-byte frame in 16-byte chunks is
-#: charged about 12 KiB with headers and overhead).
+#: charged about 12 KiB with headers and overhead), times its host's queues
+#: with host fairness (:func:`credit_bits`).
 CREDIT_BITS = 16
+
+
+def credit_bits(queues, hosts):
+    """Bits of a queue's credit: :data:`CREDIT_BITS`, and room for the
+    charge's factor with ``hosts`` (a host's queues, at most ``queues - 1``)."""
+    return CREDIT_BITS + ((queues - 1).bit_length() if hosts else 0)
 
 
 class FlowQueues(wiring.Component):
@@ -86,14 +102,17 @@ class FlowQueues(wiring.Component):
     cells : int     the data buffer's cells
     reserve : int   cells kept free for the frame the ingress writes next
     shared : int    the shared queue's number (its frames are counted by class)
+    hosts : int     host buckets (a power of two, at most ``2 ** HOST_BITS``); 0: no host fairness
     """
 
-    def __init__(self, *, queues, ids, cells, reserve, shared):
+    def __init__(self, *, queues, ids, cells, reserve, shared, hosts=0):
         if not 0 <= shared < queues:
             raise ValueError(f"shared must be a queue, 0 .. {queues - 1}, not {shared!r}")
         if not 0 <= reserve < cells:
             raise ValueError(f"reserve must be 0 .. {cells - 1}, not {reserve!r}")
-        self.queues, self.ids, self.ncells = queues, ids, cells
+        if hosts & (hosts - 1) or hosts == 1 or not 0 <= hosts <= 1 << HOST_BITS:
+            raise ValueError(f"hosts must be 0 or a power of two 2 .. {1 << HOST_BITS}, not {hosts!r}")
+        self.queues, self.ids, self.ncells, self.hosts = queues, ids, cells, hosts
         self.limit = cells - reserve
         self.shared = shared
         qr, ir = range(queues), range(ids)
@@ -104,6 +123,7 @@ class FlowQueues(wiring.Component):
             "enq_id":       In(ir),
             "enq_cells":    In(range(MAX_CELLS + 1)),
             "enq_cls":      In(range(SHARED_CLASSES)),
+            "enq_host":     In(HOST_BITS),
             "pick":         In(1),
             "sent":         In(1),
             "sent_last":    In(1),
@@ -144,7 +164,7 @@ class FlowQueues(wiring.Component):
 
         qhead, qtail = lutram("qhead", ir, nq), lutram("qtail", ir, nq)
         qcells = lutram("qcells", cell_r, nq)
-        credit = lutram("credit", signed(CREDIT_BITS), nq)
+        credit = lutram("credit", signed(credit_bits(nq, self.hosts)), nq)
         lnext = lutram("lnext", qr, nq)
         # Per frame, in block RAM (two: the next frame is written at
         # another address than the cells and class in Enq).
@@ -165,20 +185,19 @@ class FlowQueues(wiring.Component):
         old_head, old_tail, old_any = Signal(qr), Signal(qr), Signal()
         frames = Signal(range(ni + 1))
         cells = Signal(cell_r)
-        # The shared queue's frames by class: counts in LUT RAM, valid where
-        # `cls_nz` says the count is not 0 (a register, cleared by a reset).
+        # The shared queue's frames by class: counts in LUT RAM, read at the
+        # class an operation changes and at `query_cls`. A reset does not
+        # clear LUT RAM: the block clears the counts first (Init, below;
+        # a register per class saying whether its count is 0 took 206 LUT4
+        # for its decoders).
         cls_count = lutram("cls_count", range(ni + 1), SHARED_CLASSES)
         cls_w = cls_count.write_port()
-        cls_nz = Signal(SHARED_CLASSES)
-
-        cls_r = cls_count.read_port(domain="comb")
+        cls_r, cls_q = cls_count.read_port(domain="comb"), cls_count.read_port(domain="comb")
 
         def cls_add(c, delta):
             """The count of class ``c`` goes up or down by one."""
-            now = Mux(cls_nz.bit_select(c, 1), cls_r.data, 0)
-            new = now + 1 if delta > 0 else now - 1
+            new = cls_r.data + 1 if delta > 0 else cls_r.data - 1
             m.d.comb += [cls_r.addr.eq(c), cls_w.en.eq(1), cls_w.addr.eq(c), cls_w.data.eq(new)]
-            m.d.sync += cls_nz.bit_select(c, 1).eq(new != 0)
 
         cur_v, cur_q, cur_cells = Signal(), Signal(qr), Signal(range(MAX_CELLS + 1))
         sel_q, sel_id = Signal(qr), Signal(ir)          # the last pick
@@ -190,7 +209,8 @@ class FlowQueues(wiring.Component):
         m.d.comb += [
             self.query_empty.eq(~nonempty.bit_select(self.query_q, 1)),
             self.query_busy.eq(nonempty.bit_select(self.query_q, 1) | onlist.bit_select(self.query_q, 1)),
-            self.cls_busy.eq(cls_nz.bit_select(self.query_cls, 1)),
+            cls_q.addr.eq(self.query_cls),
+            self.cls_busy.eq(cls_q.data != 0),
             self.shared_empty.eq(~nonempty[self.shared]),
         ]
 
@@ -221,6 +241,35 @@ class FlowQueues(wiring.Component):
         il_a = icls_a.data
         ne_a = nonempty.bit_select(qa, 1)
         q_cells_a = Mux(ne_a, qc_a.data, 0)
+
+        # Hosts: each listed queue's host (`qhost`), each host's queues on
+        # the old list (`hcount`), both LUT RAM read at `qa`; the shared
+        # queue has none. The counts are cleared after a reset as the
+        # classes' are (a register per host saying whether its count is 0
+        # took 820 LUT4). `c_load` is the factor of the sent queue's charge.
+        nh = self.hosts
+        e_host = Signal(range(max(nh, 2)))
+        c_load = Signal(range(nq), init=1)
+        if nh:
+            qhost = lutram("qhost", range(nh), nq)
+            qhost_w, qhost_a = qhost.write_port(), qhost.read_port(domain="comb")
+            hcount = lutram("hcount", range(nq), nh)
+            hcount_w, hcount_a = hcount.write_port(), hcount.read_port(domain="comb")
+            h_a = qhost_a.data
+            m.d.comb += [qhost_a.addr.eq(qa), hcount_a.addr.eq(h_a)]
+            count_a = hcount_a.data
+            load_a = Mux((qa == self.shared) | (count_a == 0), 1, count_a)
+
+            def host_add(delta):
+                """Queue `qa`'s host counts a queue more or less on the old list."""
+                new = count_a + 1 if delta > 0 else count_a - 1
+                with m.If(qa != self.shared):
+                    m.d.comb += [hcount_w.en.eq(1), hcount_w.addr.eq(h_a), hcount_w.data.eq(new)]
+        else:
+            load_a = C(1, 1)
+
+            def host_add(delta):
+                pass
 
         # The lists: queue `qa`, at the head of the new list (`from_new`) or
         # of the old one, leaves it; with `to_old` it goes to the end of the
@@ -254,8 +303,10 @@ class FlowQueues(wiring.Component):
             m.d.sync += qa.eq(Mux(new_next_any, ln_a.data, old_next_head))
 
         def leave(q):
-            """Queue ``q``, at the head of its list, leaves it."""
+            """Queue ``q`` (`qa`), at the head of its list, leaves it."""
             m.d.sync += onlist.bit_select(q, 1).eq(0)
+            with m.If(old_a.data):
+                host_add(-1)
             m.d.comb += [self.released.eq(1), self.released_q.eq(q)]
 
         def remove(keep):
@@ -293,16 +344,28 @@ class FlowQueues(wiring.Component):
         keep = Signal()
         ovf_cells = Signal(range(MAX_CELLS + 1))
         e_id, e_cells, e_cls = Signal(ir), Signal(range(MAX_CELLS + 1)), Signal(range(SHARED_CLASSES))
-        c_bytes = Signal(CHARGE_BITS)
+        c_cost = Signal(CHARGE_BITS + (nq - 1).bit_length())     # the charge times `c_load`
 
         look = Mux(new_any, new_head, old_head)      # where a pick starts looking
         m.d.comb += self.busy.eq(1)
+        # After a reset the LUT RAM counts (classes, hosts) are cleared, an
+        # entry a cycle.
+        n_init = max(SHARED_CLASSES, nh)
+        init_i = Signal(range(n_init))
         with m.FSM():
+            with m.State("Init"):
+                m.d.comb += [cls_w.en.eq(init_i < SHARED_CLASSES), cls_w.addr.eq(init_i), cls_w.data.eq(0)]
+                if nh:
+                    m.d.comb += [hcount_w.en.eq(1), hcount_w.addr.eq(init_i), hcount_w.data.eq(0)]
+                m.d.sync += init_i.eq(init_i + 1)
+                with m.If(init_i == n_init - 1):
+                    m.next = "Idle"
+
             with m.State("Idle"):
                 m.d.comb += self.busy.eq(0)
                 with m.If(self.enq):
                     m.d.sync += [qa.eq(self.enq_q), e_id.eq(self.enq_id), e_cells.eq(self.enq_cells),
-                                 e_cls.eq(self.enq_cls)]
+                                 e_cls.eq(self.enq_cls), e_host.eq(self.enq_host)]
                     m.next = "Enq"
                 with m.Elif(self.pick):
                     m.d.sync += qa.eq(Mux(cur_v, cur_q, look))
@@ -315,7 +378,7 @@ class FlowQueues(wiring.Component):
                     with m.Else():
                         m.next = "Sent-Chunk"
                 with m.Elif(self.charge):
-                    m.d.sync += [qa.eq(chg_q), c_bytes.eq(self.charge_bytes)]
+                    m.d.sync += [qa.eq(chg_q), c_cost.eq(self.charge_bytes * c_load if nh else self.charge_bytes)]
                     m.next = "Charge"
                 with m.Elif(self.ovf):
                     m.d.sync += [ovf_cells.eq(self.ovf_cells), qa.eq(0), best.eq(0), best_q.eq(0)]
@@ -341,6 +404,8 @@ class FlowQueues(wiring.Component):
                     m.d.sync += onlist.bit_select(q, 1).eq(1)
                     m.d.comb += [on_old_w.en.eq(1), on_old_w.addr.eq(q), on_old_w.data.eq(0)]
                     m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(q), credit_w.data.eq(self.quantum)]
+                    if nh:
+                        m.d.comb += [qhost_w.en.eq(1), qhost_w.addr.eq(q), qhost_w.data.eq(e_host)]
                     with m.If(new_any):
                         m.d.comb += [lnext_w.en.eq(1), lnext_w.addr.eq(new_tail), lnext_w.data.eq(q)]
                     with m.Else():
@@ -364,6 +429,8 @@ class FlowQueues(wiring.Component):
                     m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(qa),
                                  credit_w.data.eq(cr_a.data + self.quantum)]
                     m.d.comb += [on_old_w.en.eq(1), on_old_w.addr.eq(qa), on_old_w.data.eq(1)]
+                    with m.If(~old_a.data):
+                        host_add(+1)
                     list_pop_and_move(new_any, to_old=True)
                 with m.Else():
                     m.d.comb += [self.done.eq(1), self.found.eq(1)]
@@ -372,12 +439,12 @@ class FlowQueues(wiring.Component):
             m.d.comb += [self.pick_q.eq(qa), self.pick_id.eq(qh_a.data)]
 
             with m.State("Sent-Chunk"):
-                m.d.sync += [cur_v.eq(1), cur_q.eq(qa), cur_cells.eq(ic_a)]
+                m.d.sync += [cur_v.eq(1), cur_q.eq(qa), cur_cells.eq(ic_a), c_load.eq(load_a)]
                 m.next = "Idle"
 
             with m.State("Sent-Remove"):
                 _fid, emptied = remove(keep=C(0, 1))
-                m.d.sync += cur_v.eq(0)
+                m.d.sync += [cur_v.eq(0), c_load.eq(load_a)]
                 with m.If(emptied):
                     # At the head of its list (a queue joins the new list
                     # only at its end while a frame leaves in chunks). Its
@@ -391,7 +458,7 @@ class FlowQueues(wiring.Component):
 
             with m.State("Charge"):
                 m.d.comb += [credit_w.en.eq(chg_live), credit_w.addr.eq(qa),
-                             credit_w.data.eq(cr_a.data - c_bytes)]
+                             credit_w.data.eq(cr_a.data - c_cost)]
                 m.next = "Idle"
 
             with m.State("Ovf-Check"):

@@ -66,11 +66,15 @@ def main(argv=None):
     ap.add_argument("--data-buffer-bytes", type=int,
                     help=f"data buffer size, a power of two (default {P.DATA_BUFFER_BYTES})")
     ap.add_argument("--flow-queues", type=int, choices=(0, 1),
-                    help="1: upload data in per-flow queues (spec section 12; default 0)")
+                    help=f"1: upload data in per-flow queues, 0: one data FIFO "
+                         f"(spec section 12; default {int(P.FLOW_QUEUES)})")
+    ap.add_argument("--host-buckets", type=int,
+                    help=f"host fairness's buckets, 0: flows only (spec section 12; default {P.HOST_BUCKETS})")
     args = ap.parse_args(argv)
     sizes = {k: v for k, v in (("ack_slots", args.ack_slots), ("flow_entries", args.flow_entries),
                                ("data_buffer_bytes", args.data_buffer_bytes),
-                               ("flow_queues", args.flow_queues)) if v is not None}
+                               ("flow_queues", args.flow_queues),
+                               ("host_buckets", args.host_buckets)) if v is not None}
     if sizes and args.top == "mac":
         ap.error("the mac top takes no size options")
     try:

@@ -31,7 +31,7 @@ from amaranth.hdl import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..model.flowkey import KEY_WORDS, PORT_PROTOCOLS, TPID_CODES, tag_matrix
+from ..model.flowkey import HOST_BITS, KEY_WORDS, PORT_PROTOCOLS, TPID_CODES, host_fold_bits, tag_matrix
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .lib.stream import WORD_BYTES
 
@@ -49,11 +49,13 @@ class FrameClass(enum.Enum, shape=2):
 sack_block_layout = data.StructLayout({"start": 32, "end": 32})
 
 #: What the queue manager needs of a pure ACK to decide on it at once;
-#: ``tag`` is every frame's. (The flow key, every frame's too, is the
+#: ``tag`` and ``host`` (the source address's fold, spec section 12,
+#: "Hosts") are every frame's. (The flow key, every frame's too, is the
 #: result's ``key``, and an ACK's options are its ``details``: the ingress
 #: writes both to the frame's key slot, not into the entry.)
 ack_meta_layout = data.StructLayout({
     "tag":        16,
+    "host":       HOST_BITS,
     "ack":        32,
     "has_ts":     1,
     "sack_n":     3,
@@ -714,6 +716,11 @@ class FrameParser(wiring.Component):
         m.d.sync += fold_q.eq(fold)         # the key is final from the flush cycle on
         tag = Signal(16)
         m.d.comb += tag.eq(Cat(*[Cat(*[fold_q[i] for i in bits]).xor() for bits in tag_matrix()]))
+        # The host's fold (``model.flowkey.host_bucket``), of the source
+        # address alone, registered as the key's fold is.
+        src_bits = Cat(*key[2:6])
+        host = Signal(HOST_BITS)
+        m.d.sync += host.eq(Cat(*[Cat(*[src_bits[i] for i in bits]).xor() for bits in host_fold_bits()]))
 
         res = self.result
         m.d.sync += self.done.eq(finalize)
@@ -727,6 +734,7 @@ class FrameParser(wiring.Component):
                 res.ip.word.eq(l3_off[2:]),
                 res.ip.ipv6.eq(ipv6),
                 res.meta.tag.eq(tag),
+                res.meta.host.eq(host),
                 res.meta.ack.eq(ack),
                 res.details.tsval.eq(Cat(*reversed(ts_bytes[0:4]))),
                 res.details.tsecr.eq(Cat(*reversed(ts_bytes[4:8]))),

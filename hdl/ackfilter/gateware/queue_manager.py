@@ -132,6 +132,7 @@ class QueueManager(wiring.Component):
               buffers, data frames queued at most)
     flow_queues : bool   upload data in per-flow queues (spec section 12,
               :class:`~.flow_queues.FlowQueues`) instead of one FIFO
+    host_buckets : int   with ``flow_queues``: host fairness's buckets (0: flows only)
 
     Ports (groups)
     --------------
@@ -166,7 +167,8 @@ class QueueManager(wiring.Component):
         will happen until the next frame arrives)
     """
 
-    def __init__(self, *, ack_slots=64, flow_entries=64, cells, buf_bits, desc_depth, flow_queues=False):
+    def __init__(self, *, ack_slots=64, flow_entries=64, cells, buf_bits, desc_depth, flow_queues=False,
+                 host_buckets=0):
         for name, value in (("ack_slots", ack_slots), ("flow_entries", flow_entries)):
             if not isinstance(value, int) or not 2 <= value <= 255:
                 raise TypeError(f"{name} must be an integer in 2..255, not {value!r}")
@@ -176,6 +178,7 @@ class QueueManager(wiring.Component):
         self.buf_bits = buf_bits
         self.desc_depth = desc_depth
         self.flow_queues = bool(flow_queues)
+        self.host_buckets = host_buckets if self.flow_queues else 0
         entry = ingress_entry_layout(cells=cells, buf_bits=buf_bits)
         super().__init__({
             "entry_valid":       In(1),
@@ -252,7 +255,8 @@ class QueueManager(wiring.Component):
             # in `fq`; each queued frame's descriptor here, at its first
             # cell (its id there), read at `desc_at`.
             m.submodules.fq = fq = FlowQueues(queues=n_flows + 1, ids=self.cells, cells=self.cells,
-                                              reserve=DATA_CELL_RESERVE, shared=n_flows)
+                                              reserve=DATA_CELL_RESERVE, shared=n_flows,
+                                              hosts=self.host_buckets)
             m.submodules.quantum = quantum = Quantum()
             m.d.comb += [quantum.cpb_q16.eq(self.cpb_q16), fq.quantum.eq(quantum.quantum)]
             m.submodules.descs = descs = Memory(shape=desc_layout, depth=self.cells, init=[])
@@ -779,6 +783,7 @@ class QueueManager(wiring.Component):
             m.d.comb += [
                 fq.enq.eq(1), fq.enq_q.eq(dq), fq.enq_id.eq(cur.chain.first), fq.enq_cells.eq(cur.chain.n),
                 fq.enq_cls.eq(meta.tag[:(SHARED_CLASSES - 1).bit_length()]),
+                fq.enq_host.eq(meta.host),
                 descs_w.en.eq(1), descs_w.addr.eq(cur.chain.first),
                 dw.chain.eq(cur.chain), dw.nbytes.eq(cur.nbytes), dw.l3_bytes.eq(cur.l3_bytes),
                 dw.ip.eq(cur.ip), dw.seg.eq(seg), dw.mark.eq(mark),

@@ -41,6 +41,7 @@ from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, DATA_CELL_RESERVE, DA
 from .pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 from .acc import Acc
 from .red import ECN_CE, ECN_NOT_ECT, Red, ecn_codepoint, set_ce
+from .flowkey import host_bucket
 from .flowq import QUANTUM_MAX, FlowQueues
 from .segmenter import check_chunk_bytes, segment
 
@@ -195,6 +196,9 @@ class FilterModel:
         default is the frame's length.
     data_cells, cell_reserve : int
         With ``flow_queues``: the data buffer's cells and the reserve.
+    host_buckets : int
+        With ``flow_queues``: host fairness's buckets (``HOST_BUCKETS``, the
+        core's information word ``host_buckets``); 0: flows only.
 
     Attributes
     ----------
@@ -215,7 +219,8 @@ class FilterModel:
                  data_share=param("data_share").default, ack_slots=ACK_SLOTS,
                  slot_bytes=ACK_SLOT_BYTES, max_frame=MAX_FRAME_BYTES, red=None,
                  chunk_bytes=param("chunk_bytes").default, acc=None, flow_queues=False,
-                 quantum=QUANTUM_MAX, charge=len, data_cells=DATA_CELLS, cell_reserve=DATA_CELL_RESERVE):
+                 quantum=QUANTUM_MAX, charge=len, data_cells=DATA_CELLS, cell_reserve=DATA_CELL_RESERVE,
+                 host_buckets=0):
         if acc is not None and not isinstance(acc, Acc):
             raise TypeError(f"acc must be a model.acc.Acc or None, not {acc!r}")
         if red is not None and not isinstance(red, Red):
@@ -245,7 +250,7 @@ class FilterModel:
         self.head_cut = False        # the segmenter cut the data head
         self.entries = [None] * flow_entries   # of _FlowEntry
         self.fq = FlowQueues(entries=flow_entries, cells=data_cells, reserve=cell_reserve,
-                             quantum=quantum, charge=charge) if flow_queues else None
+                             quantum=quantum, charge=charge, hosts=host_buckets) if flow_queues else None
         self.credit = 0
         self.counters = {name: 0 for name in MODEL_COUNTERS}
         self.events = []
@@ -372,7 +377,8 @@ class FilterModel:
                 self.counters["drop_data_overflow"] += 1
                 events.append("DROP_DATA_OVERFLOW")
             idx, hit = self._lookup(p)
-            fq.enqueue(self._data_queue_for(idx, hit, p, allocate=True), frame, tag=p.tag)
+            host = host_bucket(p.key, fq.hosts) if fq.hosts else 0
+            fq.enqueue(self._data_queue_for(idx, hit, p, allocate=True), frame, tag=p.tag, host=host)
         self.data_bytes += len(frame)
         events.append("ARRIVE_DATA_MARKED" if action == "mark" else "ARRIVE_DATA")
         return events

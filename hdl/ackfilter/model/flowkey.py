@@ -35,9 +35,12 @@ section 2, "Flow key" (:func:`ackfilter.model.pktparse.flow_key`).
 
 import functools
 
-__all__ = ["KEY_WORDS", "KEY_V6_BIT", "KEY_IP_BIT", "TPID_CODES", "PORT_PROTOCOLS", "flow_key_words", "key_fold", "tag_of_fold", "tag_matrix",
-           "flow_tag"]
+__all__ = ["KEY_WORDS", "KEY_V6_BIT", "KEY_IP_BIT", "TPID_CODES", "PORT_PROTOCOLS", "HOST_BITS", "flow_key_words",
+           "key_fold", "tag_of_fold", "tag_matrix", "flow_tag", "host_fold_bits", "host_bucket"]
 
+#: Bits of a host bucket as the parser gives it (``HOST_BUCKETS`` at most
+#: ``2 ** HOST_BITS``).
+HOST_BITS = 6
 #: Number of 32-bit words of a flow key.
 KEY_WORDS = 11
 #: The bit of key word 0 that says the L2 header announces IPv6 (EtherType
@@ -135,3 +138,36 @@ def tag_matrix():
 def flow_tag(words):
     """The CAM tag of a flow key."""
     return tag_of_fold(key_fold(words))
+
+
+@functools.lru_cache(maxsize=None)
+def host_fold_bits():
+    """For each of the :data:`HOST_BITS` bits of a host's fold, the bits of
+    the source address (key words 2-5 as one 128-bit number, word 2 lowest)
+    whose XOR it is: the four words XORed, then that word's
+    :data:`HOST_BITS`-bit pieces from bit 0 up (the last one shorter)."""
+    return tuple(tuple(32 * w + b for w in range(4) for b in range(i, 32, HOST_BITS))
+                 for i in range(HOST_BITS))
+
+
+def host_bucket(words, buckets):
+    """The host bucket of a flow key (spec section 12, "Hosts"): its source
+    address (key words 2-5) folded to :data:`HOST_BITS` bits, of which the
+    low ``log2(buckets)`` (a power of two, at most ``2 ** HOST_BITS``).
+
+    An IPv4 address's last byte arrives last: it is bits 24-31 of word 2,
+    and the fold keeps its low six bits apart, so the 64 hosts of an aligned
+    block of 64 addresses (192.168.1.0 to .63, .64 to .127, ...) have 64
+    buckets; what else collides is a matter of chance. Frames without an IP
+    header have source 0: one bucket.
+
+    >>> [host_bucket(flow_key_words(ip=True, src=bytes([192, 168, 1, b])), 64) for b in (1, 2, 3)]
+    [56, 59, 58]
+    """
+    if buckets & (buckets - 1) or not 1 <= buckets <= 1 << HOST_BITS:
+        raise ValueError(f"buckets must be a power of two 1 .. {1 << HOST_BITS}, not {buckets!r}")
+    src = sum(words[2 + i] << (32 * i) for i in range(4))
+    fold = 0
+    for j, bits in enumerate(host_fold_bits()):
+        fold |= (sum(src >> b & 1 for b in bits) & 1) << j
+    return fold & (buckets - 1)

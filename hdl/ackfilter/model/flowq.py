@@ -14,6 +14,15 @@ its flow-table entry may go. A queue's credit pays for what the link is
 charged (the shaper's link accounting), so a flow of small frames gets as
 many bytes on the wire as a flow of large ones.
 
+With ``hosts`` (CAKE's ``dual-srchost``), LAN hosts share the link by host
+first: each frame names its host's bucket (:func:`.flowkey.host_bucket`), a
+queue takes its host from the frame that makes it join a list, a host's
+*bulk* queues are its queues on the old list, and a frame a queue sends costs
+its credit the link's charge times its host's bulk queues (at least 1). Per
+round of the old list a host's bulk queues then get one quantum together,
+as CAKE's quantum divided by the host's bulk flows gives them (the shared
+queue has no host: its frames cost their charge).
+
 The buffer is counted in cells of ``DATA_CELL_BYTES``: a frame takes
 ``ceil(len / DATA_CELL_BYTES)`` of the ``DATA_CELLS``. When an arrival would
 take more than ``DATA_CELLS - DATA_CELL_RESERVE`` (the reserve holds the
@@ -28,6 +37,7 @@ flow table, RED and the choice between the ACK class and data.
 from collections import deque
 from dataclasses import dataclass, field
 
+from .flowkey import HOST_BITS
 from ..params import DATA_CELL_BYTES, DATA_CELL_RESERVE, F_SYS_HZ, OVERFLOW_BATCH, SHARED_CLASSES
 
 __all__ = ["QUANTUM_MIN", "QUANTUM_MAX", "quantum_for_cpb", "cells_of", "FlowQueues"]
@@ -63,6 +73,7 @@ class _Queue:
     cells: int = 0
     credit: int = 0
     listed: str = None                              # "new", "old" or None
+    host: int = 0                                   # its host's bucket, while listed
 
 
 class FlowQueues:
@@ -81,13 +92,20 @@ class FlowQueues:
     charge : callable
         ``charge(frame) -> bytes`` the link is charged (the shaper's link
         accounting); a queue's credit pays it.
+    hosts : int
+        Host buckets (a power of two, ``HOST_BUCKETS``); 0: hosts do not
+        count, flows share the link.
     """
 
-    def __init__(self, *, entries, cells, reserve=DATA_CELL_RESERVE, quantum=QUANTUM_MAX, charge=len):
+    def __init__(self, *, entries, cells, reserve=DATA_CELL_RESERVE, quantum=QUANTUM_MAX, charge=len, hosts=0):
         if not 0 <= reserve < cells:
             raise ValueError(f"reserve must be 0 .. cells - 1 ({cells - 1}), not {reserve!r}")
         if not QUANTUM_MIN <= quantum <= QUANTUM_MAX:
             raise ValueError(f"quantum must be {QUANTUM_MIN} .. {QUANTUM_MAX}, not {quantum!r}")
+        if hosts & (hosts - 1) or hosts == 1 or not 0 <= hosts <= 1 << HOST_BITS:
+            raise ValueError(f"hosts must be 0 or a power of two 2 .. {1 << HOST_BITS}, not {hosts!r}")
+        self.hosts = hosts
+        self.bulk = [0] * hosts                    # each host's queues on the old list (not the shared one)
         self.shared = entries
         self.queues = [_Queue() for _ in range(entries + 1)]
         self.limit = cells - reserve
@@ -169,7 +187,18 @@ class FlowQueues:
             freed += cells_of(len(frame))
         return dropped
 
-    def enqueue(self, q, frame, *, tag):
+    def load(self, q):
+        """What a byte queue ``q`` sends costs its credit: its host's bulk
+        queues, at least 1 (1 for the shared queue, or without hosts)."""
+        if not self.hosts or q == self.shared:
+            return 1
+        return max(1, self.bulk[self.queues[q].host])
+
+    def enqueue(self, q, frame, *, tag, host=0):
+        """``frame`` of the flow with ``tag`` joins queue ``q``; ``host``:
+        its host's bucket (a queue that joins a list takes it)."""
+        if not 0 <= host < max(self.hosts, 1):
+            raise ValueError(f"host must be a bucket 0 .. {max(self.hosts, 1) - 1}, not {host!r}")
         queue = self.queues[q]
         queue.frames.append(frame)
         if q == self.shared:
@@ -179,6 +208,7 @@ class FlowQueues:
         if queue.listed is None:
             queue.listed = "new"
             queue.credit = self.quantum
+            queue.host = host
             self.new.append(q)
 
     def _left_shared(self, q, i):
@@ -215,21 +245,26 @@ class FlowQueues:
                 queue.credit += self.quantum
                 lst.popleft()
                 self.old.append(q)
+                if queue.listed == "new" and self.hosts and q != self.shared:
+                    self.bulk[queue.host] += 1
                 queue.listed = "old"
             else:
                 return q
 
     def _leave(self, lst):
         q = lst.popleft()
+        if self.queues[q].listed == "old" and self.hosts and q != self.shared:
+            self.bulk[self.queues[q].host] -= 1
         self.queues[q].listed = None
         self.released.append(q)
 
     def sent(self, q, frame, *, last=True):
         """``frame`` (a whole frame or one chunk, ``last``: the frame's last)
         left from queue ``q``, the head of its list: its credit pays the
-        link's charge; a queue it empties leaves its list."""
+        link's charge (times its host's load, :meth:`load`); a queue it
+        empties leaves its list."""
         queue = self.queues[q]
-        queue.credit -= self.charge(frame)
+        queue.credit -= self.charge(frame) * self.load(q)
         if last:
             whole = queue.frames.popleft()
             self._left_shared(q, 0)
@@ -256,4 +291,10 @@ class FlowQueues:
         assert all(queue.cells == sum(cells_of(len(f)) for f in queue.frames) for queue in self.queues)
         assert self.frames == sum(len(queue.frames) for queue in self.queues)
         assert len(self.shared_classes) == len(self.queues[self.shared].frames)
+        if self.hosts:
+            bulk = [0] * self.hosts
+            for q in self.old:
+                if q != self.shared:
+                    bulk[self.queues[q].host] += 1
+            assert self.bulk == bulk, "a host's bulk count is not its queues on the old list"
         assert self.class_frames == [list(self.shared_classes).count(c) for c in range(SHARED_CLASSES)]

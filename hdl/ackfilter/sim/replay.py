@@ -106,15 +106,16 @@ class ReplayResult:
         """The :class:`~ackfilter.model.FilterModel` options that describe the
         core this run replayed, read from the core itself (its information
         words and registers): its sizes, and with per-flow data queues the
-        DRR quantum of its shaper's rate and the credit charged as its
-        shaper charges. The run-time settings (``ack_mode``, RED, ...) are
-        the caller's."""
+        DRR quantum of its shaper's rate, the credit charged as its shaper
+        charges, and its host buckets. The run-time settings (``ack_mode``,
+        RED, ...) are the caller's."""
         from ..model.flowq import quantum_for_cpb
         opts = {"ack_slots": self.info["ack_slots"], "flow_entries": self.info["flow_entries"]}
         if self.info.get("data_queues"):
             opts.update(flow_queues=True,
                         quantum=quantum_for_cpb(self.params["shaper_cpb_q16"]),
-                        charge=LinkAccounting.from_registers(self.params).charge)
+                        charge=LinkAccounting.from_registers(self.params).charge,
+                        host_buckets=self.info.get("host_buckets", 0))
         return opts
 
 

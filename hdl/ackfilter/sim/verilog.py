@@ -91,7 +91,8 @@ def normal_sizes(sizes):
     the same core while the flow queues are the default."""
     from .. import params as P
     defaults = {"ack_slots": P.ACK_SLOTS, "flow_entries": P.FLOW_ENTRIES,
-                "data_buffer_bytes": P.DATA_BUFFER_BYTES, "flow_queues": int(P.FLOW_QUEUES)}
+                "data_buffer_bytes": P.DATA_BUFFER_BYTES, "flow_queues": int(P.FLOW_QUEUES),
+                "host_buckets": P.HOST_BUCKETS}
     return {k: v for k, v in sizes.items()
             if v is not None and (k not in defaults or int(v) != defaults[k])}
 

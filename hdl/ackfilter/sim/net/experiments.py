@@ -53,12 +53,19 @@ class Variant:
     acc: bool = False               # ACC on (spec section 11), at its default threshold
     flow_queues: bool = False       # the core built with per-flow data queues (spec section 12),
                                     # else with one data FIFO (the board's is params.FLOW_QUEUES)
+    host_buckets: int = 0           # with flow_queues: host fairness's buckets, 0: flows only
+                                    # (the board's is params.HOST_BUCKETS)
 
     def elab(self):
-        """The core's build options for this variant: which data path, always
-        said (the variants' names mean the same core whatever the default);
-        ``None`` (the board's) for the modem's FIFO, which runs no core."""
-        return {"flow_queues": int(self.flow_queues)} if self.uplink == "core" else None
+        """The core's build options for this variant: which data path and
+        whether hosts count, always said (the variants' names mean the same
+        core whatever the default); ``None`` (the board's) for the modem's
+        FIFO, which runs no core."""
+        if self.uplink != "core":
+            return None
+        if not self.flow_queues:
+            return {"flow_queues": 0}
+        return {"flow_queues": 1, "host_buckets": self.host_buckets}
 
     def csr(self, uplink_bps):
         """The core's registers for this variant on an uplink of ``uplink_bps``.
@@ -106,16 +113,21 @@ def _variants():
                      acc=True))
     # Flow queues (spec section 12): upload data in per-flow queues, served
     # by deficit round robin with new (sparse) flows first; a build option
-    # of the core, so these variants run their own bridge.
+    # of the core, so these variants run their own bridge; with the board's
+    # host fairness (section 12, "Hosts"), but for -flows.
+    hb = params.HOST_BUCKETS
     v.append(Variant("aggressive-fq", "aggressive, data share 128, upload data in per-flow queues "
-                     "(deficit round robin, sparse flows first)", ack_mode="aggressive", data_share=128,
+                     "(deficit round robin, sparse flows first, hosts first)", ack_mode="aggressive",
+                     data_share=128, flow_queues=True, host_buckets=hb))
+    v.append(Variant("aggressive-fq-flows", "aggressive, data share 128, per-flow queues shared by "
+                     "flows only (no host fairness)", ack_mode="aggressive", data_share=128,
                      flow_queues=True))
     v.append(Variant("aggressive-fq-seg512", "aggressive, data share 128, per-flow queues, upload "
                      "data cut into 512-byte chunks", ack_mode="aggressive", data_share=128, chunk=512,
-                     flow_queues=True))
+                     flow_queues=True, host_buckets=hb))
     v.append(Variant("aggressive-fq-red-ecn", "aggressive, data share 128, per-flow queues, RED "
                      "marking CE (the hosts request classic ECN)", ack_mode="aggressive", data_share=128,
-                     red=True, ecn=1, flow_queues=True))
+                     red=True, ecn=1, flow_queues=True, host_buckets=hb))
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -133,7 +145,8 @@ def default_variant():
     share = params.param("data_share").default
     for v in VARIANTS.values():
         if (v.uplink == "core" and v.ack_mode == mode and v.data_share == share
-                and v.flow_queues == params.FLOW_QUEUES and not (v.red or v.chunk or v.acc)):
+                and v.flow_queues == params.FLOW_QUEUES and not (v.red or v.chunk or v.acc)
+                and v.host_buckets == (params.HOST_BUCKETS if v.flow_queues else 0)):
             return v.name
     raise LookupError(f"no variant for the defaults ack_mode={mode} data_share={share} "
                       f"flow_queues={params.FLOW_QUEUES}")
@@ -286,7 +299,9 @@ _RED = tuple(n for n in VARIANTS
              if VARIANTS[n].red and not VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _ACC = tuple(n for n in VARIANTS if VARIANTS[n].acc)
-_FQ = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues)
+_FQ = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues and VARIANTS[n].host_buckets)
+#: Flow queues without host fairness: where hosts differ (S7).
+_FQ_FLOWS = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues and not VARIANTS[n].host_buckets)
 #: Where RED is measured: a queue of upload data builds in these.
 _RED_SCENARIOS = ("S1", "S3", "S5U")
 
@@ -304,7 +319,7 @@ def plan(*, quick=False, only=None, variants=None):
         elif name == "S3":
             vs = _BASE + _SHARES + _RED + _SEG + _ACC + _FQ
         elif name == "S7":
-            vs = ("modem-fifo", default) + _FQ
+            vs = ("modem-fifo", default) + _FQ + _FQ_FLOWS
         else:
             vs = _BASE + (default,) + (_RED + _SEG + _ACC + _FQ if name in _RED_SCENARIOS else ())
         vs = tuple(dict.fromkeys(vs))     # once each, in order (the default may be among them)
