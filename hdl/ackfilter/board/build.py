@@ -104,7 +104,13 @@ class BuildError(Exception):
 #: keeps depends on the netlist only: a seed is given up when its router has
 #: not converged after a fixed number of passes (:mod:`.pnr_guard`), never
 #: after a time, so a slow or loaded machine takes longer for the same result.
-PNR_SEEDS = (1, 2, 3)
+#: Seed 2 first since 51260c6 (host fairness), whose netlist routes at seed
+#: 1 with the modem RX clock 5 % short of its target and at seed 2 with 15 %
+#: on every clock (every clock but one had over 10 % at seed 1 too): CI keeps
+#: the first seed that meets the targets, and at half speed a second
+#: placement beside the tests costs it more than its budget has left. The
+#: order is the last build's evidence, not a property of the seeds.
+PNR_SEEDS = (2, 1, 3)
 PNR_SEED = PNR_SEEDS[0]
 #: The margin every clock should have over its target: a seed that routes
 #: with less is kept only when no seed does better (the build then warns;

@@ -12,17 +12,17 @@ keeps the *new* and *old* lists of queues with their credits.
 Storage, in LUT RAM but for a few registers and the per-frame tables:
 
 * per queue: the ids of its head and tail frame, its cells, its credit, the
-  next queue on its list and which list that is; whether it holds frames
-  (``nonempty``) and whether it is on a list (``onlist``) are registers (a
-  reset does not clear LUT RAM);
+  next queue on its list and which list that is, whether it holds frames
+  and whether it is on a list (``qstate``; a reset does not clear LUT RAM,
+  so the block clears these bits, the class counts and the host counts
+  first: ``busy`` for a cycle per queue, class or host, whichever are more);
 * per id, in two block RAMs: the next frame of its queue, and its cells
   (as LUT RAM, 128 ids, these took 32 LUT-RAM blocks and their read
   multiplexers, 167 LUT slots of the packed board); and in LUT RAM its
   class (the low bits of its flow's tag, counted while it waits in the
   shared queue), which the count's update reads in the cycle the frame
   leaves;
-* the two lists' heads and tails, the totals; the class counts (LUT RAM,
-  cleared after a reset: ``busy`` for a cycle per class, or per host).
+* the two lists' heads and tails, the totals; the class counts (LUT RAM).
 
 One operation at a time, started by a one-cycle strobe while ``busy`` is
 low (the queue manager's state machine does one thing at a time too):
@@ -175,10 +175,18 @@ class FlowQueues(wiring.Component):
         credit_w, lnext_w = credit.write_port(), lnext.write_port()
         inext_w, iinfo_w = inext.write_port(), iinfo.write_port()
 
-        nonempty = Signal(nq)
+        # Whether each queue holds frames (bit 0) and whether it is on a list
+        # (bit 1): LUT RAM, read at `qa` and at `query_q`, written at `qa`
+        # (`ne_next`, `ol_next`), cleared after a reset (Init); the shared
+        # queue's bit 0 also in a register. (As two registers of a bit per
+        # queue, written at a queue number, their decoders took 165 LUT4
+        # more.)
+        qstate = lutram("qstate", 2, nq)
+        qs_w = qstate.write_port()
+        qs_a, qs_q = qstate.read_port(domain="comb"), qstate.read_port(domain="comb")
+        shared_ne = Signal()
         # On a list (a register per queue), and which: the old one (LUT RAM,
         # valid while on a list).
-        onlist = Signal(nq)
         on_old = lutram("on_old", 1, nq)
         on_old_w = on_old.write_port()
         new_head, new_tail, new_any = Signal(qr), Signal(qr), Signal()
@@ -207,11 +215,12 @@ class FlowQueues(wiring.Component):
 
         # Queries.
         m.d.comb += [
-            self.query_empty.eq(~nonempty.bit_select(self.query_q, 1)),
-            self.query_busy.eq(nonempty.bit_select(self.query_q, 1) | onlist.bit_select(self.query_q, 1)),
+            qs_q.addr.eq(self.query_q),
+            self.query_empty.eq(~qs_q.data[0]),
+            self.query_busy.eq(qs_q.data[0] | qs_q.data[1]),
             cls_q.addr.eq(self.query_cls),
             self.cls_busy.eq(cls_q.data != 0),
-            self.shared_empty.eq(~nonempty[self.shared]),
+            self.shared_empty.eq(~shared_ne),
         ]
 
         # The queue an operation works on (`qa`) and a frame (`ia`):
@@ -239,7 +248,10 @@ class FlowQueues(wiring.Component):
         icls_w, icls_a = icls.write_port(), icls.read_port(domain="comb")
         m.d.comb += icls_a.addr.eq(ia)
         il_a = icls_a.data
-        ne_a = nonempty.bit_select(qa, 1)
+        ne_a, ol_a = qs_a.data[0], qs_a.data[1]
+        ne_next, ol_next = Signal(), Signal()
+        m.d.comb += [qs_a.addr.eq(qa), ne_next.eq(ne_a), ol_next.eq(ol_a),
+                     qs_w.addr.eq(qa), qs_w.data.eq(Cat(ne_next, ol_next))]
         q_cells_a = Mux(ne_a, qc_a.data, 0)
 
         # Hosts: each listed queue's host (`qhost`), each host's queues on
@@ -304,7 +316,7 @@ class FlowQueues(wiring.Component):
 
         def leave(q):
             """Queue ``q`` (`qa`), at the head of its list, leaves it."""
-            m.d.sync += onlist.bit_select(q, 1).eq(0)
+            m.d.comb += [ol_next.eq(0), qs_w.en.eq(1)]
             with m.If(old_a.data):
                 host_add(-1)
             m.d.comb += [self.released.eq(1), self.released_q.eq(q)]
@@ -331,7 +343,9 @@ class FlowQueues(wiring.Component):
             emptied = Signal()
             m.d.comb += emptied.eq(~keep & (fid == qt_a.data))
             with m.If(emptied):
-                m.d.sync += nonempty.bit_select(qa, 1).eq(0)
+                m.d.comb += [ne_next.eq(0), qs_w.en.eq(1)]
+                with m.If(qa == self.shared):
+                    m.d.sync += shared_ne.eq(0)
             m.d.sync += [frames.eq(frames - 1), cells.eq(cells - ic_a)]
             with m.If(qa == self.shared):
                 cls_add(il_a, -1)
@@ -350,11 +364,12 @@ class FlowQueues(wiring.Component):
         m.d.comb += self.busy.eq(1)
         # After a reset the LUT RAM counts (classes, hosts) are cleared, an
         # entry a cycle.
-        n_init = max(SHARED_CLASSES, nh)
+        n_init = max(SHARED_CLASSES, nh, nq)
         init_i = Signal(range(n_init))
         with m.FSM():
             with m.State("Init"):
-                m.d.comb += [cls_w.en.eq(init_i < SHARED_CLASSES), cls_w.addr.eq(init_i), cls_w.data.eq(0)]
+                m.d.comb += [cls_w.en.eq(init_i < SHARED_CLASSES), cls_w.addr.eq(init_i), cls_w.data.eq(0),
+                             qs_w.en.eq(init_i < nq), qs_w.addr.eq(init_i), qs_w.data.eq(0)]
                 if nh:
                     m.d.comb += [hcount_w.en.eq(1), hcount_w.addr.eq(init_i), hcount_w.data.eq(0)]
                 m.d.sync += init_i.eq(init_i + 1)
@@ -397,11 +412,13 @@ class FlowQueues(wiring.Component):
                     m.d.comb += [inext_w.en.eq(1), inext_w.addr.eq(qt_a.data), inext_w.data.eq(fid)]
                 with m.Else():
                     m.d.comb += [qhead_w.en.eq(1), qhead_w.addr.eq(q), qhead_w.data.eq(fid)]
-                m.d.sync += [nonempty.bit_select(q, 1).eq(1), frames.eq(frames + 1), cells.eq(cells + e_cells)]
+                m.d.comb += [ne_next.eq(1), ol_next.eq(1), qs_w.en.eq(1)]
+                m.d.sync += [frames.eq(frames + 1), cells.eq(cells + e_cells)]
+                with m.If(q == self.shared):
+                    m.d.sync += shared_ne.eq(1)
                 with m.If(q == self.shared):
                     cls_add(e_cls, +1)
-                with m.If(~onlist.bit_select(q, 1)):
-                    m.d.sync += onlist.bit_select(q, 1).eq(1)
+                with m.If(~ol_a):
                     m.d.comb += [on_old_w.en.eq(1), on_old_w.addr.eq(q), on_old_w.data.eq(0)]
                     m.d.comb += [credit_w.en.eq(1), credit_w.addr.eq(q), credit_w.data.eq(self.quantum)]
                     if nh:

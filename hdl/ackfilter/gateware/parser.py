@@ -271,6 +271,14 @@ class FrameParser(wiring.Component):
         ip_frag  = Signal()                 # IPv4 MF or fragment offset
         l4_ports = Signal()                 # ports follow the IP header (registered off ip_proto)
         src     = Array(Signal(32, name=f"src{i}") for i in range(4))
+        # The host's fold of the source address (``model.flowkey.host_bucket``),
+        # gathered as its words arrive: the fold is linear, so each word's
+        # own fold XORed in gives the address's (from the 32 bits on the
+        # datapath, not from the 128 of the key: 86 LUT4 that way).
+        host = Signal(HOST_BITS)
+
+        def host_piece(word):
+            return Cat(*[Cat(*[word[b] for b in bits if b < 32]).xor() for bits in host_fold_bits()])
         dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
         ports   = Signal(32)
         ack     = Signal(32)
@@ -383,7 +391,7 @@ class FrameParser(wiring.Component):
                     with m.Elif(hw == 2):
                         m.d.sync += ip_proto.eq(rb[1])
                     with m.Elif(hw == 3):
-                        m.d.sync += src[0].eq(r_word)
+                        m.d.sync += [src[0].eq(r_word), host.eq(host ^ host_piece(r_word))]
                     with m.Elif(hw == 4):
                         m.d.sync += dst[0].eq(r_word)
                     with m.If(r_full & (hw + 1 == ihl) & (hw >= 4)):
@@ -400,7 +408,7 @@ class FrameParser(wiring.Component):
                     with m.Elif(hw == 1):
                         m.d.sync += [ip_len.eq(_be16(rb[0], rb[1])), ip_seen.eq(1), ip_proto.eq(rb[2])]
                     with m.Elif(hw < 6):
-                        m.d.sync += src[(hw - 2)[0:2]].eq(r_word)
+                        m.d.sync += [src[(hw - 2)[0:2]].eq(r_word), host.eq(host ^ host_piece(r_word))]
                     with m.Else():
                         m.d.sync += dst[(hw - 6)[0:2]].eq(r_word)
                         with m.If(hw == 9):
@@ -716,11 +724,6 @@ class FrameParser(wiring.Component):
         m.d.sync += fold_q.eq(fold)         # the key is final from the flush cycle on
         tag = Signal(16)
         m.d.comb += tag.eq(Cat(*[Cat(*[fold_q[i] for i in bits]).xor() for bits in tag_matrix()]))
-        # The host's fold (``model.flowkey.host_bucket``), of the source
-        # address alone, registered as the key's fold is.
-        src_bits = Cat(*key[2:6])
-        host = Signal(HOST_BITS)
-        m.d.sync += host.eq(Cat(*[Cat(*[src_bits[i] for i in bits]).xor() for bits in host_fold_bits()]))
 
         res = self.result
         m.d.sync += self.done.eq(finalize)
@@ -790,7 +793,7 @@ class FrameParser(wiring.Component):
                 pppoe_sid.eq(0), pppoe_len.eq(0), ipv6.eq(0), ihl.eq(0), ecn.eq(0), ip_len.eq(0),
                 ip_seen.eq(0), ip_ok.eq(0), ip_proto.eq(0), ip_frag.eq(0), ip_sum.eq(0),
                 tcp_sum.eq(0), tpid_next.eq(0),
-                *[s.eq(0) for s in (vid[0], vid[1], tpid[0], tpid[1], *src, *dst)],
+                *[s.eq(0) for s in (vid[0], vid[1], tpid[0], tpid[1], *src, *dst, host)],
                 ports.eq(0), ack.eq(0), doff.eq(0), flags.eq(0), tcp_res.eq(0),
                 opt_phase.eq(_OPT_KIND), opt_left.eq(0), opt_at.eq(0), opt_is_ts.eq(0),
                 opt_is_sack.eq(0), opt_eol.eq(0), opt_bad.eq(0), opt_wbad.eq(0),
