@@ -50,11 +50,11 @@ low (the queue manager's state machine does one thing at a time too):
 
 With ``hosts`` (spec section 12, "Hosts"): a queue takes its host's bucket
 (``enq_host``, low bits) when it joins a list, each host counts its queues
-on the old list (LUT RAM), and the charge
-is taken times the sent queue's host count (at least 1; 1 for the shared
-queue): that count is read when the frame or chunk is ``sent`` (no count
-changes before its charge but the queue's own leaving, which voids the
-charge), and the product is formed as the charge comes in.
+on the old list (LUT RAM), and the charge is taken times the sent queue's
+host count (at least 1; 1 for the shared queue): that count is read when
+the frame or chunk is ``sent`` (no count changes before its charge but the
+queue's own leaving, which voids the charge), and the product is formed as
+the charge comes in.
 
 ``released``/``released_q``: a queue left its list (it is empty: its flow
 entry may go). ``query_q`` and ``query_cls`` read the state the queue
@@ -185,8 +185,8 @@ class FlowQueues(wiring.Component):
         qs_w = qstate.write_port()
         qs_a, qs_q = qstate.read_port(domain="comb"), qstate.read_port(domain="comb")
         shared_ne = Signal()
-        # On a list (a register per queue), and which: the old one (LUT RAM,
-        # valid while on a list).
+        # Which list a queue is on: the old one (LUT RAM, valid while on a
+        # list).
         on_old = lutram("on_old", 1, nq)
         on_old_w = on_old.write_port()
         new_head, new_tail, new_any = Signal(qr), Signal(qr), Signal()
