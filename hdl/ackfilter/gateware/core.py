@@ -20,7 +20,7 @@ from .ingress import CELL_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, ingress_entry_la
 from .lib.buffer_pool import BufferPool
 from .lib.cells import CellList
 from .lib.stream import FrameStream, WORD_BYTES
-from ..model.flowkey import HOST_BITS
+from ..model.flowkey import check_host_buckets
 from .queue_manager import Event, QueueManager
 from .red import RED_PARAM_PORTS
 from .shaper import Shaper
@@ -87,9 +87,7 @@ class UplinkCore(wiring.Component):
                  data_buffer_bytes=P.DATA_BUFFER_BYTES, flow_queues=P.FLOW_QUEUES,
                  host_buckets=P.HOST_BUCKETS):
         _check_sizes(data_buffer_bytes)
-        if host_buckets & (host_buckets - 1) or host_buckets == 1 or not 0 <= host_buckets <= 1 << HOST_BITS:
-            raise ValueError(f"host_buckets must be 0 or a power of two 2 .. {1 << HOST_BITS}, "
-                             f"not {host_buckets!r}")
+        check_host_buckets(host_buckets, "host_buckets")
         self.flow_queues = bool(flow_queues)
         self.host_buckets = host_buckets if self.flow_queues else 0
         self.ack_slots = ack_slots

@@ -67,7 +67,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..model.flowkey import HOST_BITS
+from ..model.flowkey import HOST_BITS, check_host_buckets
 from ..model.flowq import QUANTUM_MAX
 from ..params import OVERFLOW_BATCH, SHARED_CLASSES
 from .ingress import MAX_CELLS
@@ -110,8 +110,7 @@ class FlowQueues(wiring.Component):
             raise ValueError(f"shared must be a queue, 0 .. {queues - 1}, not {shared!r}")
         if not 0 <= reserve < cells:
             raise ValueError(f"reserve must be 0 .. {cells - 1}, not {reserve!r}")
-        if hosts & (hosts - 1) or hosts == 1 or not 0 <= hosts <= 1 << HOST_BITS:
-            raise ValueError(f"hosts must be 0 or a power of two 2 .. {1 << HOST_BITS}, not {hosts!r}")
+        check_host_buckets(hosts, "hosts")
         self.queues, self.ids, self.ncells, self.hosts = queues, ids, cells, hosts
         self.limit = cells - reserve
         self.shared = shared

@@ -36,7 +36,8 @@ section 2, "Flow key" (:func:`ackfilter.model.pktparse.flow_key`).
 import functools
 
 __all__ = ["KEY_WORDS", "KEY_V6_BIT", "KEY_IP_BIT", "TPID_CODES", "PORT_PROTOCOLS", "HOST_BITS", "flow_key_words",
-           "key_fold", "tag_of_fold", "tag_matrix", "flow_tag", "host_fold_bits", "host_bucket"]
+           "key_fold", "tag_of_fold", "tag_matrix", "flow_tag", "host_fold_bits", "host_bucket",
+           "check_host_buckets"]
 
 #: Bits of a host bucket as the parser gives it (``HOST_BUCKETS`` at most
 #: ``2 ** HOST_BITS``).
@@ -171,3 +172,11 @@ def host_bucket(words, buckets):
     for j, bits in enumerate(host_fold_bits()):
         fold |= (sum(src >> b & 1 for b in bits) & 1) << j
     return fold & (buckets - 1)
+
+
+def check_host_buckets(n, name="hosts"):
+    """``n`` if it is a number of host buckets a core can have: 0 (no host
+    fairness) or a power of two 2 .. ``2 ** HOST_BITS``; else ValueError."""
+    if isinstance(n, bool) or not isinstance(n, int) or n & (n - 1) or n == 1 or not 0 <= n <= 1 << HOST_BITS:
+        raise ValueError(f"{name} must be 0 or a power of two 2 .. {1 << HOST_BITS}, not {n!r}")
+    return n

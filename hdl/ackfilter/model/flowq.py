@@ -37,7 +37,7 @@ flow table, RED and the choice between the ACK class and data.
 from collections import deque
 from dataclasses import dataclass, field
 
-from .flowkey import HOST_BITS
+from .flowkey import check_host_buckets
 from ..params import DATA_CELL_BYTES, DATA_CELL_RESERVE, F_SYS_HZ, OVERFLOW_BATCH, SHARED_CLASSES
 
 __all__ = ["QUANTUM_MIN", "QUANTUM_MAX", "quantum_for_cpb", "cells_of", "FlowQueues"]
@@ -102,8 +102,7 @@ class FlowQueues:
             raise ValueError(f"reserve must be 0 .. cells - 1 ({cells - 1}), not {reserve!r}")
         if not QUANTUM_MIN <= quantum <= QUANTUM_MAX:
             raise ValueError(f"quantum must be {QUANTUM_MIN} .. {QUANTUM_MAX}, not {quantum!r}")
-        if hosts & (hosts - 1) or hosts == 1 or not 0 <= hosts <= 1 << HOST_BITS:
-            raise ValueError(f"hosts must be 0 or a power of two 2 .. {1 << HOST_BITS}, not {hosts!r}")
+        check_host_buckets(hosts, "hosts")
         self.hosts = hosts
         self.bulk = [0] * hosts                    # each host's queues on the old list (not the shared one)
         self.shared = entries
