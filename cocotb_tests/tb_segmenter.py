@@ -22,9 +22,9 @@ import cocotb
 from ackfilter import params as P
 
 from ackfilter.model.segmenter import why_whole
-from ackfilter.sim.segcheck import check_segmented, splits_between_chunks
+from ackfilter.sim.segcheck import check_segmented, data_between_chunks, splits_between_chunks
 from ackfilter.sim.traces import Flow, tcp_frame
-from ackfilter_tb import TB, scoreboard
+from ackfilter_tb import FLOW_QUEUES, TB, scoreboard
 from tb_linerate import send_at_line_rate
 
 TEST_TIMEOUT = dict(timeout_time=60, timeout_unit="ms")
@@ -61,11 +61,14 @@ class Uploads:
         return frame
 
 
-def edge_cases(up):
+def edge_cases(up, labels):
+    """The edge cases of every flow, the flows' frames in turn (so each
+    flow's queue stays busy and, with flow queues, leaves the new list after
+    its first frames); ``labels`` gets each frame's (flow, case number)."""
     c = CHUNK
-    out = []
+    per_flow = []
     for name in FLOWS:
-        out += [
+        cases = [
             up.segment(name, c + 100),                   # not a multiple
             up.segment(name, 4 * c),                     # an exact multiple
             up.segment(name, c),                         # equal: whole
@@ -76,7 +79,10 @@ def edge_cases(up):
             up.segment(name, 5 * c - 1, flags="FPA"),    # FIN and PSH on the last chunk only
         ]
         if "ipv6" not in name:
-            out.append(up.segment(name, 2 * c + 30, ip_words=3))     # IPv4 options
+            cases.append(up.segment(name, 2 * c + 30, ip_words=3))   # IPv4 options
+        labels.update({f: (name, i) for i, f in enumerate(cases)})
+        per_flow.append(cases)
+    out = [cases[i] for i in range(max(map(len, per_flow))) for cases in per_flow if i < len(cases)]
     # Never cut.
     out += [
         up.segment("ipv4", 1000, flags="PAC"),           # CWR
@@ -110,7 +116,8 @@ async def test_the_segmenter_cuts_every_edge_case_as_the_model_at_line_rate(dut)
     await tb.set_param("chunk_bytes", CHUNK)
     rng = random.Random(3)
     up = Uploads(rng)
-    frames = with_acks(edge_cases(up) + edge_cases(up), rng)
+    labels = {}
+    frames = with_acks(edge_cases(up, labels) + edge_cases(up, labels), rng)
     await send_at_line_rate(tb, frames)
     await tb.drain()
     counters = await tb.counters()
@@ -126,9 +133,21 @@ async def test_the_segmenter_cuts_every_edge_case_as_the_model_at_line_rate(dut)
     assert len(overflowed) == counters["drop_data_overflow"]
     queued = [f for f, e in zip(frames, arrivals)
               if e in ("ARRIVE_DATA", "ARRIVE_DATA_MARKED") and f not in overflowed]
-    cut = [f for f in queued if why_whole(f, CHUNK) is None]
+    cuttable = [f for f in queued if why_whole(f, CHUNK) is None]
     out = [f for _c, f in tb.received]
+    # With flow queues a new flow's frame leaves whole between two chunks of
+    # another's (spec section 12): those left as they came, between chunks.
+    between = data_between_chunks(out, CHUNK, frames)
+    out_whole = set(out)
+    cut = [f for f in cuttable if f not in out_whole]
+    assert all(f in between for f in cuttable if f in out_whole)
+    assert bool(between) == FLOW_QUEUES, len(between)
     assert counters["seg_frames"] == len(cut) > 40
+    # Every edge case of every flow was cut at least once (it is sent twice:
+    # with flow queues a flow's first frames may leave whole).
+    cases_cut = {labels[f] for f in cut if f in labels}
+    assert cases_cut == {labels[f] for f in cuttable if f in labels}, \
+        sorted({labels[f] for f in cuttable if f in labels} - cases_cut)
     kept = [f for f, e in zip(frames, arrivals) if e != "DROP_DATA_FULL" and f not in overflowed]
     assert check_segmented(kept, out, CHUNK, cut) == counters["seg_chunks"]
     # ACKs left between two chunks of one frame (the scheduler chooses per chunk).

@@ -48,7 +48,7 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
     folds = rng.sample(range(64), host_values)
     tally = {"enq": 0, "drops": 0, "picks": 0, "none": 0, "chunks": 0, "released": 0,
              "shared": 0, "behind_chunks": 0, "late_charges": 0, "rejoined_before_charge": 0,
-             "full_batches": 0, "loaded": 0}
+             "full_batches": 0, "loaded": 0, "between": 0}
     heavy_q = rng.sample(range(nq), heavy)
 
     async def bench(ctx):
@@ -59,7 +59,7 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
         cycle = 0
         late = None                         # a charge still to give the block: (bytes, queue left)
 
-        names = ("done", "found", "pick_q", "pick_id", "drop", "drop_q", "drop_id", "released", "released_q")
+        names = ("done", "found", "pick_q", "pick_id", "pick_whole", "drop", "drop_q", "drop_id", "released", "released_q")
 
         async def op(**strobes):
             """Start an operation with its strobe and run it to its end (``busy``
@@ -156,13 +156,18 @@ def run(*, entries, cells, quantum, ops, seed, heavy=2, chunk_p=0.2, pick_p=0.45
                     tally["none"] += 1
                 else:
                     head = model.queues[want_q].frames[0]
-                    assert (seen["found"], seen["pick_q"], seen["pick_id"]) == (1, want_q, head.fid), \
-                        f"{where}: picked {seen['found'], seen['pick_q'], seen['pick_id']}, " \
-                        f"model {want_q} (head {head})"
+                    between = model.between(want_q)
+                    got = (seen["found"], seen["pick_q"], seen["pick_id"], seen["pick_whole"])
+                    assert got == (1, want_q, head.fid, between), \
+                        f"{where}: picked {got}, model {want_q} (head {head}, between chunks {between})"
                     tally["picks"] += 1
+                    tally["between"] += between
                     if chunk_left is None and rng.random() < chunk_p and len(head) > 200:
                         chunk_left = len(head)
-                    if chunk_left is not None:
+                    if between:
+                        # A new flow's frame between the chunks: whole.
+                        last, sent = True, Frame(len(head) + rng.choice([0, 24, 40]))
+                    elif chunk_left is not None:
                         size = min(chunk_left, rng.choice([16, 64, 256, 512]))
                         chunk_left -= size
                         last = chunk_left == 0
@@ -203,6 +208,7 @@ def test_the_flow_queues_agree_with_the_model(quantum):
     # Every path was taken: overflow drops (also behind a frame in chunks),
     # chunks, queues leaving, the shared queue, picks with nothing queued.
     assert tally["drops"] > 50 and tally["behind_chunks"] > 0 and tally["chunks"] > 50, tally
+    assert tally["between"] > 10, tally
     assert tally["released"] > 50 and tally["shared"] > 100 and tally["none"] > 0, tally
     # Charges that came after arrivals, some after their emptied queue had joined again.
     assert tally["late_charges"] > 100 and tally["rejoined_before_charge"] > 5, tally

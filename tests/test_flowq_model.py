@@ -271,6 +271,55 @@ def test_an_overflow_spares_the_frame_leaving_in_chunks():
     m.check_invariants()
 
 
+def _seq_and_payload(frame):
+    """A TCP segment's sequence number and payload bytes (by the IP length)."""
+    ip = Ether(frame)[IP]
+    return ip[TCP].seq, ip.len - 4 * ip.ihl - 4 * ip[TCP].dataofs
+
+
+def test_a_new_flows_frame_leaves_whole_between_two_chunks():
+    """A bulk upload on the old list leaves in 512-byte chunks; a SYN and a
+    second upload's first full frame arrive after one chunk of its second
+    frame: both leave next, whole (the second upload's frame too, though
+    the segmenter would cut it), then the cut frame goes on from its second
+    chunk."""
+    m = fq_model(chunk_bytes=512)
+    up = bulk(48000, 4)                   # 1460 bytes of payload: chunks of 512, 512, 436
+    for f in up:
+        m.arrive(f)
+    first = [m.depart()[1] for _ in range(3)]          # up[0] in three chunks: its credit is spent
+    assert [_seq_and_payload(f)[1] for f in first] == [512, 512, 436]
+    kind, c0 = m.depart()                              # up[1]'s first chunk, from the old list
+    seq1 = Ether(up[1])[TCP].seq
+    assert kind == "DEPART_DATA" and _seq_and_payload(c0) == (seq1, 512)
+    assert m.fq.current == 0 and list(m.fq.old) == [0]
+    s, other = syn(48001), bulk(48002, 1)[0]
+    m.arrive(s)
+    m.arrive(other)
+    assert m.depart() == ("DEPART_DATA", s)
+    assert m.depart() == ("DEPART_DATA", other)        # whole: 1514 bytes, as it came
+    assert [_seq_and_payload(m.depart()[1]) for _ in range(2)] == [(seq1 + 512, 512), (seq1 + 1024, 436)]
+    assert m.counters["seg_frames"] == 2 and m.counters["seg_chunks"] == 6
+    m.check_invariants()
+
+
+def test_nothing_passes_a_frame_in_chunks_at_the_new_lists_head():
+    """A queue joins the new list at its end: a frame leaving in chunks
+    from the new list's head has no new flow before it, and a SYN that
+    arrives meanwhile waits for its last chunk (then goes first)."""
+    m = fq_model(chunk_bytes=512)
+    up = bulk(49000, 2)
+    for f in up:
+        m.arrive(f)
+    assert _seq_and_payload(m.depart()[1])[1] == 512
+    assert list(m.fq.new) == [0] and m.fq.current == 0
+    s = syn(49001)
+    m.arrive(s)
+    assert [_seq_and_payload(m.depart()[1])[1] for _ in range(2)] == [512, 436]
+    assert m.depart() == ("DEPART_DATA", s)
+    m.check_invariants()
+
+
 # -- RED --------------------------------------------------------------------------------
 
 def test_red_never_notifies_a_frame_of_a_flow_without_data_queued():

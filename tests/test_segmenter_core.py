@@ -12,7 +12,8 @@ Each run is checked three ways:
   last chunk; and each flow's payload, reassembled by sequence number from
   what left, is exactly the payload that arrived;
 * the scheduling: a download's ACK that arrives while an upload frame is
-  being cut leaves between two of its chunks.
+  being cut leaves between two of its chunks, and so does a new flow's
+  frame (a SYN, a short segment of a queue that had emptied), whole.
 
 The upload flows cover every encapsulation the segmenter cuts (IPv4, IPv6,
 a VLAN tag, PPPoE, IPv6 in PPPoE under two tags) with and without TCP and
@@ -31,7 +32,8 @@ from ackfilter.model.segmenter import why_whole
 from ackfilter.sim import traces
 from ackfilter.sim.redcheck import FLOWS
 from ackfilter.sim.replay import replay
-from ackfilter.sim.segcheck import check_segmented, ip_tcp, splits_between_chunks, tcp_checksum_ok
+from ackfilter.sim.segcheck import (check_segmented, data_between_chunks, ip_tcp, splits_between_chunks,
+                                    tcp_checksum_ok)
 
 UPLINK_BPS = 4_000_000
 TS = [("NOP", None), ("NOP", None), ("Timestamp", (1234, 5678))]
@@ -121,7 +123,13 @@ def test_the_segmenter_cuts_as_the_model_decides_through_the_whole_core(chunk):
     queued = [f for f, e in zip(sent, arrivals) if e in ("ARRIVE_DATA", "ARRIVE_DATA_MARKED")]
     for f in res.overflow_dropped:
         queued.remove(f)
-    cut = [f for f in queued if why_whole(f, chunk) is None]
+    cuttable = [f for f in queued if why_whole(f, chunk) is None]
+    # A new flow's frame between two chunks of another frame leaves whole
+    # (spec section 12): those left as they came, between two chunks.
+    between = data_between_chunks(out, chunk, sent)
+    out_whole = set(out)
+    cut = [f for f in cuttable if f not in out_whole]
+    assert all(f in between for f in cuttable if f in out_whole)
     # (only the 1900-byte segments are longer than 1456)
     assert c["seg_frames"] == len(cut) > (5 if chunk == 1456 else 50), c
     assert c["seg_chunks"] > c["seg_frames"]
@@ -135,6 +143,8 @@ def test_the_segmenter_cuts_as_the_model_decides_through_the_whole_core(chunk):
     # between two chunks of one frame.
     download = (DOWNLOAD.src, DOWNLOAD.dst, DOWNLOAD.sport, DOWNLOAD.dport)
     assert splits_between_chunks(out, chunk, download) > (0 if chunk == 1456 else 5)
+    # So does a new flow's frame (spec section 12), whole, as it arrived.
+    assert len(between) > 0 and all(b in sent for b in between), len(between)
 
 
 def test_chunk_bytes_0_leaves_every_frame_whole():

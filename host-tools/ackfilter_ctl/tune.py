@@ -11,8 +11,9 @@ type, :func:`tune` derives every setting a user would otherwise look up:
   Shenker 2001's automatic settings, with a floor of two packets, since at
   these rates one packet is tens of milliseconds);
 * upload data cut into 512-byte chunks where a full frame holds the uplink
-  for more than 10 ms (an ACK then waits for one chunk, not a frame; the
-  headers cost about 11 %), off above that;
+  for more than 10 ms (an ACK, or a new flow's packet such as a page's
+  request, then waits for one chunk, not a frame; the headers cost about
+  11 %), off above that;
 * the ACK filter aggressive, the data share at round-robin, ACC off: the
   measured defaults (the repository's docs/experiments.md has the runs).
 """
@@ -117,8 +118,8 @@ def tune(regmap, *, up_bps, down_bps, rtt_ms, link):
     if frame_ms > CHUNK_ABOVE_MS:
         regs["chunk_bytes"] = CHUNK_BYTES
         why.append(f"segmenter: a full frame holds the uplink {frame_ms:.0f} ms, so upload data "
-                   f"leaves in {CHUNK_BYTES}-byte chunks and an ACK waits at most "
-                   f"{1000 * 8 * (CHUNK_BYTES + 66) / rate:.0f} ms (headers cost about 11 %)")
+                   f"leaves in {CHUNK_BYTES}-byte chunks and an ACK or a new flow's packet waits at "
+                   f"most {1000 * 8 * (CHUNK_BYTES + 66) / rate:.0f} ms (headers cost about 11 %)")
     else:
         regs["chunk_bytes"] = 0
         why.append(f"segmenter off: a full frame takes {frame_ms:.1f} ms here, already short")

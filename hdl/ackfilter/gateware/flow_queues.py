@@ -32,9 +32,11 @@ low (the queue manager's state machine does one thing at a time too):
 * ``pick``: the DRR step of RFC 8290 section 4.2, a cycle per queue looked
   at, until ``done`` with ``found`` and ``pick_q``/``pick_id`` (the queue
   and its head frame), or ``found`` low when no frame is queued. A frame
-  leaving in chunks holds the choice until its last chunk.
+  leaving in chunks holds the choice until its last chunk, but for the new
+  list: a queue on it other than the frame's own is picked first, and
+  ``pick_whole`` says its frame leaves whole, between two chunks.
 * ``sent``: the picked queue's head frame (``sent_last``) or one chunk of it
-  left. Two cycles.
+  left (a frame picked ``pick_whole`` leaves whole). Two cycles.
 * ``charge``: the link's charge for what the last ``sent`` sent, taken from
   that queue's credit. Two cycles. (The shaper reports it a few cycles after
   the start; the model takes it with ``sent``. The queue manager starts no
@@ -135,6 +137,7 @@ class FlowQueues(wiring.Component):
             "found":        Out(1),
             "pick_q":       Out(qr),
             "pick_id":      Out(ir),
+            "pick_whole":   Out(1),
             "drop":         Out(1),
             "drop_q":       Out(qr),
             "drop_id":      Out(ir),
@@ -311,7 +314,9 @@ class FlowQueues(wiring.Component):
                                     Mux(old_head != old_tail, ln_a.data, qa))
             else:
                 old_next_head = Mux(from_new, old_head, ln_a.data)
-            m.d.sync += qa.eq(Mux(new_next_any, ln_a.data, old_next_head))
+            # (Between the chunks of a frame, only the new list is looked
+            # at: when it is done, the frame's queue.)
+            m.d.sync += qa.eq(Mux(new_next_any, ln_a.data, Mux(cur_v, cur_q, old_next_head)))
 
         def leave(q):
             """Queue ``q`` (`qa`), at the head of its list, leaves it."""
@@ -382,7 +387,10 @@ class FlowQueues(wiring.Component):
                                  e_cls.eq(self.enq_cls), e_host.eq(self.enq_host)]
                     m.next = "Enq"
                 with m.Elif(self.pick):
-                    m.d.sync += qa.eq(Mux(cur_v, cur_q, look))
+                    # A frame in chunks: its queue, unless a queue other
+                    # than its own is on the new list (its own is then on
+                    # the old list, or at the new list's head).
+                    m.d.sync += qa.eq(Mux(cur_v & ~(new_any & (new_head != cur_q)), cur_q, look))
                     m.next = "Pick"
                 with m.Elif(self.sent):
                     m.d.sync += [qa.eq(sel_q), chg_q.eq(sel_q), chg_live.eq(1)]
@@ -430,7 +438,7 @@ class FlowQueues(wiring.Component):
                 m.next = "Idle"
 
             with m.State("Pick"):
-                with m.If(cur_v):
+                with m.If(cur_v & (qa == cur_q)):
                     m.d.comb += [self.done.eq(1), self.found.eq(1)]
                     m.d.sync += [sel_q.eq(qa), sel_id.eq(qh_a.data)]
                     m.next = "Idle"
@@ -452,7 +460,8 @@ class FlowQueues(wiring.Component):
                     m.d.comb += [self.done.eq(1), self.found.eq(1)]
                     m.d.sync += [sel_q.eq(qa), sel_id.eq(qh_a.data)]
                     m.next = "Idle"
-            m.d.comb += [self.pick_q.eq(qa), self.pick_id.eq(qh_a.data)]
+            m.d.comb += [self.pick_q.eq(qa), self.pick_id.eq(qh_a.data),
+                         self.pick_whole.eq(cur_v & (qa != cur_q))]
 
             with m.State("Sent-Chunk"):
                 m.d.sync += [cur_v.eq(1), cur_q.eq(qa), cur_cells.eq(ic_a), c_load.eq(load_a)]
@@ -460,10 +469,13 @@ class FlowQueues(wiring.Component):
 
             with m.State("Sent-Remove"):
                 _fid, emptied = remove(keep=C(0, 1))
-                m.d.sync += [cur_v.eq(0), c_load.eq(load_a)]
+                m.d.sync += c_load.eq(load_a)
+                with m.If(qa == cur_q):
+                    m.d.sync += cur_v.eq(0)
                 with m.If(emptied):
                     # At the head of its list (a queue joins the new list
-                    # only at its end while a frame leaves in chunks). Its
+                    # only at its end while a frame leaves in chunks, and one
+                    # sent between its chunks is the new list's head). Its
                     # charge, still to come, is void: a queue that joins
                     # again starts from one quantum (the model charges it
                     # first, then it leaves).

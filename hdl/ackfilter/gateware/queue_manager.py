@@ -264,11 +264,15 @@ class QueueManager(wiring.Component):
             desc_r = descs_r.data
             desc_at, desc_at_q = Signal(range(self.cells)), Signal(range(self.cells))
             pick_out = Signal()                     # Pick-Wait: the DRR's choice is out
+            # The choice is a new flow's frame between two chunks of another
+            # frame: it leaves whole, and the other's progress stays.
+            whole = Signal()
             m.d.comb += [desc_at.eq(Mux(fq.drop, fq.drop_id, Mux(pick_out, fq.pick_id, desc_at_q))),
                          descs_r.addr.eq(desc_at)]
         else:
             m.submodules.desc = desc = SyncFIFOBuffered(width=desc_layout.size, depth=self.desc_depth)
             desc_r = data.View(desc_layout, desc.r_data)
+            whole = C(0, 1)
 
         # --- The ACK queue: a doubly linked list of nodes -----------------------
         ack_bits = ACK_SLOT_BYTES.bit_length()
@@ -645,8 +649,8 @@ class QueueManager(wiring.Component):
         chunk_frame = Signal(12)
         m.d.sync += [
             chunk_now.eq(Mux(seg_started, seg_c, Cat(C(0, 4), self.chunk_bytes[4:]))),
-            cut.eq(seg_started | (head_seg.ok & (self.chunk_bytes[4:] != 0) &
-                                  (head_seg.pay_bytes > Cat(C(0, 4), self.chunk_bytes[4:])))),
+            cut.eq(~whole & (seg_started | (head_seg.ok & (self.chunk_bytes[4:] != 0) &
+                                            (head_seg.pay_bytes > Cat(C(0, 4), self.chunk_bytes[4:]))))),
             rem.eq(Mux(seg_started, seg_rem, head_seg.pay_bytes)),
             chunk_last.eq(Mux(seg_started, seg_rem <= seg_c,
                               head_seg.pay_bytes <= Cat(C(0, 4), self.chunk_bytes[4:]))),
@@ -1359,7 +1363,7 @@ class QueueManager(wiring.Component):
                     # cycle). (Depart started the pick: a frame is queued.)
                     with m.If(fq.done):
                         m.d.comb += pick_out.eq(1)
-                        m.d.sync += desc_at_q.eq(fq.pick_id)
+                        m.d.sync += [desc_at_q.eq(fq.pick_id), whole.eq(fq.pick_whole)]
                         m.next = "Pick-Chunk"
 
                 with m.State("Pick-Chunk"):
@@ -1399,9 +1403,12 @@ class QueueManager(wiring.Component):
                     red.emptied.eq(leaves & (data_bytes == desc_r.nbytes)),
                 ]
                 with m.If(leaves):
-                    m.d.sync += [data_bytes.eq(data_bytes - desc_r.nbytes), seg_started.eq(0),
-                                 seg_idx.eq(0), seg_off.eq(0)]
-                with m.Else():
+                    m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
+                # A cut frame's last chunk ends its progress (a frame sent
+                # whole between its chunks leaves it alone).
+                with m.If(cut & chunk_last):
+                    m.d.sync += [seg_started.eq(0), seg_idx.eq(0), seg_off.eq(0)]
+                with m.Elif(cut):
                     m.d.sync += [seg_started.eq(1), seg_c.eq(chunk_now), seg_idx.eq(seg_idx + 1),
                                  seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
                 event(Event.DEPART_DATA)

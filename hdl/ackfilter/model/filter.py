@@ -17,8 +17,9 @@ marks or drops.
 
 The segmenter (spec section 9, :mod:`.segmenter`) cuts a data frame at
 dequeue when ``chunk_bytes`` is not 0: each of its chunks is a departure of
-its own (``DEPART_DATA``), so ACKs may leave between them; the frame leaves
-the data queue with its last chunk.
+its own (``DEPART_DATA``), so ACKs may leave between them, and with flow
+queues a new flow's frame, whole; the frame leaves the data queue with its
+last chunk.
 
 With ``flow_queues`` (spec section 12, :mod:`.flowq`) the data class is a
 queue per flow-table entry and a shared one, scheduled by deficit round
@@ -519,15 +520,20 @@ class FilterModel:
             fq = self.fq
             q = None if fq is None else fq.pick()
             head = self.data_queue[0] if fq is None else fq.queues[q].frames[0]
-            # The segmenter: chunk_bytes is read when the frame's first chunk
-            # leaves; the frame leaves the queue with its last.
-            if self.head_chunks is None:
-                self.head_chunks = segment(head, self.chunk_bytes)
-                self.head_cut = len(self.head_chunks) > 1
-                self.counters["seg_frames"] += self.head_cut
-            frame = self.head_chunks.pop(0)
-            self.counters["seg_chunks"] += self.head_cut
-            last = not self.head_chunks
+            if fq is not None and fq.between(q):
+                # A new flow's frame between two chunks of another's: whole.
+                frame, last, between = head, True, True
+            else:
+                # The segmenter: chunk_bytes is read when the frame's first
+                # chunk leaves; the frame leaves the queue with its last.
+                between = False
+                if self.head_chunks is None:
+                    self.head_chunks = segment(head, self.chunk_bytes)
+                    self.head_cut = len(self.head_chunks) > 1
+                    self.counters["seg_frames"] += self.head_cut
+                frame = self.head_chunks.pop(0)
+                self.counters["seg_chunks"] += self.head_cut
+                last = not self.head_chunks
             if fq is not None:
                 fq.sent(q, frame, last=last)
                 for r in fq.take_released():
@@ -536,7 +542,8 @@ class FilterModel:
             elif last:
                 self.data_queue.popleft()
             if last:
-                self.head_chunks = None
+                if not between:
+                    self.head_chunks = None
                 self.data_bytes -= len(head)
                 if self.red is not None and self.data_queue_frames == 0:
                     if now is None:

@@ -229,26 +229,48 @@ class FlowQueues:
     def pick(self):
         """The queue whose head frame leaves next (DRR, RFC 8290 section 4.2):
         the lists move as the scheduler looks; ``None`` when no frame is queued.
-        A frame leaving in chunks holds the choice until its last chunk."""
+
+        A frame leaving in chunks (its queue is :attr:`current`) holds the
+        choice until its last chunk, but for the new list: between two of its
+        chunks, a queue on the new list other than its own sends its head
+        frame, whole (:meth:`between`), so a sparse flow waits for one chunk
+        of a bulk flow's frame and not for all of it."""
         if self.current is not None:
+            while self.new and self.new[0] != self.current:
+                q = self._step(self.new)
+                if q is not None:
+                    return q
             return self.current
         if not self.frames:
             return None
         while True:
-            lst = self.new if self.new else self.old
-            q = lst[0]
-            queue = self.queues[q]
-            if not queue.frames:             # emptied by an overflow drop
-                self._leave(lst)
-            elif queue.credit <= 0:
-                queue.credit += self.quantum
-                lst.popleft()
-                self.old.append(q)
-                if queue.listed == "new" and self.hosts and q != self.shared:
-                    self.bulk[queue.host] += 1
-                queue.listed = "old"
-            else:
+            q = self._step(self.new if self.new else self.old)
+            if q is not None:
                 return q
+
+    def _step(self, lst):
+        """One step of the DRR at the head of ``lst``: its queue, when it may
+        send; otherwise the queue leaves (emptied by an overflow drop) or
+        goes to the end of the old list with one quantum more, and None."""
+        q = lst[0]
+        queue = self.queues[q]
+        if not queue.frames:
+            self._leave(lst)
+        elif queue.credit <= 0:
+            queue.credit += self.quantum
+            lst.popleft()
+            self.old.append(q)
+            if queue.listed == "new" and self.hosts and q != self.shared:
+                self.bulk[queue.host] += 1
+            queue.listed = "old"
+        else:
+            return q
+        return None
+
+    def between(self, q):
+        """The picked queue ``q`` sends its head frame between two chunks of
+        another queue's frame: whole, never cut."""
+        return self.current is not None and q != self.current
 
     def _leave(self, lst):
         q = lst.popleft()
@@ -259,16 +281,20 @@ class FlowQueues:
 
     def sent(self, q, frame, *, last=True):
         """``frame`` (a whole frame or one chunk, ``last``: the frame's last)
-        left from queue ``q``, the head of its list: its credit pays the
+        left from queue ``q``, the head of its list (a frame sent
+        :meth:`between` two chunks leaves whole): its credit pays the
         link's charge (times its host's load, :meth:`load`); a queue it
         empties leaves its list."""
+        if not last and self.between(q):
+            raise ValueError(f"queue {q} sends between the chunks of queue {self.current}'s frame: whole only")
         queue = self.queues[q]
         queue.credit -= self.charge(frame) * self.load(q)
         if last:
             whole = queue.frames.popleft()
             self._left_shared(q, 0)
             self._account(queue, whole, -1)
-            self.current = None
+            if q == self.current:
+                self.current = None
             if not queue.frames:
                 self._leave(self.new if queue.listed == "new" else self.old)
         else:

@@ -15,7 +15,8 @@ from scapy.layers.ppp import PPPoE  # noqa: F401 (binds PPPoE sessions to PPP, I
 from ..model.pktparse import ones_complement_sum
 
 __all__ = ["ip_tcp", "flow_of", "tcp_payload", "tcp_checksum_ok", "streams", "reassemble",
-           "check_segmented", "splits_between_chunks"]
+           "check_segmented", "splits_between_chunks",
+           "data_between_chunks"]
 
 
 def ip_tcp(frame):
@@ -129,14 +130,56 @@ def check_segmented(sent, out, chunk_bytes, cut):
     return chunks
 
 
+def _continues(a, c, chunk_bytes):
+    """``c`` continues ``a``'s payload and ``a`` carries exactly a chunk: two
+    chunks of one cut frame, one after the other."""
+    ia, ic = ip_tcp(a), ip_tcp(c)
+    if ia is None or ic is None or flow_of(a) != flow_of(c):
+        return False
+    return (len(tcp_payload(*ia)) == chunk_bytes
+            and (ia[1].seq + chunk_bytes) & 0xFFFF_FFFF == ic[1].seq)
+
+
 def splits_between_chunks(out, chunk_bytes, flow):
     """How often a frame of ``flow`` (e.g. a download's ACKs) left between
     two chunks of one cut frame: ``a``, then ``flow``'s frame, then the
     segment that continues ``a``'s payload, ``a`` carrying exactly a chunk."""
-    def continues(a, c):
-        ia, ic = ip_tcp(a), ip_tcp(c)
-        if ia is None or ic is None or flow_of(a) != flow_of(c):
-            return False
-        return (len(tcp_payload(*ia)) == chunk_bytes
-                and (ia[1].seq + chunk_bytes) & 0xFFFF_FFFF == ic[1].seq)
-    return sum(1 for a, b, c in zip(out, out[1:], out[2:]) if flow_of(b) == flow and continues(a, c))
+    return sum(1 for a, b, c in zip(out, out[1:], out[2:])
+               if flow_of(b) == flow and _continues(a, c, chunk_bytes))
+
+
+def data_between_chunks(out, chunk_bytes, arrived):
+    """The frames other than pure ACKs (a SYN, a segment with data, a frame
+    of another protocol) that left between two chunks of one cut frame of
+    another flow: with flow queues, new flows' frames (spec section 12).
+    Two chunks are of one frame when one segment that ``arrived`` holds
+    both their payloads (a frame's last chunk and the next frame's first
+    would otherwise look like one frame's)."""
+    def data(b):
+        found = ip_tcp(b)
+        if found is None:
+            return True
+        ip, tcp = found
+        return bool(tcp_payload(ip, tcp)) or bool(int(tcp.flags) & 0x07)     # FIN, SYN, RST
+    arrived_set = set(arrived)
+    segments = {}                       # flow: [(first sequence number, payload bytes)]
+    for f in arrived:
+        found = ip_tcp(f)
+        if found is not None:
+            segments.setdefault(flow_of(f), []).append((found[1].seq, len(tcp_payload(*found))))
+
+    def one_frame(a, c):
+        sa, sc = ip_tcp(a)[1].seq, ip_tcp(c)[1].seq
+        end = (sc + len(tcp_payload(*ip_tcp(c))) - 1) & 0xFFFF_FFFF
+        return any((sa - s0) & 0xFFFF_FFFF < n and (end - s0) & 0xFFFF_FFFF < n
+                   for s0, n in segments.get(flow_of(a), ()))
+    flows = [flow_of(f) for f in out]
+    between = []
+    for i, a in enumerate(out):
+        if flows[i] is None or a in arrived_set:
+            continue
+        j = next((j for j in range(i + 1, len(out)) if flows[j] == flows[i]), None)
+        if (j is not None and j > i + 1 and _continues(a, out[j], chunk_bytes)
+                and one_frame(a, out[j])):
+            between += [b for b in out[i + 1:j] if data(b)]
+    return between

@@ -122,9 +122,10 @@ def _variants():
     v.append(Variant("aggressive-fq-flows", "aggressive, data share 128, per-flow queues shared by "
                      "flows only (no host fairness)", ack_mode="aggressive", data_share=128,
                      flow_queues=True))
-    v.append(Variant("aggressive-fq-seg512", "aggressive, data share 128, per-flow queues, upload "
-                     "data cut into 512-byte chunks", ack_mode="aggressive", data_share=128, chunk=512,
-                     flow_queues=True, host_buckets=hb))
+    for chunk in (256, 512):
+        v.append(Variant(f"aggressive-fq-seg{chunk}", f"aggressive, data share 128, per-flow queues, "
+                         f"upload data cut into {chunk}-byte chunks", ack_mode="aggressive",
+                         data_share=128, chunk=chunk, flow_queues=True, host_buckets=hb))
     v.append(Variant("aggressive-fq-red-ecn", "aggressive, data share 128, per-flow queues, RED "
                      "marking CE (the hosts request classic ECN)", ack_mode="aggressive", data_share=128,
                      red=True, ecn=1, flow_queues=True, host_buckets=hb))
