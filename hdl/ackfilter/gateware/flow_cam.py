@@ -59,7 +59,8 @@ class FlowCAM(wiring.Component):
     busy : Out(1)
         A tag is being written.
     used : Out
-        Number of valid entries (a status register).
+        Number of valid entries (a status register), a cycle after the
+        ``set`` or ``clear`` that changes it.
     """
 
     def __init__(self, *, entries=FLOW_ENTRIES, tag_bits=16):
@@ -147,11 +148,17 @@ class FlowCAM(wiring.Component):
 
         # The number of valid entries, kept as a count: up by a set of a
         # free entry, down by a clear of a valid one that no set restores.
+        # The strobes come late in their cycle (the queue manager's
+        # decisions), so the count follows a cycle later: only a statistic
+        # reads it, and the adder and its enable were the end of the
+        # board's longest system-clock paths.
         set_new = self.set_en & ~valid.bit_select(self.set_index, 1)
         clear_old = (self.clear_en & valid.bit_select(self.clear_index, 1) &
                      ~(self.set_en & (self.set_index == self.clear_index)))
-        with m.If(set_new & ~clear_old):
+        up, down = Signal(), Signal()
+        m.d.sync += [up.eq(set_new & ~clear_old), down.eq(clear_old & ~set_new)]
+        with m.If(up):
             m.d.sync += self.used.eq(self.used + 1)
-        with m.Elif(clear_old & ~set_new):
+        with m.Elif(down):
             m.d.sync += self.used.eq(self.used - 1)
         return m
