@@ -15,8 +15,7 @@ from scapy.layers.ppp import PPPoE  # noqa: F401 (binds PPPoE sessions to PPP, I
 from ..model.pktparse import ones_complement_sum
 
 __all__ = ["ip_tcp", "flow_of", "tcp_payload", "tcp_checksum_ok", "streams", "reassemble",
-           "check_segmented", "splits_between_chunks",
-           "data_between_chunks"]
+           "check_segmented", "splits_between_chunks", "data_between_chunks"]
 
 
 def ip_tcp(frame):
