@@ -49,7 +49,7 @@ SLOT_WRITTEN = REC_NEWEST_END
 #: after the push on (the core holds the entry back until then): the order
 #: is the one in which the manager reads the words from that cycle on, so
 #: each is written before it is read (``queue_manager`` checks it).
-SLOT_WRITE_ORDER = (8, 9, 0, 10, 1, 11, 2, 12, 3, 13, 4, 6, 5, 7)
+SLOT_WRITE_ORDER = (8, 9, 0, 10, 1, 11, 2, 3, 12, 5, 13, 4, 6, 7)
 SLOT_TAKE_AT = 5
 assert sorted(SLOT_WRITE_ORDER) == list(range(SLOT_WRITTEN))
 

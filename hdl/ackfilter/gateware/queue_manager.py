@@ -62,9 +62,11 @@ LOAD_ORDER = (REC_SACK, REC_SACK + 1, REC_SACK + 2, REC_SACK + 3, REC_AECN, REC_
 LOAD_START = 2
 #: The cycle after the take in which each slot word is first read: the
 #: loader's, and key word k in cycle 3 + k (Await-Lookup reads word 0,
-#: Read-Record word k in its kth cycle; a miss's Write-Record reads them later).
+#: Read-Record word k in its kth cycle; a miss's Write-Record reads them
+#: later), or for a data frame's IPv4 key (words 0, 1, 3 and 5) in cycle
+#: 3 + (k + 1) // 2 (Read-Record reads only the odd words).
 _SLOT_READ_AT = {**{j: LOAD_START + i for i, j in enumerate(LOAD_ORDER)},
-                 **{k: 3 + k for k in range(KEY_WORDS64)}}
+                 **{k: 3 + (k + 1) // 2 if k % 2 else 3 + k for k in range(KEY_WORDS64)}}
 # The ingress writes word SLOT_WRITE_ORDER[c] c cycles after the push and the
 # frame is taken SLOT_TAKE_AT cycles after it at the earliest: every word is
 # in before the cycle it is read in.
@@ -755,13 +757,15 @@ class QueueManager(wiring.Component):
                 red.will_store.eq(cur.verdict == Verdict.DATA),
             ]
 
-        # With flow queues RED starts the cycle after Await-Lookup
-        # (`red_early`), while the flow is still looked up: RED reads
-        # `exempt` only in its verdict's cycle, 8 cycles on, and the queue
-        # is chosen by then (Decide-Data: 2 cycles on after a miss, 9 after
-        # a hit's 7 cycles of Read-Record), so the decision comes 8 cycles
-        # sooner than if it waited for the choice. When RED is not ready
-        # then (idle decay steps to catch up), Data-Red starts it.
+        # With flow queues RED starts while the flow is still looked up:
+        # it reads `exempt` only in its verdict's cycle, 8 cycles on, and
+        # the queue is chosen by then (Decide-Data registers it). An IPv4
+        # frame's RED starts in Lookup (Decide-Data comes 2 cycles on after
+        # a miss, 7 after a hit's 5 cycles of Read-Record), an IPv6 frame's
+        # the cycle after Await-Lookup (`red_early`; 9 after a hit's 7
+        # cycles). So the decision comes 8 or 10 cycles sooner than if it
+        # waited for the choice. When RED is not ready then (idle decay
+        # steps to catch up), Data-Red starts it.
         red_early, red_started = Signal(), Signal()
         if fqm:
             m.d.comb += red.exempt.eq(exempt_q)
@@ -958,6 +962,12 @@ class QueueManager(wiring.Component):
             with m.State("Lookup"):
                 if fqm:
                     m.d.comb += charge_ok.eq(1)
+                    # An IPv4 data frame's RED starts here: its queue is
+                    # chosen (Decide-Data) 7 cycles on after a hit, before
+                    # RED's verdict reads `exempt` in cycle 8.
+                    with m.If(is_data & ~key_v6 & ~red_started & red.ready):
+                        red_start()
+                        m.d.sync += red_started.eq(1)
                 m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
                 with m.If(acc_pending):
                     avg_next = Signal(16)
@@ -990,7 +1000,7 @@ class QueueManager(wiring.Component):
                     ts_ok_q.eq(~meta.has_ts), cnt_ok_q.eq(0b11), floor_ts_ok_q.eq(1),
                 ]
                 if fqm:
-                    m.d.sync += red_early.eq(is_data)
+                    m.d.sync += red_early.eq(is_data & ~red_started)
                 with m.If(cam.hit):
                     m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
                     m.next = "Read-Record"
@@ -1023,8 +1033,10 @@ class QueueManager(wiring.Component):
                 ]
                 picked = Mux(~key_slot & any_want, C(1, len(want)) << pick, 0)
                 added = Signal.like(want)
+                # (A data frame's IPv4 key is in the odd words: the even
+                # cycles are skipped, its compare takes two fewer.)
                 m.d.sync += [
-                    rc.eq(rc + 1),
+                    rc.eq(rc + 1 + (is_data & ~key_v6)),
                     rd_j.eq(rd_word), rd_v.eq(key_slot | any_want),
                     cmp_j.eq(rd_j), cmp_v.eq(rd_v),
                     want.eq(want & ~picked | added),
@@ -1364,7 +1376,13 @@ class QueueManager(wiring.Component):
                     with m.If(fq.done):
                         m.d.comb += pick_out.eq(1)
                         m.d.sync += [desc_at_q.eq(fq.pick_id), whole.eq(fq.pick_whole)]
-                        m.next = "Pick-Chunk"
+                        # With the segmenter off and no frame in chunks the
+                        # frame leaves whole (`cut`, registered now, is 0):
+                        # no figures to wait for.
+                        with m.If((self.chunk_bytes[4:] == 0) & ~seg_started):
+                            m.next = "Depart-Data"
+                        with m.Else():
+                            m.next = "Pick-Chunk"
 
                 with m.State("Pick-Chunk"):
                     m.next = "Depart-Data"
