@@ -370,8 +370,9 @@ class QueueManager(wiring.Component):
         # by two and three cycles, a count update by three, a covered ACK by
         # two; the states that use them (Depart, Drop-Front, for a tracked
         # head) are entered at least three cycles after any state that
-        # changes them: Settle lies between a drop and the next, a record
-        # write between a tracked append and the next departure.
+        # changes them: Settle lies between a drop and the next, and Idle
+        # does not depart in the cycle after Write-Record (`wr_just`), which
+        # follows a tracked append.
         head_q      = Signal(node_layout)
         head_next_q = Signal(node_ids)
         head_one    = Signal()
@@ -667,6 +668,9 @@ class QueueManager(wiring.Component):
         seg_l3_bytes = 4 * (head_seg.pay_word - desc_r.ip.word) + chunk_len
 
         wk = Signal(range(RECORD_WORDS))            # record word being written
+        wb_v = Signal()                             # ... after Write-Record, behind the state machine
+        wr_just = Signal()                          # Write-Record was the last cycle's state
+        m.d.sync += wr_just.eq(0)
         wk_last = Signal(range(RECORD_WORDS))       # the last one to write
         wk_newest_last = Signal(range(RECORD_WORDS))  # the last of the newest ACK's words ...
         wk_floor = Signal()                         # ... after which the floor's follow
@@ -816,29 +820,30 @@ class QueueManager(wiring.Component):
         m.d.sync += pop_q.eq(0)
         m.d.comb += self.entry_ready.eq(pop_q)
 
-        with m.FSM(name="manager"):
+        with m.FSM(name="manager") as manager:
             with m.State("Idle"):
                 # Not idle while a data descriptor written by Arrive is still on
                 # its way to the FIFO's read port (`level` counts it a cycle
                 # before `r_rdy` shows it): `backlog` does not show it yet, and
                 # a harness that skips cycles when idle would strand the frame.
                 if fqm:
-                    m.d.comb += [self.idle.eq(~self.entry_valid & go_ok & ~kc_v & ~cam.busy),
+                    m.d.comb += [self.idle.eq(~self.entry_valid & go_ok & ~kc_v & ~cam.busy & ~wb_v),
                                  charge_ok.eq(1)]
                     m.d.sync += is_data.eq(0)
                 else:
-                    m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data))
+                    m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data) & ~wb_v)
                 # `cur` (and `key_v6`) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
-                # frame is taken.
-                m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
+                # frame is taken, and while its record is still written.
+                with m.If(~wb_v):
+                    m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
                 # Depart's choice as it will see it: an ACK needs no pick.
                 ack_next = ~(have_data & ((qlen == 0) | credit_pos))
-                with m.If(can_depart & (go_ok | (fq_free & ack_next))):
+                with m.If(can_depart & (go_ok | (fq_free & ack_next)) & ~wr_just):
                     # (A descriptor on its way holds the departure a cycle.)
                     with m.If(~desc_in_flight):
                         m.next = "Depart"
-                with m.Elif(fq_free & self.entry_valid & ~cam.busy):
+                with m.Elif(fq_free & self.entry_valid & ~cam.busy & ~wb_v):
                     # (The CAM answers a lookup from Arrive on, once it has
                     # written a new data entry's tag: Write-Record ends
                     # before that for a data frame.)
@@ -1245,6 +1250,9 @@ class QueueManager(wiring.Component):
                     append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
 
             with m.State("Write-Record"):
+                # The decision's bookkeeping and the record's first word
+                # (below); the rest of the words are written behind the
+                # state machine's back (`wb_v`), so departures go on.
                 if fqm:
                     m.d.comb += charge_ok.eq(1)
                 with m.If(grow):
@@ -1254,34 +1262,13 @@ class QueueManager(wiring.Component):
                     with m.If(cover_q):
                         m.d.sync += flow_cov.bit_select(idx, 1).eq(1)
                         m.d.comb += [cov_w.en.eq(1), cov_w.addr.eq(idx), cov_w.data.eq(newest_q)]
-                m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
-                assert REC_FLOOR_ACK % 2 == 0 and REC_FLOOR_TS == REC_FLOOR_ACK + 1
-                aecn_floor = Signal(aecn_floor_layout)
-                m.d.comb += [
-                    *[aecn_floor.hi[i].eq(det.accecn[i][16:24]) for i in range(3)],
-                    aecn_floor.mask.eq(meta.accecn_mask),
-                    aecn_floor.ace_ref.eq(ace_ref_q),
-                    aecn_floor.ace_known.eq(ace_known_q),
-                ]
-                floor_word = Mux(wk[0], Cat(det.tsval, det.tsecr), Cat(meta.ack, aecn_floor, C(0, 1)))
-                m.d.comb += key_at.eq(wk + 1)
-                with m.If(wk == REC_ACK):
-                    m.d.comb += rec_w.data.eq(Cat(meta.ack, new_flags_q.as_value()))
-                with m.Elif(wk < REC_NEWEST_END):
-                    m.d.comb += rec_w.data.eq(key_r.data)          # slot word wk
-                with m.Else():
-                    m.d.comb += rec_w.data.eq(floor_word)
-                with m.If(wk == wk_newest_last):
-                    m.d.sync += wk.eq(REC_FLOOR_ACK)
-                with m.Else():
-                    m.d.sync += wk.eq(wk + 1)
-                with m.If(wk == wk_last):
-                    if fqm:
-                        with m.If(wr_event):      # (a data frame's arrival is reported already)
-                            event(done_event)
-                    else:
+                if fqm:
+                    with m.If(wr_event):
                         event(done_event)
-                    m.next = "Idle"
+                else:
+                    event(done_event)
+                m.d.sync += [wb_v.eq(wk != wk_last), wr_just.eq(1)]
+                m.next = "Idle"
 
             def after_drop(same_flow):
                 """Back to the decision: directly when the drop did not touch
@@ -1431,6 +1418,36 @@ class QueueManager(wiring.Component):
                                  seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
                 event(Event.DEPART_DATA)
                 m.next = "Idle"
+
+        # Write-Record's words, one a cycle from its cycle on (`wb_v` after
+        # it): `first` .. `newest_last`, then, with `floor`, REC_FLOOR_ACK ..
+        # `last`. Nothing else writes a record or reads the key memory
+        # meanwhile: the next arrival waits (Idle), departures use neither,
+        # and `cur` holds the frame's fields.
+        with m.If(manager.ongoing("Write-Record") | wb_v):
+            m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(idx * RECORD_WORDS + wk)]
+            assert REC_FLOOR_ACK % 2 == 0 and REC_FLOOR_TS == REC_FLOOR_ACK + 1
+            aecn_floor = Signal(aecn_floor_layout)
+            m.d.comb += [
+                *[aecn_floor.hi[i].eq(det.accecn[i][16:24]) for i in range(3)],
+                aecn_floor.mask.eq(meta.accecn_mask),
+                aecn_floor.ace_ref.eq(ace_ref_q),
+                aecn_floor.ace_known.eq(ace_known_q),
+            ]
+            floor_word = Mux(wk[0], Cat(det.tsval, det.tsecr), Cat(meta.ack, aecn_floor, C(0, 1)))
+            m.d.comb += key_at.eq(wk + 1)
+            with m.If(wk == REC_ACK):
+                m.d.comb += rec_w.data.eq(Cat(meta.ack, new_flags_q.as_value()))
+            with m.Elif(wk < REC_NEWEST_END):
+                m.d.comb += rec_w.data.eq(key_r.data)          # slot word wk
+            with m.Else():
+                m.d.comb += rec_w.data.eq(floor_word)
+            with m.If(wk == wk_newest_last):
+                m.d.sync += wk.eq(REC_FLOOR_ACK)
+            with m.Else():
+                m.d.sync += wk.eq(wk + 1)
+            with m.If(wk == wk_last):
+                m.d.sync += wb_v.eq(0)
 
         if fqm:
             with m.If(kc_v):
