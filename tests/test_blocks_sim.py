@@ -396,10 +396,13 @@ def test_flow_cam_matches_like_a_dictionary():
                 table[free] = tag
                 cycles = 0
                 while ctx.get(dut.busy):
+                    # `ending` marks the last busy cycle: a lookup presented
+                    # in the next one (the probe below) is answered.
+                    assert ctx.get(dut.ending) == (cycles == SET_CYCLES - 1), cycles
                     ctx.set(dut.lookup_tag, rng.randrange(1 << 16))
                     await ctx.tick()
                     cycles += 1
-                assert cycles == SET_CYCLES
+                assert cycles == SET_CYCLES and not ctx.get(dut.ending)
             elif op < 0.6 and table:
                 idx = rng.choice(list(table))
                 ctx.set(dut.clear_en, 1)

@@ -165,14 +165,11 @@ def test_the_ingress_takes_minimum_frames_offered_a_word_a_cycle_without_waiting
     res = replay(frames, ack_mode="conservative", feed=(1, 0), events=True, elab=DATA_FIFO)
     arrivals = arrival_cycles(res.events)
     assert res.counters["drop_overrun"] == 0 and len(arrivals) == len(frames)
-    # Every other frame is an ACK. An ACK's arrival is reported as its record
-    # write starts, a data frame's as it is queued: each kind is timed on its
-    # own, a pair of frames (2 x 19 cycles) apart.
-    for acks in (True, False):
-        at = [cycle for cycle, ev in res.events
-              if ev in params.ARRIVAL_EVENTS and ev.startswith("ARRIVE_ACK") == acks]
-        assert len(at) == len(frames) // 2
-        assert (at[-1] - at[0]) / (len(at) - 1) <= 2 * 19.0, (acks, at[:10])
+    # An arrival is reported when the manager has decided it: up to about 30
+    # cycles after the take, by what the decision took (a drop to make room,
+    # the start of a record write), so the span has that much slack.
+    assert (arrivals[-1] - arrivals[0]) / (len(arrivals) - 1) <= 19.0 + 30 / (len(arrivals) - 1), \
+        arrivals[:10]
 
 
 @pytest.mark.parametrize("mbps", [100, 10])

@@ -58,6 +58,9 @@ class FlowCAM(wiring.Component):
         one cycle; on the same entry ``set`` wins.
     busy : Out(1)
         A tag is being written.
+    ending : Out(1)
+        Registered: ``busy`` is in its last cycle (a ``lookup_tag``
+        presented in the next one is answered).
     used : Out
         Number of valid entries (a status register), a cycle after the
         ``set`` or ``clear`` that changes it.
@@ -83,6 +86,7 @@ class FlowCAM(wiring.Component):
             "clear_en":    In(1),
             "clear_index": In(idx),
             "busy":        Out(1),
+            "ending":      Out(1),
             "used":        Out(range(entries + 1)),
         })
 
@@ -103,6 +107,7 @@ class FlowCAM(wiring.Component):
             m.d.sync += w_word.eq(w_word + 1)
             with m.If(w_word == SET_CYCLES - 1):
                 m.d.sync += self.busy.eq(0)
+        m.d.sync += self.ending.eq(self.busy & ~self.set_en & (w_word == SET_CYCLES - 2))
 
         # One RAM per digit; each read port serves the lookup, or the write's
         # read-modify-write of word `w_word` (the entry's bit replaced, the

@@ -79,6 +79,8 @@ __all__ = ["FlowQueues", "CREDIT_BITS", "credit_bits"]
 
 _LUTRAM = {"ram_style": "distributed"}
 _BLOCK = {"ram_style": "block"}
+#: Queues the overflow's scan for the fattest looks at in a cycle.
+SCAN_WIDTH = 2
 #: A queued frame's cells (its class is in LUT RAM: `icls`).
 _frame_info = data.StructLayout({"cells": range(MAX_CELLS + 1)})
 #: A queue's credit, signed: at most QUANTUM_MAX; at least 1 less the
@@ -255,6 +257,14 @@ class FlowQueues(wiring.Component):
         m.d.comb += [qs_a.addr.eq(qa), ne_next.eq(ne_a), ol_next.eq(ol_a),
                      qs_w.addr.eq(qa), qs_w.data.eq(Cat(ne_next, ol_next))]
         q_cells_a = Mux(ne_a, qc_a.data, 0)
+        # The overflow's scan reads the cells of SCAN_WIDTH queues a cycle:
+        # `qa`'s above, and qa + 1 .. through read ports of their own.
+        scan_cells = [(qa, q_cells_a)]
+        for k in range(1, SCAN_WIDTH):
+            q = Signal(range(nq + SCAN_WIDTH), name=f"scan_q{k}")
+            qc_k, qs_k = qcells.read_port(domain="comb"), qstate.read_port(domain="comb")
+            m.d.comb += [q.eq(qa + k), qc_k.addr.eq(q), qs_k.addr.eq(q)]
+            scan_cells.append((q, Mux(qs_k.data[0], qc_k.data, 0)))
 
         # Hosts: each listed queue's host (`qhost`), each host's queues on
         # the old list (`hcount`), both LUT RAM read at `qa`; the shared
@@ -497,12 +507,17 @@ class FlowQueues(wiring.Component):
                     m.next = "Scan"
 
             with m.State("Scan"):
-                d = Signal(cell_r)
-                m.d.comb += d.eq(q_cells_a - Mux(cur_v & (qa == cur_q), cur_cells, 0))
-                with m.If(d > best):
-                    m.d.sync += [best.eq(d), best_q.eq(qa)]
-                m.d.sync += qa.eq(qa + 1)
-                with m.If(qa == nq - 1):
+                # SCAN_WIDTH queues a cycle, from `qa` up; a queue beats the
+                # best so far only when fatter, so among equals the lowest
+                # number wins.
+                b, bq = best, best_q
+                for k, (q, cells_k) in enumerate(scan_cells):
+                    d = Signal(cell_r, name=f"scan_d{k}")
+                    m.d.comb += d.eq(cells_k - Mux(cur_v & (q == cur_q), cur_cells, 0))
+                    take = (q < nq) & (d > b)
+                    b, bq = Mux(take, d, b), Mux(take, q, bq)
+                m.d.sync += [best.eq(b), best_q.eq(bq), qa.eq(qa + SCAN_WIDTH)]
+                with m.If(qa >= nq - SCAN_WIDTH):
                     m.next = "Drop-Prep"
 
             with m.State("Drop-Prep"):

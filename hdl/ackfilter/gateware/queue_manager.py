@@ -668,13 +668,14 @@ class QueueManager(wiring.Component):
         seg_l3_bytes = 4 * (head_seg.pay_word - desc_r.ip.word) + chunk_len
 
         wk = Signal(range(RECORD_WORDS))            # record word being written
-        wb_v = Signal()                             # ... after Write-Record, behind the state machine
-        wr_just = Signal()                          # Write-Record was the last cycle's state
-        m.d.sync += wr_just.eq(0)
         wk_last = Signal(range(RECORD_WORDS))       # the last one to write
         wk_newest_last = Signal(range(RECORD_WORDS))  # the last of the newest ACK's words ...
         wk_floor = Signal()                         # ... after which the floor's follow
-        done_event = Signal(Event)                  # reported when the write ends
+        wb_v = Signal()                             # written after Write-Record, behind the state machine
+        wb_last = Signal()                          # ... its last word is written now (with wb_v)
+        wr_just = Signal()                          # Write-Record was the last cycle's state
+        m.d.sync += wr_just.eq(0)
+        done_event = Signal(Event)                  # reported as Write-Record starts the write
         from_hit = Signal()                         # the arrival hit its flow's entry (or collided)
         can_depart = Signal()
         m.d.comb += can_depart.eq(~self.egress_busy & self.shaper_eligible & self.backlog)
@@ -835,18 +836,21 @@ class QueueManager(wiring.Component):
                 # `cur` (and `key_v6`) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
                 # frame is taken, and while its record is still written.
-                with m.If(~wb_v):
+                with m.If(~wb_v | wb_last):
                     m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
                 # Depart's choice as it will see it: an ACK needs no pick.
                 ack_next = ~(have_data & ((qlen == 0) | credit_pos))
-                with m.If(can_depart & (go_ok | (fq_free & ack_next)) & ~wr_just):
-                    # (A descriptor on its way holds the departure a cycle.)
-                    with m.If(~desc_in_flight):
+                depart_ok = can_depart & (go_ok | (fq_free & ack_next))
+                with m.If(depart_ok):
+                    # (A descriptor on its way, or a count update after
+                    # Write-Record, holds the departure a cycle.)
+                    with m.If(~desc_in_flight & ~wr_just):
                         m.next = "Depart"
-                with m.Elif(fq_free & self.entry_valid & ~cam.busy & ~wb_v):
+                with m.Elif(fq_free & self.entry_valid & (~cam.busy | cam.ending) & (~wb_v | wb_last)):
                     # (The CAM answers a lookup from Arrive on, once it has
-                    # written a new data entry's tag: Write-Record ends
-                    # before that for a data frame.)
+                    # written a new entry's tag: from its last cycle on Idle
+                    # may take the next frame. A record write ends by then,
+                    # or in this cycle, with `cur` still the frame's.)
                     m.d.sync += pop_q.eq(1)
                     m.next = "Arrive"
 
@@ -1442,10 +1446,8 @@ class QueueManager(wiring.Component):
                 m.d.comb += rec_w.data.eq(key_r.data)          # slot word wk
             with m.Else():
                 m.d.comb += rec_w.data.eq(floor_word)
-            with m.If(wk == wk_newest_last):
-                m.d.sync += wk.eq(REC_FLOOR_ACK)
-            with m.Else():
-                m.d.sync += wk.eq(wk + 1)
+            wk_next = Mux(wk == wk_newest_last, REC_FLOOR_ACK, wk + 1)
+            m.d.sync += [wk.eq(wk_next), wb_last.eq((wk != wk_last) & (wk_next == wk_last))]
             with m.If(wk == wk_last):
                 m.d.sync += wb_v.eq(0)
 
