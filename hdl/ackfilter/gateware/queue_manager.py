@@ -697,7 +697,7 @@ class QueueManager(wiring.Component):
         red_mark_q = Signal()                    # the descriptor's mark, while an overflow drops
         red_ev_q   = Signal(Event)               # the arrival's event, reported after the drops
         drop_pend  = Signal()                    # an overflow drop's descriptor is in desc_r
-        wr_event   = Signal()                    # Write-Record reports `done_event` as it ends
+        wr_event   = Signal()                    # Write-Record reports `done_event` (in its one cycle)
         # A data frame's credit pays the shaper's charge for it, which comes
         # CHARGED_LATENCY cycles after its start (`charge_due`; a delay line
         # of the starts tells a data frame's charge from an ACK's), is held
@@ -1217,8 +1217,10 @@ class QueueManager(wiring.Component):
                         # cycle.
                         if new_entry:
                             # The CAM writes the tag in the next SET_CYCLES
-                            # cycles: the 16 of Write-Record (a whole record),
-                            # so the next lookup (from Arrive on) sees it.
+                            # cycles, beside the 16 words of the record
+                            # (Write-Record's, then `wb_v`'s); the next
+                            # arrival is taken in the last of them (`ending`),
+                            # so its lookup (from Arrive on) sees the tag.
                             assert SET_CYCLES == RECORD_WORDS
                             m.d.comb += cam.set_en.eq(1)
                         m.next = "Write-Record"
