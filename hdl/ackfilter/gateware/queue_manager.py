@@ -767,10 +767,9 @@ class QueueManager(wiring.Component):
         # the queue is chosen by then (Decide-Data registers it). An IPv4
         # frame's RED starts in Lookup (Decide-Data comes 2 cycles on after
         # a miss, 7 after a hit's 5 cycles of Read-Record), an IPv6 frame's
-        # the cycle after Await-Lookup (`red_early`; 9 after a hit's 7
-        # cycles). So the decision comes 8 or 10 cycles sooner than if it
-        # waited for the choice. When RED is not ready then (idle decay
-        # steps to catch up), Data-Red starts it.
+        # the cycle after Await-Lookup (`red_early`; Decide-Data 7 cycles on
+        # after a hit's 7 cycles of Read-Record). When RED is not ready then
+        # (idle decay steps to catch up), Data-Red starts it.
         red_early, red_started = Signal(), Signal()
         if fqm:
             m.d.comb += red.exempt.eq(exempt_q)
