@@ -52,6 +52,9 @@ def test_quick_plan_covers_what_the_issue_names():
     for need in (("S1", 64000, "modem-fifo"), ("S1", 64000, d), ("S3", 64000, "modem-fifo"),
                  ("S3", 64000, d), ("S5", 28800, "modem-fifo"), ("S5", 28800, d)):
         assert need in todo
+    # one latency-under-load run, at a rate a machine half as fast still keeps to the clock
+    ls = [(sc, v) for sc, v in E.plan(quick=True) if sc.probe]
+    assert len(ls) == 1 and ls[0][1] == d and ls[0][0].uplink_bps <= 1_000_000
     assert sum(sc.duration + E.LEAD_S + 3 for sc, _ in E.plan(quick=True)) < 15 * 60
 
 
@@ -136,9 +139,10 @@ def test_flow_queue_variants_run_the_flow_queue_build_where_upload_data_queues()
     for sc in {sc.name: sc for sc, _ in todo}.values():
         vs = [v for s, v in todo if s is sc]
         assert len(vs) == len(set(vs)), f"{sc.name}: a variant planned twice"
-    # Elsewhere the board's default (flow queues) beside the FIFO variants.
-    assert {v for sc, v in todo if sc.name in ("S2", "S4", "S5") and E.VARIANTS[v].flow_queues} \
-        == {E.default_variant()}
+    # Elsewhere the board's default (flow queues) beside the FIFO variants (and in
+    # S5, a main row, what `ackfilter-ctl tune` advises).
+    assert {v for sc, v in todo if sc.name in ("S2", "S4", "S5") and E.VARIANTS[v].flow_queues
+            and not E.VARIANTS[v].tuned} == {E.default_variant()}
     fq, red = E.VARIANTS["aggressive-fq"], E.VARIANTS["aggressive-fq-red-ecn"]
     assert fq.elab() == red.elab() == {"flow_queues": 1, "host_buckets": params.HOST_BUCKETS}
     # Flow fairness alone, against host fairness, where the hosts differ.
@@ -221,8 +225,13 @@ def test_markdown_table_has_the_issue_columns():
            "page_time_s": None, "valid": True, "invalid_reason": "", "default": False,
            "cake": E.cake_text("S1", 64000)}
     md = E.markdown([row], "t")
-    assert "| S1 | 64kbit | modem-fifo | 7000 |" in md
+    assert "| S1 | 64kbit | modem-fifo | 1 | 7000 |" in md
     assert "CAKE 6845" in md
+    # today's links: the link, the run and the probe's figures
+    lb = _lrow("modem-fifo", 3, fwd=15e6, rev=0.9e6, med=70.0, loss=0.0125)
+    md = E.markdown([lb], "t")
+    assert "| LB | 1mbit/16mbit 20ms | modem-fifo | 3 | 15000 | 900 |" in md
+    assert "+70.0 / 140.0 / 210.0 ms, 1.2% lost, C |" in md
 
 
 def test_an_invalid_run_is_run_again_and_the_valid_one_kept():
@@ -575,7 +584,7 @@ def test_cli_lists_the_plan_and_refuses_unknown_names(capsys):
     from ackfilter.cli import main
     assert main(["experiments", "--quick", "--list"]) == 0
     out = capsys.readouterr().out
-    assert "S3" in out and "modem-fifo" in out and "9 runs" in out
+    assert "S3" in out and "modem-fifo" in out and "10 runs" in out and "LB" in out
     with pytest.raises(SystemExit) as e:
         main(["experiments", "--only", "S9"])
     assert e.value.code == 2
@@ -602,6 +611,181 @@ def test_report_remakes_the_tables_from_a_json_and_marks_todays_default(tmp_path
     assert (tmp_path / "old-s1-throughput.png").stat().st_size > 1000
     assert E.main(["--report", "--out", str(tmp_path), "--name", "missing"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+# --- today's links and latency under load (no root) ------------------------------------
+
+def test_grades_are_the_public_tests_bounds():
+    """A+ under 5 ms, A under 30, B under 60, C under 200, D under 400, then F."""
+    for ms, g in ((0.0, "A+"), (4.99, "A+"), (5.0, "A"), (29.9, "A"), (30.0, "B"), (59.9, "B"),
+                  (60.0, "C"), (199.9, "C"), (200.0, "D"), (399.9, "D"), (400.0, "F"), (5000, "F")):
+        assert E.grade(ms) == g, ms
+    assert E.grade(None) is None
+
+
+def test_probe_figures_by_hand():
+    """Idle echoes of 20 ms; in the window eight of 30 .. 100 ms and two lost:
+    the added round trip is taken from the answered ones over the idle median,
+    the loss from all sent in the window."""
+    idle = [[0.1 * k, 0.020] for k in range(10)]                 # t 0.0 .. 0.9
+    rtts = [0.030, 0.030, 0.040, 0.040, 0.050, 0.060, 0.080, 0.100]
+    win = [[2.0 + 0.1 * k, r] for k, r in enumerate(rtts)] + [[2.8, None], [2.9, None]]
+    outside = [[1.5, 0.5], [3.5, 0.9]]                          # between and after: not counted
+    f = E.probe_figures(idle + win + outside, idle=(0.0, 1.0), window=(2.0, 3.0))
+    assert f["idle_ms"] == 20.0 and f["sent"] == 10 and f["loss"] == 0.2
+    assert f["added_ms"]["median"] == pytest.approx(25.0)       # (20 + 30) / 2 of 10,10,20,20,30,40,60,80
+    assert f["added_ms"]["p95"] == pytest.approx(60 + (80 - 60) * 0.65)
+    assert f["added_ms"]["p99"] == pytest.approx(60 + (80 - 60) * 0.93)
+    assert f["grade"] == "A"
+    assert E.probe_figures(win, idle=(0.0, 1.0), window=(2.0, 3.0)) is None      # no idle echo
+    # most probes lost: F whatever the few answered said
+    lossy = idle + [[2.0, 0.021]] + [[2.0 + 0.1 * k, None] for k in range(1, 10)]
+    assert E.probe_figures(lossy, idle=(0.0, 1.0), window=(2.0, 3.0))["grade"] == "F"
+
+
+def test_todays_links_scenarios():
+    """1/16 and 10/100 Mb/s, 20 and 50 ms, each load; the probe alone before
+    the load; unmanaged queues of 100 ms at their rate (at least 10 packets)."""
+    assert E.modem_buffer_packets(28800) == 10 and E.modem_buffer_packets(1e6) == 10
+    assert E.modem_buffer_packets(10e6) == round(10e6 * 0.1 / (1514 * 8)) == 83
+    assert E.modem_buffer_packets(16e6) == 132 and E.modem_buffer_packets(100e6) == 826
+    for name in E.L_LOADS:
+        scs = E.scenarios(name)
+        assert {(sc.uplink_bps, sc.downlink_bps, sc.rtt_s) for sc in scs} == \
+            {(1_000_000, 16_000_000, 0.02), (1_000_000, 16_000_000, 0.05),
+             (10_000_000, 100_000_000, 0.02), (10_000_000, 100_000_000, 0.05)}
+        for sc in scs:
+            assert sc.probe[0] == 0 and sc.load_start == E.L_IDLE_S
+            link = sc.link(E.VARIANTS["modem-fifo"])
+            assert link.up_delay_s == link.down_delay_s == sc.rtt_s / 2
+            assert link.up_queue == E.modem_buffer_packets(sc.uplink_bps)
+            assert link.down_queue == E.modem_buffer_packets(sc.downlink_bps)
+            jobs = sc.jobs(100.0)
+            probe = [j for j in jobs if j["kind"] == "probe"]
+            assert len(probe) == 1 and probe[0]["start"] == 100.0 and probe[0]["hz"] == E.PROBE_HZ
+            loads = [j for j in jobs if j["kind"] != "probe"]
+            assert loads and min(j["start"] for j in loads) == 100.0 + E.L_IDLE_S
+    lp = E.scenarios("LP")[0].jobs(0.0)
+    page = next(i for i, j in enumerate(lp) if j["kind"] == "page")
+    assert [j.get("stop_with") for j in lp if j["kind"] in ("upload", "probe")] == [page, page]
+    # the research's scenarios keep their link: 25 ms each way, FIFOs of 10
+    s1 = E.scenarios("S1")[0].link(E.VARIANTS["modem-fifo"])
+    assert (s1.up_delay_s, s1.down_delay_s, s1.up_queue, s1.down_queue) == (0.025, 0.025, 10, 10)
+
+
+def test_the_tuned_variant_applies_what_the_tool_prints():
+    """`tuned` runs the host tool's own command line: its registers are
+    tune()'s for the scenario's link, and differ by link as tune's do."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "host-tools"))
+    from ackfilter_ctl import regmap as ctl_regmap, tune as T
+    rm = ctl_regmap.load()
+    for up, down, rtt in ((1e6, 16e6, 0.02), (10e6, 100e6, 0.05), (28800, 10e6, 0.05)):
+        regs, _ = T.tune(rm, up_bps=up, down_bps=down, rtt_ms=rtt * 1e3, link="ethernet")
+        assert E.VARIANTS["tuned"].csr(up, down, rtt) == regs
+    assert E.VARIANTS["tuned"].csr(1e6, 16e6, 0.02)["chunk_bytes"] == 512
+    assert E.VARIANTS["tuned"].csr(10e6, 100e6, 0.02)["chunk_bytes"] == 0
+    assert E.VARIANTS["tuned"].elab() == E.VARIANTS[E.default_variant()].elab()
+    for name in ("S1", "S3", "S5", "S5U", "LU", "LB"):
+        assert "tuned" in {v for sc, v in E.plan(only=[name])}, name
+
+
+def test_the_probe_times_the_servers_udp_echo_and_counts_what_does_not_come_back(tmp_path):
+    """The agents' own code on the loopback: 20 Hz for 1 s against the
+    server's echo, every datagram answered within milliseconds; with no
+    server, every one lost."""
+    import socket
+    import threading
+    from ackfilter.sim.net import agent
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = subprocess.Popen([sys.executable, "-m", "ackfilter.sim.net.agent", "server", "--addr", "127.0.0.1",
+                            "--port", str(port), "--out", str(tmp_path / "s.json")],
+                           env=_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "listening"
+        job = {"addr": "127.0.0.1", "port": port, "start": time.monotonic() + 0.1, "duration": 1.0, "hz": 20,
+               "timeout": 0.3}
+        got = agent._probe(job, None, {"samples": []})
+    finally:
+        srv.terminate()
+        srv.wait(10)
+    assert len(got) == 20
+    assert [t for t, _ in got] == sorted(t for t, _ in got)
+    assert all(r is not None and 0 < r < 0.05 for _, r in got), got
+    assert 0.9 < got[-1][0] - got[0][0] < 1.0
+    stop = threading.Event()
+    stop.set()                                            # stop_with a job already done: nothing sent
+    assert agent._probe(dict(job, start=time.monotonic()), stop, {"samples": []}) == []
+    lost = agent._probe(dict(job, start=time.monotonic(), duration=0.3), None, {"samples": []})
+    assert len(lost) == 6 and all(r is None for _, r in lost)
+
+
+def _lrow(variant, run, *, up=1_000_000, valid=True, fwd=None, rev=None, med=10.0, loss=0.0):
+    return {"scenario": "LB", "variant": variant, "uplink_bps": up, "downlink_bps": 16 * up, "rtt_ms": 20,
+            "flows": 1, "run": run, "forward_goodput_bps": fwd, "reverse_goodput_bps": rev, "jain": None,
+            "page_time_s": None, "valid": valid, "invalid_reason": "" if valid else "late",
+            "default": variant == E.default_variant(), "cake": "",
+            "probe": {"idle_ms": 21.0, "sent": 240, "loss": loss,
+                      "added_ms": {"median": med, "p95": 2 * med, "p99": 3 * med}, "grade": E.grade(med)}}
+
+
+def test_aggregate_takes_the_median_and_range_of_the_valid_runs():
+    d = E.default_variant()
+    rows = [_lrow(d, 1, fwd=15e6, rev=0.80e6, med=4.0), _lrow(d, 2, fwd=14e6, rev=0.90e6, med=40.0),
+            _lrow(d, 3, fwd=15.5e6, rev=0.85e6, med=6.0), _lrow(d, 4, valid=False, fwd=1e6, med=900.0),
+            _lrow("modem-fifo", 1, fwd=15e6, rev=0.9e6, med=70.0)]
+    agg = E.aggregate(rows)
+    assert [(r["variant"], r["runs"], r["runs_total"]) for r in agg] == [(d, 3, 4), ("modem-fifo", 1, 1)]
+    a = agg[0]
+    assert a["forward_goodput_bps"] == 15e6 and a["spread"]["forward_goodput_bps"] == [14e6, 15.5e6]
+    assert a["reverse_goodput_bps"] == 0.85e6
+    assert a["probe"]["added_ms"] == {"median": 6.0, "p95": 12.0, "p99": 18.0}
+    assert a["spread"]["probe.added_ms.median"] == [4.0, 40.0]
+    assert a["probe"]["grade"] == "A"                   # of the median run's 6 ms, not run 1's A+
+    assert "spread" in agg[1] and agg[1]["spread"] == {}
+    # rows of other links or RTTs are other experiments
+    assert len(E.aggregate(rows + [dict(rows[0], rtt_ms=50)])) == 3
+    # the summary shows the medians with their ranges, the grade and the runs
+    text = E.summary(rows)
+    assert "15.0 (14.0-15.5) / 0.85 (0.80-0.90)" in text
+    assert "+6.0 (4.0-40) / 12 / 18, 0.0%, **A**" in text
+    assert "1 to 3 valid runs each" in text
+
+
+def test_repeat_runs_every_experiment_in_rounds_and_resume_keeps_each_run(tmp_path, monkeypatch, capsys):
+    """``--repeat 2``: all once, then all again, each row with its run
+    number; ``--resume`` keeps the valid runs and runs only the rest."""
+    import ackfilter.sim.net.experiments as EX
+    calls = []
+
+    def fake(sc, v, *, attempts, binary, seed, log):
+        calls.append((sc.name, v, seed))
+        row = _lrow(v, 0, fwd=1e6 * (len(calls)), rev=1e5, med=1.0 + len(calls))
+        row.update(scenario=sc.name, uplink_bps=sc.uplink_bps, downlink_bps=sc.downlink_bps,
+                   rtt_ms=round(sc.rtt_s * 1e3), valid=len(calls) != 3, attempts=1)
+        return row
+
+    monkeypatch.setattr(EX, "run_counted", fake)
+    monkeypatch.setattr(EX, "require_root", lambda: None)
+    monkeypatch.setattr(EX, "build_bridge", lambda elab=None: "bridge")
+    monkeypatch.setattr(EX, "plots", lambda rows, out, name: [])
+    args = ["--only", "LB", "--variants", "modem-fifo,aggressive-fq", "--out", str(tmp_path), "--name", "r"]
+    monkeypatch.setattr(EX, "scenarios", lambda which, quick=False: [E._l("LB", 1_000_000, 16_000_000, 0.02)])
+    assert EX.main(args + ["--repeat", "2"]) == 0
+    assert [(n, v) for n, v, _ in calls] == [("LB", "modem-fifo"), ("LB", "aggressive-fq")] * 2
+    assert [seed for _, _, seed in calls] == [1, 1, 2, 2]
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert [(r["variant"], r["run"]) for r in rows] == [("modem-fifo", 1), ("aggressive-fq", 1),
+                                                        ("modem-fifo", 2), ("aggressive-fq", 2)]
+    out = capsys.readouterr().out
+    assert "[4/4] LB 1mbit/16mbit 20ms aggressive-fq (run 2)" in out and "min left" in out
+    calls.clear()
+    assert EX.main(args + ["--repeat", "2", "--resume"]) == 0
+    assert calls == [("LB", "modem-fifo", 2)]           # the one invalid run, again
+    with pytest.raises(SystemExit):
+        EX.main(["--repeat", "0"])
+    assert "--repeat must be 1 or more" in capsys.readouterr().err
 
 
 @root_only

@@ -27,15 +27,17 @@
 //   --late-us N              a frame written more than N µs after it was due
 //                            counts as late (`*_late_frames`; default 1000)
 //   --stats-s S              a `status` line on stderr every S seconds (default 1)
+//   --wake-lead-us N         end a sleep N us before a frame is due and wait the rest
+//                            awake (default 50)
 //   --realtime               run as a SCHED_FIFO task (root), so a loaded machine
 //                            does not delay it (it sleeps whenever the core waits,
-//                            but for the last kWakeLeadNs before a frame is due)
+//                            but for the wake lead before a frame is due)
 //
 // Time: the core's `now` follows the wall clock. While the core has work the
 // simulation runs as fast as it can and falls behind the wall clock (the lag);
 // when it is idle, `now` jumps forward to the wall clock (or to when the
 // shaper next wakes, if that is earlier) and the bridge sleeps. A frame read
-// from the LAN TAP arrives at the cycle of its wall-clock read time; TAPs are
+// from the LAN TAP arrives at the cycle of its wall-clock read time; the TAP is
 // read at least every kPollCycles simulated cycles. A frame leaving the core
 // at cycle c is put on the modem link at wall time c / F_SYS; it is written
 // to the WAN TAP one serialization and one delay later. So the lag changes
@@ -44,12 +46,16 @@
 // (--late-us), and the caller marks a run invalid past its bounds
 // (bridge.py, validity_bounds).
 //
-// Writing on time: the bridge sleeps (ppoll on both TAPs) until kWakeLeadNs
-// before the next frame is due and waits the rest awake, going round the main
-// loop (reading the TAPs, not sleeping), so the latency of a timer wake-up
-// does not make a write late. Frames due are written at the top of every
-// round, so between any two batches of at most kPollCycles simulated cycles;
-// how late each one is, is read on the clock at its write.
+// Threads: the simulation thread reads the LAN TAP and runs the core; the
+// I/O thread reads the WAN TAP and writes every frame of both links when it
+// is due, so neither the writes nor the work Linux does inside them (the
+// receiving TCP's) take the simulation's time.
+//
+// Writing on time: the I/O thread sleeps (ppoll on the WAN TAP and a wake-up
+// from the simulation) until the wake lead before the next frame is due and
+// waits the rest awake, going round its loop, so the latency of a timer
+// wake-up does not make a write late. How late each frame is, is read on the
+// clock at its write.
 //
 // Stdout: `ready` once both TAPs are open and the core is reset and
 // programmed; at the end (SIGINT, SIGTERM or end of stdin) `key value` lines:
@@ -67,11 +73,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -82,8 +90,10 @@
 #include <ctime>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -93,7 +103,7 @@ constexpr double kFsys = ACKFILTER_F_SYS_HZ;
 constexpr int kResetCycles = 4;
 constexpr int kRstLatency = 1;             // the core-replay top registers rst
 constexpr uint64_t kPollCycles = 256;      // read the TAPs at least this often
-constexpr int64_t kWakeLeadNs = 300000;    // end a sleep this long before a frame is due
+constexpr uint64_t kInGapCycles = 20;      // between two input frames (see in_mac)
 constexpr int64_t kMaxSleepNs = 5000000;   // and sleep at most this long at a time
 constexpr size_t kMinFrame = 60;           // a MAC pads shorter frames
 constexpr size_t kMaxFrame = 2048;
@@ -170,7 +180,12 @@ struct Link {
     int fd = -1;
     std::deque<int64_t> finishes;     // serialization ends of packets in the FIFO
     int64_t free_at = 0;              // the serializer's next free time
-    std::deque<Frame> line;           // delay line: frames and their release times
+    std::atomic<int64_t> busy_until{0};  // free_at, for the other thread's status line
+    // The delay line, frames and their release times: filled by the thread
+    // that offers (the simulation's, for the uplink), emptied by the I/O
+    // thread; `m` guards it.
+    std::mutex m;
+    std::deque<Frame> line;
     // figures
     uint64_t in_frames = 0, in_bytes = 0, drops = 0, lost = 0;
     uint64_t out_frames = 0, out_bytes = 0, charged_bytes = 0, first_charged = 0;
@@ -215,21 +230,31 @@ struct Link {
         int64_t start = std::max(t, free_at);
         int64_t fin = start + ser_ns(bytes.size());
         free_at = fin;
+        busy_until.store(fin, std::memory_order_relaxed);
         finishes.push_back(fin);
         if (lose(start)) { lost++; return true; }
+        std::lock_guard<std::mutex> g(m);
         line.push_back(Frame{fin + delay_ns, std::move(bytes)});
         return true;
     }
     // When the next frame is due (INT64_MAX: none waits).
-    int64_t next_due() const { return line.empty() ? INT64_MAX : line.front().t_ns; }
+    int64_t next_due() {
+        std::lock_guard<std::mutex> g(m);
+        return line.empty() ? INT64_MAX : line.front().t_ns;
+    }
     // Write every frame that is due, reading `clock()` before each write (a
     // frame's lateness includes the writes before it).
     template <class Clock>
     void release(Clock&& clock) {
-        while (!line.empty()) {
+        for (;;) {
             int64_t t = clock();
-            Frame& f = line.front();
-            if (f.t_ns > t) break;
+            Frame f;
+            {
+                std::lock_guard<std::mutex> g(m);
+                if (line.empty() || line.front().t_ns > t) break;
+                f = std::move(line.front());
+                line.pop_front();
+            }
             int64_t late = t - f.t_ns;
             if (late > max_late_ns) { max_late_ns = late; max_late_at_ns = t; }
             if (late > late_ns) late_frames++;
@@ -242,8 +267,11 @@ struct Link {
             charged_bytes += charged;
             if (first_out_ns < 0) { first_out_ns = t; first_charged = charged; }
             last_out_ns = t;
-            line.pop_front();
         }
+    }
+    size_t pending() {
+        std::lock_guard<std::mutex> g(m);
+        return line.size();
     }
 };
 
@@ -291,6 +319,7 @@ int main(int argc, char** argv) {
     double stats_s = 1.0;
     int overhead = 0;
     int64_t late_ns = 1000000;
+    int64_t wake_lead_ns = 50000;      // end a sleep this long before a frame is due
     bool realtime = false;
 
     for (int i = 1; i < argc; i++) {
@@ -341,6 +370,7 @@ int main(int argc, char** argv) {
             loss.tg_ns = v[0] * 1e3; loss.tb_ns = v[1] * 1e3; loss.pg = v[2]; loss.pb = v[3];
         } else if (a == "--seed") loss.rng.seed(parse_u64(need("--seed"), "--seed"));
         else if (a == "--late-us") late_ns = int64_t(parse_u64(need(a.c_str()), a.c_str())) * 1000;
+        else if (a == "--wake-lead-us") wake_lead_ns = int64_t(parse_u64(need(a.c_str()), a.c_str())) * 1000;
         else if (a == "--realtime") realtime = true;
         else if (a == "--stats-s") stats_s = parse_double(need("--stats-s"), "--stats-s");
         else if (a == "-h" || a == "--help") {
@@ -348,7 +378,7 @@ int main(int argc, char** argv) {
                         "[--uplink core|fifo] [--up-rate BPS] [--up-queue N] [--down-rate BPS] "
                         "[--down-queue N] [--overhead BYTES] [--up-delay-us N] [--down-delay-us N] "
                         "[--loss P] [--ge TG_US:TB_US[:PG:PB]] [--seed N] [--late-us N] [--stats-s S] "
-                        "[--realtime]\n", argv[0]);
+                        "[--wake-lead-us N] [--realtime]\n", argv[0]);
             return 0;
         } else die("unknown argument %s", a.c_str());
     }
@@ -413,10 +443,112 @@ int main(int argc, char** argv) {
     auto to_cycles = [](int64_t ns) { return uint64_t(double(ns) * kFsys / 1e9); };
     auto to_ns = [](uint64_t cyc) { return int64_t(double(cyc) * 1e9 / kFsys); };
 
-    // Core input (the LAN MAC at 1 Gb/s) and output (the modem-side MAC at
-    // 1 Gb/s) state: both exact at any clock (wire_pace.h), as the replay harness's.
-    const wire::Pace line = wire::Pace::line_rate(ACKFILTER_F_SYS_HZ);
-    wire::Pacer in_mac(line, /*catch_up=*/true), out_mac(line, /*catch_up=*/false);
+    // Two threads. The simulation thread (this one) reads the LAN TAP, runs
+    // the core and puts what it emits on the uplink's delay line. The I/O
+    // thread reads the WAN TAP into the downlink and writes every frame of
+    // both links when it is due: the writes, and the receiving stack's work
+    // that Linux does inside them, stay off the simulation's time. The
+    // simulation thread wakes the I/O thread (`wake`, an eventfd) when the
+    // uplink's delay line was empty, since a frame's release time is later
+    // than every one before it.
+    int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake < 0) die("eventfd failed");
+    std::atomic<bool> stop{false};
+    auto stopping = [&] { return g_stop || stop.load(std::memory_order_relaxed); };
+    // Figures both threads update or the status line reads.
+    std::atomic<uint64_t> lan_read{0};
+    std::atomic<int64_t> max_lag_ns{0};
+    int64_t max_read_ns = 0, max_read_at_ns = 0;             // simulation thread (LAN TAP)
+    int64_t io_max_read_ns = 0, io_max_read_at_ns = 0;       // I/O thread (WAN TAP)
+
+    std::thread io([&] {
+        std::vector<uint8_t> buf(kMaxFrame + 64);
+        double next_stats = stats_s;
+        int64_t max_write_ns = 0, max_write_at_ns = 0, max_oversleep_ns = 0;
+        uint64_t wan_read = 0;
+        auto stdin_closed = [&] {
+            char c[64];
+            ssize_t n = read(0, c, sizeof c);
+            return n == 0;
+        };
+        while (!stopping()) {
+            int64_t t_write = wall();
+            up.release(wall);
+            down.release(wall);
+            int64_t t = wall();
+            for (int k = 0; k < 64; k++) {
+                ssize_t n = read(wan_fd, buf.data(), buf.size());
+                if (n <= 0) break;
+                wan_read++;
+                std::vector<uint8_t> b(buf.begin(), buf.begin() + n);
+                if (b.size() < kMinFrame) b.resize(kMinFrame, 0);
+                down.offer(t, std::move(b), loss);
+            }
+            int64_t t_read = wall();
+            if (t - t_write > max_write_ns) { max_write_ns = t - t_write; max_write_at_ns = t_write; }
+            if (t_read - t > io_max_read_ns) { io_max_read_ns = t_read - t; io_max_read_at_ns = t; }
+            if (t / 1e9 >= next_stats) {
+                next_stats += stats_s;
+                if (stdin_closed()) { stop = true; break; }
+                std::fprintf(stderr, "status %.1f lag_max_ms %.3f up_in %" PRIu64 " up_out %" PRIu64
+                             " down_in %" PRIu64 " down_drop %" PRIu64 " down_lost %" PRIu64
+                             " up_backlog_ms %.3f down_backlog_ms %.3f\n",
+                             t / 1e9, max_lag_ns.load() / 1e6, lan_read.load(), up.out_frames, wan_read,
+                             down.drops, down.lost,
+                             std::max<int64_t>(0, up.busy_until.load(std::memory_order_relaxed) - t) / 1e6,
+                             std::max<int64_t>(0, down.free_at - t) / 1e6);
+                std::fflush(stderr);
+            }
+            // Sleep until wake_lead_ns before the next frame is due, the WAN TAP
+            // has a frame, the uplink gets one, or a status line is due; within
+            // wake_lead_ns of a frame, wait awake (go round), so that a timer's
+            // wake-up latency does not make the write late.
+            int64_t t_now = wall();
+            int64_t due_ns = std::min(up.next_due(), down.next_due());
+            if (due_ns != INT64_MAX && due_ns - t_now <= wake_lead_ns) continue;
+            int64_t until_ns = std::min({due_ns == INT64_MAX ? INT64_MAX : due_ns - wake_lead_ns,
+                                         int64_t(std::llround(next_stats * 1e9)), t_now + kMaxSleepNs});
+            int64_t sleep_ns = until_ns - t_now;
+            if (sleep_ns > 0) {
+                pollfd fds[2] = {{wan_fd, POLLIN, 0}, {wake, POLLIN, 0}};
+                timespec ts{time_t(sleep_ns / 1000000000), long(sleep_ns % 1000000000)};
+                int r = ppoll(fds, 2, &ts, nullptr);
+                if (r == 0) {
+                    int64_t over = wall() - t_now - sleep_ns;
+                    if (over > max_oversleep_ns) max_oversleep_ns = over;
+                }
+                if (r > 0 && (fds[1].revents & POLLIN)) {
+                    uint64_t v;
+                    if (read(wake, &v, sizeof v) < 0) { /* nothing to clear */ }
+                }
+            }
+        }
+        stop = true;
+                std::printf("max_write_ms %.6f\n", max_write_ns / 1e6);       // writing the frames due, once
+        });
+
+    // The uplink gets a frame; wake the I/O thread if its delay line was empty.
+    auto to_uplink = [&](int64_t t, std::vector<uint8_t>&& b) {
+        bool was_idle = up.next_due() == INT64_MAX;
+        up.offer(t, std::move(b), Nolose{});
+        if (was_idle) {
+            uint64_t one = 1;
+            if (write(wake, &one, sizeof one) < 0) { /* already signalled */ }
+        }
+    };
+
+    // Core input and output: a word a cycle, and kInGapCycles between two
+    // input frames (wire_pace.h). Faster than the board's 1 Gb/s MACs for a
+    // frame of more than 70 bytes (a 1514-byte frame enters in 399 cycles,
+    // 8 us, and leaves in 379 where the wire takes 615 each way), never for
+    // a minimum frame (35 cycles, the wire 33.6), so the core never gets
+    // frames faster than a gigabit LAN sends them. The microseconds gained
+    // change nothing a host can tell on links of 10 Mb/s and less, and
+    // they are the simulation's time: a 10 Mb/s upload needs 0.6 million
+    // cycles a second this way and 1 million at the wire's pace, more than
+    // the simulation has (docs/experiments.md, "Time").
+    wire::Pacer in_mac(wire::Pace::whole_words(1, kInGapCycles), /*catch_up=*/true);
+    wire::Pacer out_mac(wire::Pace::whole_words(1, 0), /*catch_up=*/false);
     std::deque<Frame> lan_in;          // frames read from the LAN TAP, t_ns = read time
     uint64_t now = 0;
     Frame cur;
@@ -426,17 +558,14 @@ int main(int argc, char** argv) {
     uint64_t out_start = 0;
     std::vector<uint8_t> out_bytes;
     uint64_t protocol_errors = 0, core_in = 0, core_out = 0, events = 0, overruns = 0;
-    uint64_t lan_read = 0, wan_read = 0, oversize_in = 0;
+    uint64_t oversize_in = 0;
     // Lag: wall clock minus simulated time while the core has work.
-    int64_t max_lag_ns = 0;
     uint64_t lag_hist[8] = {0};        // batches of cycles by lag: <0.1, <0.3, <1, <3, <10, <30, <100 ms, more
     uint64_t ticks = 0, jumps = 0;
-    int64_t max_oversleep_ns = 0, max_batch_ns = 0;
-    int64_t max_read_ns = 0, max_read_at_ns = 0, max_write_ns = 0, max_write_at_ns = 0;
-    double next_stats = stats_s;
+    int64_t max_batch_ns = 0;
 
     std::vector<uint8_t> buf(kMaxFrame + 64);
-    auto read_taps = [&](int64_t t) {
+    auto read_lan = [&](int64_t t) {
         for (int k = 0; k < 64; k++) {
             ssize_t n = read(lan_fd, buf.data(), buf.size());
             if (n <= 0) break;
@@ -445,50 +574,19 @@ int main(int argc, char** argv) {
             if (b.size() < kMinFrame) b.resize(kMinFrame, 0);
             if (b.size() > kMaxFrame) { oversize_in++; continue; }
             if (use_core) lan_in.push_back(Frame{t, std::move(b)});
-            else up.offer(t, std::move(b), Nolose{});
+            else to_uplink(t, std::move(b));
         }
-        for (int k = 0; k < 64; k++) {
-            ssize_t n = read(wan_fd, buf.data(), buf.size());
-            if (n <= 0) break;
-            wan_read++;
-            std::vector<uint8_t> b(buf.begin(), buf.begin() + n);
-            if (b.size() < kMinFrame) b.resize(kMinFrame, 0);
-            down.offer(t, std::move(b), loss);
-        }
-    };
-    auto stdin_closed = [&] {
-        char c[64];
-        ssize_t n = read(0, c, sizeof c);
-        return n == 0;
     };
 
     uint64_t since_poll = 0;
-    for (;;) {
-        if (g_stop) break;
-        int64_t t_write = wall();
-        up.release(wall);
-        down.release(wall);
+    while (!stopping()) {
         int64_t t = wall();
-        read_taps(t);
+        read_lan(t);
         int64_t t_read = wall();
-        if (t - t_write > max_write_ns) { max_write_ns = t - t_write; max_write_at_ns = t_write; }
         if (t_read - t > max_read_ns) { max_read_ns = t_read - t; max_read_at_ns = t; }
-        if (t / 1e9 >= next_stats) {
-            next_stats += stats_s;
-            if (stdin_closed()) break;
-            std::fprintf(stderr, "status %.1f lag_max_ms %.3f up_in %" PRIu64 " up_out %" PRIu64
-                         " down_in %" PRIu64 " down_drop %" PRIu64 " down_lost %" PRIu64
-                         " up_backlog_ms %.3f down_backlog_ms %.3f\n",
-                         t / 1e9, max_lag_ns / 1e6, lan_read, up.out_frames, wan_read,
-                         down.drops, down.lost, std::max<int64_t>(0, up.free_at - t) / 1e6,
-                         std::max<int64_t>(0, down.free_at - t) / 1e6);
-            std::fflush(stderr);
-        }
         uint64_t wc = to_cycles(t);
         int64_t core_wake_ns = INT64_MAX;   // when the core, waiting, has work again
-        if (!use_core) {
-            // nothing to simulate
-        } else {
+        if (use_core) {
             since_poll = 0;
             bool waiting = false;
             while (since_poll < kPollCycles) {
@@ -557,7 +655,7 @@ int main(int argc, char** argv) {
                         if (last) {
                             out_open = false;
                             core_out++;
-                            up.offer(to_ns(out_start), std::move(out_bytes), Nolose{});
+                            to_uplink(to_ns(out_start), std::move(out_bytes));
                             out_bytes = std::vector<uint8_t>();
                         }
                         out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));
@@ -573,34 +671,26 @@ int main(int argc, char** argv) {
                 int64_t t_end = wall();
                 if (t_end - t > max_batch_ns) max_batch_ns = t_end - t;
                 int64_t lag = t_end - to_ns(now);
-                if (lag > max_lag_ns) max_lag_ns = lag;
+                if (lag > max_lag_ns.load(std::memory_order_relaxed)) max_lag_ns = lag;
                 double ms = lag / 1e6;
                 int b = ms < 0.1 ? 0 : ms < 0.3 ? 1 : ms < 1 ? 2 : ms < 3 ? 3 : ms < 10 ? 4
                       : ms < 30 ? 5 : ms < 100 ? 6 : 7;
                 lag_hist[b]++;
             }
-            if (!waiting) continue;         // more work: write what is due, read the TAPs, go on
+            if (!waiting) continue;         // more work: read the LAN TAP, go on
         }
-        // Nothing to do before a TAP has a frame, a frame is due (including
-        // those the core emitted in this batch), the core wakes or a status
-        // line is due. Within kWakeLeadNs of a frame, wait awake: go round.
+        // Nothing to do before the LAN TAP has a frame or the core wakes.
         int64_t t_now = wall();
-        int64_t due_ns = std::min(up.next_due(), down.next_due());
-        if (due_ns != INT64_MAX && due_ns - t_now <= kWakeLeadNs) continue;
-        int64_t until_ns = std::min({due_ns == INT64_MAX ? INT64_MAX : due_ns - kWakeLeadNs,
-                                     core_wake_ns, int64_t(std::llround(next_stats * 1e9)),
-                                     t_now + kMaxSleepNs});
-        int64_t sleep_ns = until_ns - t_now;
+        int64_t sleep_ns = std::min(core_wake_ns, t_now + kMaxSleepNs) - t_now;
         if (sleep_ns > 0) {
-            pollfd fds[2] = {{lan_fd, POLLIN, 0}, {wan_fd, POLLIN, 0}};
+            pollfd fds[1] = {{lan_fd, POLLIN, 0}};
             timespec ts{time_t(sleep_ns / 1000000000), long(sleep_ns % 1000000000)};
-            int r = ppoll(fds, 2, &ts, nullptr);
-            if (r == 0) {
-                int64_t over = wall() - t_now - sleep_ns;
-                if (over > max_oversleep_ns) max_oversleep_ns = over;
-            }
+            ppoll(fds, 1, &ts, nullptr);
         }
     }
+    stop = true;
+    io.join();
+    close(wake);
 
     // Read the CSRs.
     top->i_valid = 0;
@@ -625,18 +715,15 @@ int main(int argc, char** argv) {
     std::printf("sim_s %.6f\n", now / kFsys);
     std::printf("ticks %" PRIu64 "\n", ticks);
     std::printf("jumps %" PRIu64 "\n", jumps);
-    std::printf("max_lag_ms %.6f\n", max_lag_ns / 1e6);
-    std::printf("max_oversleep_ms %.6f\n", max_oversleep_ns / 1e6);
+    std::printf("max_lag_ms %.6f\n", max_lag_ns.load() / 1e6);
     std::printf("max_batch_ms %.6f\n", max_batch_ns / 1e6);
-    std::printf("max_read_ms %.6f\n", max_read_ns / 1e6);          // reading both TAPs, once
+    if (io_max_read_ns > max_read_ns) { max_read_ns = io_max_read_ns; max_read_at_ns = io_max_read_at_ns; }
+    std::printf("max_read_ms %.6f\n", max_read_ns / 1e6);          // reading a TAP, once
     std::printf("max_read_at_s %.6f\n", max_read_at_ns / 1e9);
-    std::printf("max_write_ms %.6f\n", max_write_ns / 1e6);        // writing the frames due, once
-    std::printf("max_write_at_s %.6f\n", max_write_at_ns / 1e9);
     std::printf("lag_hist");
     for (auto h : lag_hist) std::printf(" %" PRIu64, h);
     std::printf("\n");
-    std::printf("lan_read %" PRIu64 "\n", lan_read);
-    std::printf("wan_read %" PRIu64 "\n", wan_read);
+    std::printf("lan_read %" PRIu64 "\n", lan_read.load());
     std::printf("oversize_in %" PRIu64 "\n", oversize_in);
     std::printf("core_in %" PRIu64 "\n", core_in);
     std::printf("core_out %" PRIu64 "\n", core_out);
@@ -658,7 +745,7 @@ int main(int argc, char** argv) {
         std::printf("%s_max_late_at_s %.6f\n", l->name, l->max_late_at_ns / 1e9);
         std::printf("%s_write_errors %" PRIu64 "\n", l->name, l->write_errors);
         std::printf("%s_write_errno %d\n", l->name, l->write_errno);
-        std::printf("%s_pending %zu\n", l->name, l->line.size());
+        std::printf("%s_pending %zu\n", l->name, l->pending());
         std::printf("%s_series", l->name);      // per second: acks,others,other_bytes
         for (auto& x : l->series)
             std::printf(" %" PRIu64 ",%" PRIu64 ",%" PRIu64, x.acks, x.others, x.other_bytes);

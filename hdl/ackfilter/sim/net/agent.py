@@ -9,15 +9,18 @@ peer closes. The client runs the jobs of its spec (a JSON list) at their start
 times: ``download`` (GET -1 for ``duration`` seconds), ``upload`` (PUT for
 ``duration`` seconds) and ``page`` (Wu & Williamson's page: the document on
 one connection, then its objects on parallel connections; ``repeat`` times,
-``gap`` seconds apart). An upload with ``stop_with: K`` ends when job K
-does; one with ``src`` connects from that local address (another LAN host).
+``gap`` seconds apart) and ``probe`` (a small UDP datagram to the server's
+echo on the same port number, ``hz`` times a second, for the round-trip time
+under load). An upload or probe with ``stop_with: K`` ends when job K does;
+an upload with ``src`` connects from that local address (another LAN host).
 Times are ``time.monotonic()`` seconds, which every namespace of the machine
 shares.
 
 Each side writes what it received as JSON to ``--out``: per connection the
 bytes received per ``BIN_S`` interval (``{"t0": first bin's start, "bins":
 [...]}``; the server's uploads with the peer's address), and for pages the
-time each took. The server writes when it gets
+time each took; for a probe, each datagram's send time and round-trip time
+(``null``: no echo came back). The server writes when it gets
 SIGTERM; so does a client stopped before its jobs are done, with what it has
 (a page job then says ``incomplete`` and when its unfinished page started).
 """
@@ -32,6 +35,11 @@ import threading
 import time
 
 BIN_S = 0.1
+#: A probe datagram's payload: sequence number and send time, padded (an
+#: ICMP echo's size: 28 + 56 bytes on the wire with its headers).
+PROBE_BYTES = 56
+#: An echo later than this after its datagram counts as lost (a job's ``timeout``).
+PROBE_TIMEOUT_S = 2.0
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 _CHUNK = bytes(range(256)) * 256        # 64 KiB
 
@@ -116,6 +124,15 @@ def server(args):
     _cc(ls, args.cc)
     ls.bind((args.addr, args.port))
     ls.listen(64)
+    echo = socket.socket(socket.AF_INET6 if ":" in args.addr else socket.AF_INET, socket.SOCK_DGRAM)
+    echo.bind((args.addr, args.port))
+
+    def echo_loop():
+        while True:
+            data, peer = echo.recvfrom(2048)
+            echo.sendto(data, peer)
+
+    threading.Thread(target=echo_loop, daemon=True).start()
     print("listening", flush=True)
 
     def handle(sock, peer, cid):
@@ -190,6 +207,63 @@ def _fetch(addr, port, cc, nbytes, retrans=None):
         raise RuntimeError(f"fetched {got} of {nbytes} bytes")
 
 
+def _probe(job, stop, partial):
+    """Send a datagram every 1/hz s from ``start`` until ``start + duration``
+    (or ``stop`` is set) and time each echo; returns ``[[t_send, rtt_s or
+    None], ...]``, kept current in ``partial["samples"]``."""
+    import struct
+    addr, port, hz = job["addr"], job["port"], float(job.get("hz", 20))
+    timeout = float(job.get("timeout", PROBE_TIMEOUT_S))
+    s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((addr, port))
+    samples = partial["samples"]
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def receive():
+        s.settimeout(0.2)
+        while not done.is_set():
+            try:
+                data = s.recv(2048)
+            except (socket.timeout, TimeoutError):
+                continue
+            except OSError:
+                continue                   # e.g. ICMP unreachable from a datagram lost on the way
+            t = time.monotonic()
+            if len(data) < 16:
+                continue
+            seq, sent = struct.unpack("!Qd", data[:16])
+            with lock:
+                if seq < len(samples) and samples[seq][1] is None and t - sent <= timeout:
+                    samples[seq][1] = t - sent
+
+    rx = threading.Thread(target=receive, daemon=True)
+    rx.start()
+    end = job["start"] + job["duration"]
+    seq = 0
+    while True:
+        due = job["start"] + seq / hz
+        if due >= end:
+            break
+        time.sleep(max(0.0, due - time.monotonic()))
+        if stop is not None and stop.is_set():
+            break
+        t = time.monotonic()
+        with lock:
+            samples.append([t, None])
+        try:
+            s.send(struct.pack("!Qd", seq, t).ljust(PROBE_BYTES, b"\0"))
+        except OSError:
+            pass                           # counted as lost
+        seq += 1
+    time.sleep(timeout)                    # the last echoes
+    done.set()
+    rx.join()
+    s.close()
+    with lock:
+        return [list(x) for x in samples]
+
+
 def client(args):
     with open(args.spec) as f:
         jobs = json.load(f)
@@ -235,6 +309,11 @@ def client(args):
                 retrans = _retrans(s)
                 s.close()
                 results[i] = {"kind": kind, "sent": sent, "retrans": retrans}
+            elif kind == "probe":
+                partial[i] = {"kind": kind, "samples": []}
+                stop = done[job["stop_with"]] if "stop_with" in job else None
+                results[i] = {"kind": kind, "hz": job.get("hz", 20),
+                              "samples": _probe(job, stop, partial[i])}
             elif kind == "page":
                 times, spans, retrans = [], [], []
                 for r in range(job.get("repeat", 1)):

@@ -153,6 +153,9 @@ class BridgeStats:
         if self.late_share() > b.late_share:
             why.append(f"{self.late_share():.2%} of the frames were written more than "
                        f"{b.late_s * 1e3:.1f} ms late (bound {b.late_share:.1%})")
+        if self.values.get("core_overruns"):
+            why.append(f"the core dropped {self.values['core_overruns']} frames offered faster "
+                       f"than it decides (the bridge's input pace)")
         if self.values["protocol_errors"]:
             why.append(f"{self.values['protocol_errors']} output stream errors")
         for d in ("up", "down"):

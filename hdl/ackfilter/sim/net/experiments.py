@@ -27,7 +27,7 @@ from ... import params
 from ...model.red import registers_for_rate
 from ...units import format_rate
 from ..verilog import REPO_ROOT, normal_sizes
-from .bridge import BridgeError, Link, build_bridge
+from .bridge import FULL_FRAME_BYTES, BridgeError, Link, build_bridge
 from .testbed import CLIENT_IPS, SERVER_IP, Testbed, TestbedError, require_root
 
 __all__ = ["VARIANTS", "Variant", "Scenario", "CAKE", "plan", "run_one", "run_counted", "checks", "main",
@@ -55,6 +55,8 @@ class Variant:
                                     # else with one data FIFO (the board's is params.FLOW_QUEUES)
     host_buckets: int = 0           # with flow_queues: host fairness's buckets, 0: flows only
                                     # (the board's is params.HOST_BUCKETS)
+    tuned: bool = False             # every register `ackfilter-ctl tune` prints for the link,
+                                    # the rest at its reset value (the other fields unused)
 
     def elab(self):
         """The core's build options for this variant: which data path and
@@ -67,15 +69,19 @@ class Variant:
             return {"flow_queues": 0}
         return {"flow_queues": 1, "host_buckets": self.host_buckets}
 
-    def csr(self, uplink_bps):
+    def csr(self, uplink_bps, downlink_bps=10_000_000, rtt_s=0.05):
         """The core's registers for this variant on an uplink of ``uplink_bps``.
 
         The shaper *is* the modem's link here: its rate, no burst (a frame
         starts when the one before it has left), and each frame charged its
         length as stored, as the bridge's links and tc-cake's default charge
-        it."""
+        it. The ``tuned`` variant instead takes what ``ackfilter-ctl tune``
+        prints for the link (:func:`tune_registers`): a shaper at 95 % of the
+        uplink, Ethernet framing charged, as a user who follows the tool has."""
         if self.uplink != "core":
             return {}
+        if self.tuned:
+            return tune_registers(uplink_bps, downlink_bps, rtt_s)
         red = registers_for_rate(uplink_bps) if self.red else {}
         return {"ack_mode": self.ack_mode, "data_share": self.data_share,
                 "shaper_cpb_q16": params.cpb_q16_for_rate(uplink_bps),
@@ -129,6 +135,15 @@ def _variants():
     v.append(Variant("aggressive-fq-red-ecn", "aggressive, data share 128, per-flow queues, RED "
                      "marking CE (the hosts request classic ECN)", ack_mode="aggressive", data_share=128,
                      red=True, ecn=1, flow_queues=True, host_buckets=hb))
+    v.append(Variant("aggressive-fq-red", "aggressive, data share 128, per-flow queues, RED "
+                     "dropping (the hosts do not request ECN, as Linux's default)",
+                     ack_mode="aggressive", data_share=128, red=True, flow_queues=True, host_buckets=hb))
+    # What `ackfilter-ctl tune` advises for each scenario's link, applied as
+    # it prints it: the tool's advice, measured.
+    v.append(Variant("tuned", "every register `ackfilter-ctl tune` prints for the scenario's link "
+                     "(rates, RTT, Ethernet), the rest at reset; the board's core",
+                     tuned=True, flow_queues=params.FLOW_QUEUES,
+                     host_buckets=params.HOST_BUCKETS if params.FLOW_QUEUES else 0))
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -137,6 +152,20 @@ def _variants():
 
 
 VARIANTS = _variants()
+
+
+def tune_registers(uplink_bps, downlink_bps, rtt_s, link="ethernet"):
+    """What ``ackfilter-ctl --json tune --up U --down D --rtt R --link LINK``
+    prints, run as a user runs it (the host tool from ``host-tools/``):
+    ``{register: value}``."""
+    cmd = [sys.executable, "-c", "import sys; from ackfilter_ctl.cli import main; sys.exit(main())",
+           "--json", "tune", "--up", str(int(uplink_bps)), "--down", str(int(downlink_bps)),
+           "--rtt", f"{rtt_s * 1e3:g}", "--link", link]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "host-tools"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise ValueError(f"ackfilter-ctl tune failed ({proc.returncode}): {proc.stderr.strip()}")
+    return dict(json.loads(proc.stdout)["registers"])
 
 
 def default_variant():
@@ -222,10 +251,25 @@ class Scenario:
     #: Uploads per LAN host for the whole run (host k connects from
     #: testbed.CLIENT_IPS[k]): S7's two hosts, (1, 4).
     host_uploads: tuple = None
+    rtt_s: float = 0.050             # base round-trip time, half of it each way
+    up_queue: int = 10               # the modem's own uplink FIFO (packets; modem-fifo only)
+    down_queue: int = 10             # the downlink's FIFO (packets)
+    #: The latency probe (start, end), or None: a UDP echo PROBE_HZ times a
+    #: second; before the first load it measures the idle round trip.
+    probe: tuple = None
 
     def link(self, variant):
+        half = self.rtt_s / 2
         return Link(up_rate_bps=self.uplink_bps, down_rate_bps=self.downlink_bps,
-                    uplink=variant.uplink, up_queue=10, down_queue=10, ge=self.ge)
+                    uplink=variant.uplink, up_queue=self.up_queue, down_queue=self.down_queue,
+                    ge=self.ge, up_delay_s=half, down_delay_s=half)
+
+    @property
+    def load_start(self):
+        """When the first load starts (s from the first job)."""
+        starts = [a for a, _ in self.downloads] + ([self.upload[0]] if self.upload else [])
+        starts += [self.page["start"]] if self.page else []
+        return min(starts) if starts else 0.0
 
     def jobs(self, t0):
         jobs = []
@@ -246,12 +290,78 @@ class Scenario:
         for host, n in enumerate(self.host_uploads or ()):
             jobs += [{"kind": "upload", "addr": SERVER_IP, "port": PORT, "start": t0,
                       "duration": self.duration, "src": CLIENT_IPS[host]} for _ in range(n)]
+        if self.probe:
+            a, b = self.probe
+            job = {"kind": "probe", "addr": SERVER_IP, "port": PORT, "start": t0 + a, "hz": PROBE_HZ,
+                   "duration": (b - a) if b is not None else 300.0}
+            if b is None:
+                job["stop_with"] = next(i for i, j in enumerate(jobs) if j["kind"] == "page")
+            jobs.append(job)
         return jobs
 
     def timeout_s(self):
         """When the client is stopped. A page not loaded by then is a result
         (``page_incomplete``), not a failed run."""
         return self.duration + (60 if self.page else 30)
+
+
+# Today's links: latency under load. Each run starts with the probe alone
+# (the idle round trip), then the load; goodput and the probe's added round
+# trip are taken over the same window, after the load's first seconds.
+
+#: (uplink, downlink) bit/s: ADSL, and cable or fibre.
+MODERN_LINKS = ((1_000_000, 16_000_000), (10_000_000, 100_000_000))
+#: Base round-trip times, s.
+MODERN_RTTS = (0.020, 0.050)
+#: The unmanaged queues of these links (the modem's own uplink FIFO in
+#: ``modem-fifo``, the ISP's downlink queue) hold this long at their rate.
+MODEM_BUFFER_S = 0.100
+#: The probe: datagrams a second.
+PROBE_HZ = 20
+#: The idle round trip is taken from this long after the probe starts.
+PROBE_SETTLE_S = 0.5
+L_IDLE_S = 3.0                      # the probe alone
+L_LOAD_S = 20.0                     # then the load
+L_WARM_S = 8.0                      # measured from this long into the load
+#: The latency-under-load scenarios: the load beside the probe.
+L_LOADS = {"LU": "a bulk upload", "LD": "a bulk download", "LB": "a bulk download and a bulk upload",
+           "LP": "Wu & Williamson's page, three times, during a bulk upload"}
+#: The bufferbloat grades of the public latency tests, by the added round
+#: trip (the median over the window): (upper bound ms, grade), then F.
+GRADES = ((5, "A+"), (30, "A"), (60, "B"), (200, "C"), (400, "D"))
+
+
+def modem_buffer_packets(rate_bps):
+    """An unmanaged queue of :data:`MODEM_BUFFER_S` at ``rate_bps``, in full
+    frames, at least 10 (the research's FIFO)."""
+    return max(10, round(rate_bps * MODEM_BUFFER_S / (8 * FULL_FRAME_BYTES)))
+
+
+def grade(added_ms):
+    """The bufferbloat grade of an added round trip (ms); ``None`` for none."""
+    if added_ms is None:
+        return None
+    return next((g for bound, g in GRADES if added_ms < bound), "F")
+
+
+def _l(name, up, down, rtt):
+    end = L_IDLE_S + L_LOAD_S
+    window = (L_IDLE_S + L_WARM_S, end)
+    common = dict(downlink_bps=down, rtt_s=rtt, up_queue=modem_buffer_packets(up),
+                  down_queue=modem_buffer_packets(down))
+    if name == "LU":
+        return Scenario(name, up, upload=(L_IDLE_S, end), window=window, duration=end,
+                        probe=(0, end), **common)
+    if name == "LD":
+        return Scenario(name, up, downloads=((L_IDLE_S, end),), window=window, duration=end,
+                        probe=(0, end), **common)
+    if name == "LB":
+        return Scenario(name, up, downloads=((L_IDLE_S, end),), upload=(L_IDLE_S, end), window=window,
+                        duration=end, probe=(0, end), **common)
+    # LP: the upload from L_IDLE_S until the pages are done, the pages from
+    # L_WARM_S into it; the window is the pages' span.
+    return Scenario(name, up, upload=(L_IDLE_S, None), duration=L_IDLE_S + L_WARM_S, probe=(0, None),
+                    page={"start": L_IDLE_S + L_WARM_S, "repeat": 3, "gap": 1.0}, **common)
 
 
 def _s1(up, seconds=30, warm=10, ge=None, name="S1", cc="cubic"):
@@ -285,12 +395,16 @@ def scenarios(which, *, quick=False):
     if which == "S7":
         return [Scenario("S7", up, host_uploads=S7_HOSTS, window=(10, 30), duration=30,
                          flows=sum(S7_HOSTS)) for up in (64000, 1_000_000)]
+    if which in L_LOADS:
+        if quick:
+            return [_l(which, *MODERN_LINKS[0], MODERN_RTTS[-1])]
+        return [_l(which, up, down, rtt) for up, down in MODERN_LINKS for rtt in MODERN_RTTS]
     raise ValueError(f"unknown scenario {which!r}; known: {' '.join(SCENARIOS)}")
 
 
 #: S1R: S1 with Reno at both ends, the research's TCP (Balakrishnan et al. used Reno).
 #: S7: uploads from two LAN hosts, one with one upload and one with four.
-SCENARIOS = ("S1", "S3", "S5", "S5U", "S2", "S4", "S6", "S1R", "S7")
+SCENARIOS = ("S1", "S3", "S5", "S5U", "LU", "LD", "LB", "LP", "S2", "S4", "S6", "S1R", "S7")
 #: S7's uploads per host.
 S7_HOSTS = (1, 4)
 
@@ -300,29 +414,38 @@ _RED = tuple(n for n in VARIANTS
              if VARIANTS[n].red and not VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _ACC = tuple(n for n in VARIANTS if VARIANTS[n].acc)
-_FQ = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues and VARIANTS[n].host_buckets)
+_FQ = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues and VARIANTS[n].host_buckets
+            and not VARIANTS[n].tuned and n != "aggressive-fq-red")
 #: Flow queues without host fairness: where hosts differ (S7).
 _FQ_FLOWS = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues and not VARIANTS[n].host_buckets)
 #: Where RED is measured: a queue of upload data builds in these.
 _RED_SCENARIOS = ("S1", "S3", "S5U")
+#: Today's links: what a user has (the modem's FIFO), the candidates for the
+#: defaults, and what `ackfilter-ctl tune` advises.
+_L_VARIANTS = ("modem-fifo", "aggressive-fq", "aggressive-fq-red", "aggressive-fq-red-ecn",
+               "aggressive-fq-seg512", "tuned")
 
 
 def plan(*, quick=False, only=None, variants=None):
     """``[(scenario, variant name), ...]`` in run order."""
     default = default_variant()
     out = []
-    names = only or (("S1", "S3", "S5") if quick else SCENARIOS)
+    names = only or (("S1", "S3", "S5", "LB") if quick else SCENARIOS)
     for name in names:
         if variants:
             vs = tuple(variants)
         elif quick:
-            vs = ("modem-fifo", default)
+            vs = (default,) if name in L_LOADS else ("modem-fifo", default)
+        elif name in L_LOADS:
+            vs = _L_VARIANTS + (default,)
         elif name == "S3":
-            vs = _BASE + _SHARES + _RED + _SEG + _ACC + _FQ
+            vs = _BASE + _SHARES + _RED + _SEG + _ACC + _FQ + ("tuned",)
         elif name == "S7":
             vs = ("modem-fifo", default) + _FQ + _FQ_FLOWS
+        elif name in _RED_SCENARIOS:
+            vs = _BASE + (default,) + _RED + _SEG + _ACC + _FQ + ("tuned",)
         else:
-            vs = _BASE + (default,) + (_RED + _SEG + _ACC + _FQ if name in _RED_SCENARIOS else ())
+            vs = _BASE + (default,) + (("tuned",) if name == "S5" else ())
         vs = tuple(dict.fromkeys(vs))     # once each, in order (the default may be among them)
         for sc in scenarios(name, quick=quick):
             extra = ("off",) if quick and not variants and name == "S1" and sc.uplink_bps == 64000 else ()
@@ -347,6 +470,38 @@ def _goodput(rec, t0, window):
         if a - 1e-6 <= start < b - 1e-6:
             total += n
     return 8 * total / (window[1] - window[0])
+
+
+def _quantile(xs, q):
+    """The ``q`` quantile of ``xs`` (sorted or not), by linear interpolation."""
+    xs = sorted(xs)
+    if not xs:
+        return None
+    k = (len(xs) - 1) * q
+    i = int(k)
+    return xs[i] if i + 1 >= len(xs) else xs[i] + (xs[i + 1] - xs[i]) * (k - i)
+
+
+def probe_figures(samples, idle, window):
+    """The probe's figures from its ``samples`` (``[[t_send, rtt_s or None], ...]``):
+    the idle round trip (median of the answered probes sent in ``idle``, an
+    ``(a, b)`` of ``time.monotonic()`` seconds), and over ``window`` the
+    round trip added to it (median, p95, p99 of the answered probes, ms),
+    the share lost and the grade of the median. ``None`` without idle
+    answers or without probes in the window."""
+    idle_rtts = [r for t, r in samples if idle[0] <= t < idle[1] and r is not None]
+    sent = [(t, r) for t, r in samples if window[0] <= t < window[1]]
+    if not idle_rtts or not sent:
+        return None
+    base = statistics.median(idle_rtts)
+    added = [1e3 * (r - base) for _, r in sent if r is not None]
+    lost = sum(1 for _, r in sent if r is None) / len(sent)
+    med = _quantile(added, 0.5)
+    out = {"idle_ms": round(1e3 * base, 2), "sent": len(sent), "loss": round(lost, 4),
+           "added_ms": {k: (None if v is None else round(v, 2)) for k, v in
+                        (("median", med), ("p95", _quantile(added, 0.95)), ("p99", _quantile(added, 0.99)))},
+           "grade": grade(med) if lost < 0.5 else "F"}
+    return out
 
 
 def series_rate(series, start, a, b):
@@ -411,7 +566,8 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
     if binary is None:
         binary = build_bridge(variant.elab())
     row = {"scenario": sc.name, "variant": variant_name, "uplink_bps": sc.uplink_bps, "cc": sc.cc,
-           "downlink_bps": sc.downlink_bps, "flows": sc.flows or (len(sc.downloads) or None),
+           "downlink_bps": sc.downlink_bps, "rtt_ms": round(sc.rtt_s * 1e3),
+           "flows": sc.flows or (len(sc.downloads) or None),
            "forward_goodput_bps": None, "reverse_goodput_bps": None, "jain": None,
            "page_time_s": None, "valid": False, "invalid_reason": "",
            "default": variant_name == default_variant(), "cake": cake_text(sc.name, sc.uplink_bps, sc.flows)}
@@ -420,7 +576,8 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
     link.seed = seed
     env = _agent_env()
     try:
-        with Testbed(link, variant.csr(sc.uplink_bps), binary=binary, ecn=variant.ecn, log=log) as tb:
+        csr = variant.csr(sc.uplink_bps, sc.downlink_bps, sc.rtt_s)
+        with Testbed(link, csr, binary=binary, ecn=variant.ecn, log=log) as tb:
             srv_out, cl_out, spec = work / "server.json", work / "client.json", work / "spec.json"
             srv = tb.popen("server", [sys.executable, "-m", "ackfilter.sim.net.agent", "server",
                                       "--addr", SERVER_IP, "--port", str(PORT), "--out", str(srv_out),
@@ -515,6 +672,21 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
                 link = series_rate(stats.values.get("up_series") or [], stats.values["start_mono_s"],
                                    t0 + pre[0], t0 + pre[1])
                 row["upload_link_before_page_bps"] = None if link is None else round(link)
+    probes = [j for j in client if j and j.get("kind") == "probe" and "error" not in j]
+    if sc.probe:
+        row["probe"] = None
+        if probes:
+            if sc.window:
+                win = (t0 + sc.window[0], t0 + sc.window[1])
+            elif pages and pages[0]["spans"]:
+                spans = pages[0]["spans"]
+                win = (spans[0][0], t_stop if pages[0].get("incomplete") else spans[-1][1])
+            else:
+                win = None
+            idle = (t0 + sc.probe[0] + PROBE_SETTLE_S, t0 + sc.load_start)
+            row["probe"] = probe_figures(probes[0]["samples"], idle, win) if win else None
+        if row["probe"] is None:
+            reasons.append("the probe gave no figures (no idle echo, or no probe in the window)")
     if stats is not None:
         row["max_lag_ms"] = round(stats.max_lag_s * 1e3, 3)
         row["simulated_cycles_per_s"] = round(stats["ticks"] / stats["run_s"]) if stats["run_s"] else None
@@ -545,8 +717,28 @@ def run_one(sc, variant_name, *, binary=None, log=None, seed=1):
 
 # --- checks -------------------------------------------------------------------------
 
+def _nominal_s(sc):
+    """A run's nominal length (the jobs, the agents' start, the testbed)."""
+    return sc.duration + LEAD_S + 3 + (5 if sc.page else 0)
+
+
+def _link_text(sc):
+    """``64kbit``; with its downlink and RTT where these are not the research's."""
+    if sc.downlink_bps == 10_000_000 and sc.rtt_s == 0.05:
+        return format_rate(sc.uplink_bps)
+    return f"{format_rate(sc.uplink_bps)}/{format_rate(sc.downlink_bps)} {sc.rtt_s * 1e3:.0f}ms"
+
+
+def _scenario_key(sc, variant):
+    """:func:`_key` of the rows ``sc`` run with ``variant`` gives."""
+    return (sc.name, sc.uplink_bps, sc.downlink_bps, round(sc.rtt_s * 1e3),
+            sc.flows or (len(sc.downloads) or None), variant)
+
+
 def _key(row):
-    return (row["scenario"], row["uplink_bps"], row["flows"], row["variant"])
+    """What makes two rows runs of the same experiment (a link, a load, a variant)."""
+    return (row["scenario"], row["uplink_bps"], row.get("downlink_bps"), row.get("rtt_ms", 50),
+            row["flows"], row["variant"])
 
 
 def _find(rows, scenario, variant, uplink):
@@ -633,14 +825,32 @@ def _valid_text(r):
     return f"NO: {r['invalid_reason']}" + (f" ({n} attempts)" if n > 1 else "")
 
 
+def _row_link_text(r):
+    """:func:`_link_text` of the scenario a row ran."""
+    return _link_text(Scenario(r["scenario"], r["uplink_bps"], downlink_bps=r.get("downlink_bps", 10_000_000),
+                               rtt_s=r.get("rtt_ms", 50) / 1e3))
+
+
+def _probe_text(p):
+    if not p:
+        return ""
+    a = p["added_ms"]
+    return (f"+{a['median']:.1f} / {a['p95']:.1f} / {a['p99']:.1f} ms, {p['loss']:.1%} lost, "
+            f"{p['grade']}")
+
+
 def markdown(rows, title):
+    """Every run, one line each (the summary's medians come from these)."""
     lines = [f"# {title}", "",
-             "Real Linux TCP (CUBIC, SACK, timestamps) through the Verilated RTL; 25 ms each way; "
-             "downlink FIFO of 10 packets. Goodput in kb/s over the steady part; page time the median. "
-             f"Default variant (what the board ships with): **{default_variant()}**. "
+             "Real Linux TCP (CUBIC, SACK, timestamps) through the Verilated RTL. The research's "
+             "scenarios: 25 ms each way, downlink FIFO of 10 packets; today's links (L*): the RTT "
+             "given, both unmanaged queues 100 ms at their rate. Goodput in kb/s over the steady part; "
+             "page time the median; the probe's round trip added to the idle one (median / p95 / p99), "
+             f"its loss and grade. Default variant (what the board ships with): **{default_variant()}**. "
              "CAKE: Linux 6.1 sch_cake under the same settings (kb/s, forward / reverse).", "",
-             "| scenario | uplink | variant | forward kb/s | reverse kb/s | Jain | page s | valid | CAKE anchor |",
-             "|---|---|---|---:|---:|---:|---:|---|---|"]
+             "| scenario | link | variant | run | forward kb/s | reverse kb/s | Jain | page s | probe | "
+             "valid | CAKE anchor |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         sc = r["scenario"] + (f" ({r['flows']} flows)" if r["scenario"] == "S4" else "")
         name = f"**{r['variant']}**" if r["default"] else r["variant"]
@@ -648,11 +858,94 @@ def markdown(rows, title):
         if r.get("host_jain") is not None:
             jain_text = f"hosts {r['host_jain']}, flows {r['jain']}"
         lines.append(
-            f"| {sc} | {format_rate(r['uplink_bps'])} | {name} | {_kbps(r['forward_goodput_bps'])} | "
-            f"{_kbps(r['reverse_goodput_bps'])} | {jain_text} | "
-            f"{_page_text(r)} | "
+            f"| {sc} | {_row_link_text(r)} | {name} | {r.get('run', 1)} | "
+            f"{_kbps(r['forward_goodput_bps'])} | {_kbps(r['reverse_goodput_bps'])} | {jain_text} | "
+            f"{_page_text(r)} | {_probe_text(r.get('probe'))} | "
             f"{_valid_text(r)} | {r['cake']} |")
     return "\n".join(lines) + "\n"
+
+
+#: The figures a row's runs are summarised by (a key, or a path into the row).
+FIGURES = ("forward_goodput_bps", "reverse_goodput_bps", "jain", "host_jain", "page_time_s",
+           "upload_before_page_bps", "upload_link_before_page_bps",
+           ("probe", "idle_ms"), ("probe", "added_ms", "median"), ("probe", "added_ms", "p95"),
+           ("probe", "added_ms", "p99"), ("probe", "loss"))
+
+
+def _get(row, path):
+    for k in (path if isinstance(path, tuple) else (path,)):
+        if not isinstance(row, dict):
+            return None
+        row = row.get(k)
+    return row
+
+
+def _set(row, path, value):
+    path = path if isinstance(path, tuple) else (path,)
+    for k in path[:-1]:
+        row = row.setdefault(k, {})
+    row[path[-1]] = value
+
+
+def aggregate(rows):
+    """One row per experiment (:func:`_key`), in the order first seen: the
+    first valid run's row with every figure of :data:`FIGURES` the median of
+    the valid runs', ``spread`` ``{figure: [min, max]}`` (figure: its key,
+    or its path joined by dots), ``runs`` the valid runs and ``runs_total``
+    all of them; the probe's grade is that of the median added round trip.
+    A page not loaded in a run is a result, not a gap: with such runs the
+    page time is ``None`` and ``page_incomplete_runs`` says how many. An
+    experiment with no valid run keeps its first row (``valid`` false)."""
+    import copy
+    groups = {}
+    for r in rows:
+        groups.setdefault(_key(r), []).append(r)
+    out = []
+    for runs in groups.values():
+        valid = [r for r in runs if r["valid"]]
+        if not valid:
+            out.append(dict(runs[0], runs=0, runs_total=len(runs), spread={}))
+            continue
+        agg = copy.deepcopy(valid[0])
+        agg["runs"], agg["runs_total"], agg["spread"] = len(valid), len(runs), {}
+        agg["attempts"] = max(r.get("attempts", 1) for r in valid)
+        for fig in FIGURES:
+            xs = [_get(r, fig) for r in valid]
+            name = fig if isinstance(fig, str) else ".".join(fig)
+            have = [x for x in xs if x is not None]
+            if fig == "page_time_s" and any(r.get("page_incomplete") for r in valid):
+                agg["page_incomplete_runs"] = sum(1 for r in valid if r.get("page_incomplete"))
+                agg["page_time_s"] = None
+                agg["page_incomplete"] = True
+                agg["page_time_over_s"] = min(r["page_time_over_s"] for r in valid if r.get("page_incomplete"))
+                continue
+            if not have or (not isinstance(fig, str) and _get(agg, fig[:-1]) is None):
+                continue
+            _set(agg, fig, round(statistics.median(have), 4))
+            if len(have) > 1:
+                agg["spread"][name] = [min(have), max(have)]
+        if agg.get("probe"):
+            agg["probe"]["grade"] = grade(agg["probe"]["added_ms"]["median"])
+            if agg["probe"]["loss"] >= 0.5:
+                agg["probe"]["grade"] = "F"
+        out.append(agg)
+    return out
+
+
+def _range(r, fig, fmt):
+    """`` (lo-hi)`` of an aggregated row's figure over its runs ('' for one run)."""
+    lo_hi = (r.get("spread") or {}).get(fig)
+    return f" ({fmt(lo_hi[0])}-{fmt(lo_hi[1])})" if lo_hi else ""
+
+
+def _kbps_r(r, fig):
+    """A goodput in kb/s with its range."""
+    return _kbps(r[fig]) + (_range(r, fig, _kbps) if r[fig] is not None else "")
+
+
+def _mbps(x):
+    """Mb/s to three significant digits or one decimal."""
+    return "" if x is None else f"{x / 1e6:.2f}" if x < 10e6 else f"{x / 1e6:.1f}"
 
 
 def _cell(r, what):
@@ -660,12 +953,12 @@ def _cell(r, what):
         return ""
     mark = "" if r["valid"] else " (invalid)"
     if what == "fwd":
-        return _kbps(r["forward_goodput_bps"]) + mark
+        return _kbps_r(r, "forward_goodput_bps") + mark
     if what == "fwdrev":
-        return f"{_kbps(r['forward_goodput_bps'])} / {_kbps(r['reverse_goodput_bps'])}{mark}"
+        return f"{_kbps_r(r, 'forward_goodput_bps')} / {_kbps_r(r, 'reverse_goodput_bps')}{mark}"
     if what == "jain":
-        return (f"{_kbps(r['forward_goodput_bps'])}, {r['jain']}" if r["jain"] is not None
-                else _kbps(r["forward_goodput_bps"])) + mark
+        return (f"{_kbps_r(r, 'forward_goodput_bps')}, {r['jain']}" if r["jain"] is not None
+                else _kbps_r(r, "forward_goodput_bps")) + mark
     if what == "hosts":
         hosts = " + ".join(_kbps(x) for x in r.get("host_goodputs_bps") or ())
         return f"{hosts}; {r.get('host_jain')} / {r['jain']}{mark}"
@@ -673,7 +966,8 @@ def _cell(r, what):
         if r.get("page_incomplete"):
             t = f"> {r['page_time_over_s']:.0f}"
         else:
-            t = "" if r["page_time_s"] is None else f"{r['page_time_s']:.2f}"
+            t = "" if r["page_time_s"] is None else (f"{r['page_time_s']:.2f}"
+                                                     + _range(r, "page_time_s", lambda x: f"{x:.2f}"))
         if what == "pagerev" and t:
             t += f" ({_kbps(r['reverse_goodput_bps'])}"
             if r.get("upload_before_page_bps") is not None:
@@ -687,8 +981,73 @@ def _cell(r, what):
     raise ValueError(what)
 
 
+def _l_cells(r, load):
+    """Today's links, one run's or an aggregate's: (goodput text, latency text)."""
+    if r is None:
+        return "", ""
+    mark = "" if r["valid"] else " (invalid)"
+
+    def rate(fig):
+        return _mbps(r[fig]) + (_range(r, fig, _mbps) if r[fig] is not None else "")
+
+    if load == "LU":
+        good = f"up {rate('reverse_goodput_bps')}"
+    elif load == "LD":
+        good = f"down {rate('forward_goodput_bps')}"
+    elif load == "LB":
+        good = f"{rate('forward_goodput_bps')} / {rate('reverse_goodput_bps')}"
+    else:
+        good = "page " + _cell(dict(r, valid=True), "page") + " s"
+    p = r.get("probe")
+    if not p:
+        return good + mark, "" + mark
+    a = p["added_ms"]
+
+    def ms(fig):
+        return f"{a[fig]:.0f}" if a[fig] >= 10 else f"{a[fig]:.1f}"
+
+    lat = (f"+{ms('median')}" + _range(r, "probe.added_ms.median", lambda x: f"{x:.0f}" if x >= 10 else f"{x:.1f}")
+           + f" / {ms('p95')} / {ms('p99')}, {p['loss']:.1%}, **{p['grade']}**")
+    return good + mark, lat + mark
+
+
+def l_summary(rows):
+    """Today's links (``rows`` aggregated): per link and RTT, the goodput
+    table and the latency-under-load table, variants as rows, loads as
+    columns."""
+    d = default_variant()
+    out = []
+    links = sorted({(r["uplink_bps"], r["downlink_bps"], r.get("rtt_ms", 50)) for r in rows
+                    if r["scenario"] in L_LOADS})
+    loads = [n for n in L_LOADS if any(r["scenario"] == n for r in rows)]
+    for up, down, rtt in links:
+        mine = [r for r in rows if r["scenario"] in L_LOADS and
+                (r["uplink_bps"], r["downlink_bps"], r.get("rtt_ms", 50)) == (up, down, rtt)]
+        variants = list(dict.fromkeys(r["variant"] for r in mine))
+        out.append(f"**{format_rate(up)} up / {format_rate(down)} down, base RTT {rtt} ms** "
+                   f"(unmanaged queues {MODEM_BUFFER_S * 1e3:.0f} ms: the modem's uplink FIFO "
+                   f"{modem_buffer_packets(up)} packets, the downlink's {modem_buffer_packets(down)}). "
+                   "Goodput Mb/s (download / upload; LP: page time s), then the probe's added round "
+                   "trip ms, median (range over the runs) / p95 / p99, its loss and the grade:\n")
+        out.append("| variant | " + " | ".join(f"{n} goodput | {n} latency" for n in loads) + " |")
+        out.append("|---|" + "---:|---|" * len(loads))
+        for v in variants:
+            cells = []
+            for n in loads:
+                r = next((x for x in mine if x["scenario"] == n and x["variant"] == v), None)
+                cells += list(_l_cells(r, n))
+            vname = f"**{v}** (default)" if v == d else v
+            out.append(f"| {vname} | " + " | ".join(cells) + " |")
+        lo, hi = min(r.get("runs", 1) for r in mine), max(r.get("runs", 1) for r in mine)
+        out.append(f"\n({lo if lo == hi else f'{lo} to {hi}'} valid runs each.)\n")
+    return "\n".join(out)
+
+
 def summary(rows):
-    """The README's tables: one per scenario, variants as rows, the CAKE anchors beside."""
+    """The README's tables: one per scenario, variants as rows, the CAKE
+    anchors beside; each figure the median of the scenario's valid runs,
+    with the range when there were more (:func:`aggregate`)."""
+    rows = aggregate(rows)
     d = default_variant()
     out = []
 
@@ -776,24 +1135,41 @@ def summary(rows):
         if ups:
             out.append(text)
             table(sc, [(u, 1) for u in ups], "fwd", [format_rate(u) for u in ups])
+    if any(r["scenario"] in L_LOADS for r in rows):
+        out.append("**Today's links, latency under load** (LU: a bulk upload; LD: a bulk download; "
+                   "LB: both; LP: Wu & Williamson's page three times during an upload), with a UDP "
+                   f"probe {PROBE_HZ} times a second beside the load:\n")
+        out.append(l_summary(rows))
     return "\n".join(out)
 
 
+def _yerr(rs, fig, scale):
+    """matplotlib's ``yerr`` (below, above) of aggregated rows' medians: their ranges."""
+    lo = [(r["_y"] - (r.get("spread") or {}).get(fig, [r["_y"] * scale] * 2)[0] / scale) for r in rs]
+    hi = [((r.get("spread") or {}).get(fig, [r["_y"] * scale] * 2)[1] / scale - r["_y"]) for r in rs]
+    return [lo, hi]
+
+
 def plots(rows, out_dir, name):
-    """PNG plots; returns their paths."""
+    """PNG plots of the medians over the runs, with their ranges as error
+    bars; returns their paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     paths = []
+    rows = aggregate(rows)
     variants = [v for v in VARIANTS if any(r["variant"] == v for r in rows)]
 
     s1 = [r for r in rows if r["scenario"] == "S1" and r["valid"]]
     if s1:
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for v in variants:
-            pts = sorted((r["uplink_bps"], r["forward_goodput_bps"]) for r in s1 if r["variant"] == v)
-            if pts:
-                ax.plot([p[0] / 1e3 for p in pts], [p[1] / 1e6 for p in pts], "o-", label=v)
+            rs = sorted((r for r in s1 if r["variant"] == v), key=lambda r: r["uplink_bps"])
+            if rs:
+                for r in rs:
+                    r["_y"] = r["forward_goodput_bps"] / 1e6
+                ax.errorbar([r["uplink_bps"] / 1e3 for r in rs], [r["_y"] for r in rs],
+                            yerr=_yerr(rs, "forward_goodput_bps", 1e6), fmt="o-", capsize=3, label=v)
         for key, marker, label in (("fifo", "x", "CAKE anchor: FIFO"), ("cake", "s", "CAKE anchor: ack-filter"),
                                    ("cake-aggressive", "^", "CAKE anchor: aggressive")):
             pts = sorted((up, a[key]) for (sc, up), a in CAKE.items() if sc == "S1")
@@ -899,6 +1275,42 @@ def plots(rows, out_dir, name):
         fig.savefig(p, dpi=110)
         plt.close(fig)
         paths.append(p)
+    lrows = [r for r in rows if r["scenario"] in L_LOADS and r["valid"] and r.get("probe")]
+    if lrows:
+        links = sorted({(r["uplink_bps"], r["downlink_bps"], r.get("rtt_ms", 50)) for r in lrows})
+        loads = [n for n in L_LOADS if any(r["scenario"] == n for r in lrows)]
+        lvars = [v for v in variants if any(r["variant"] == v for r in lrows)]
+        fig, axes = plt.subplots(1, len(links), figsize=(4.6 * len(links), 4.2), squeeze=False, sharey=True)
+        width = 0.8 / max(1, len(lvars))
+        for ax, link in zip(axes[0], links):
+            for i, v in enumerate(lvars):
+                rs = [next((r for r in lrows if r["variant"] == v and r["scenario"] == n and
+                            (r["uplink_bps"], r["downlink_bps"], r.get("rtt_ms", 50)) == link), None)
+                      for n in loads]
+                xs = [k + (i - len(lvars) / 2 + 0.5) * width for k, r in enumerate(rs) if r]
+                rs = [r for r in rs if r]
+                for r in rs:
+                    r["_y"] = max(0.1, r["probe"]["added_ms"]["median"])
+                if rs:
+                    err = _yerr(rs, "probe.added_ms.median", 1)
+                    err = [[max(0.0, min(e, y - 0.05)) for e, y in zip(err[0], (r["_y"] for r in rs))], err[1]]
+                    ax.bar(xs, [r["_y"] for r in rs], width=width, yerr=err, capsize=2, label=v)
+            for bound, g in GRADES[1:]:
+                ax.axhline(bound, color="gray", linestyle=":", linewidth=0.8)
+                ax.text(len(loads) - 0.45, bound, f" {g}/", fontsize=6, va="bottom", color="gray")
+            ax.set_xticks(range(len(loads)), loads)
+            ax.set_yscale("log")
+            ax.set_title(f"{format_rate(link[0])} / {format_rate(link[1])}, RTT {link[2]} ms", fontsize=9)
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0][0].set_ylabel("probe's added round trip, median (ms, log)")
+        axes[0][-1].legend(fontsize=6)
+        fig.suptitle("Latency under load: LU upload, LD download, LB both, LP page during an upload "
+                     "(dotted: the grades' bounds)", fontsize=9)
+        fig.tight_layout()
+        p = out_dir / f"{name}-latency.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
     return paths
 
 
@@ -963,12 +1375,17 @@ def main(argv=None):
                     help="run a scenario up to N times until the bridge counts it valid (frames "
                          "written late past the link's bounds: the machine, not the design); the "
                          "row says how many it took (default 3)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run every scenario and variant N times (in rounds: all once, then all "
+                         "again); the tables give the median and the range (default 1)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the valid rows of an earlier OUT/NAME.json and run only the rest "
                          "(missing or invalid)")
     args = ap.parse_args(argv)
     if args.attempts < 1:
         ap.error(f"--attempts must be 1 or more, not {args.attempts}")
+    if args.repeat < 1:
+        ap.error(f"--repeat must be 1 or more, not {args.repeat}")
 
     only = [s.strip().upper() for s in args.only.split(",")] if args.only else None
     for s in only or ():
@@ -979,12 +1396,13 @@ def main(argv=None):
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r}; known: {' '.join(VARIANTS)}")
     todo = plan(quick=args.quick, only=only, variants=variants)
-    total_s = sum(sc.duration + LEAD_S + 3 for sc, _ in todo)
+    runs = [(n, sc, v) for n in range(1, args.repeat + 1) for sc, v in todo]
+    total_s = sum(_nominal_s(sc) for _, sc, _ in runs)
     if args.list:
         for sc, v in todo:
-            print(f"{sc.name:4} {format_rate(sc.uplink_bps):>8} {v:24} {sc.duration:.0f} s"
+            print(f"{sc.name:4} {_link_text(sc):>22} {v:26} {sc.duration:.0f} s"
                   + (f" {sc.flows} flows" if sc.flows else ""))
-        print(f"{len(todo)} runs, about {total_s / 60:.0f} minutes")
+        print(f"{len(runs)} runs ({len(todo)} x {args.repeat}), about {total_s / 60:.0f} minutes")
         return 0
     if args.report:
         name = args.name or ("quick" if args.quick else "full")
@@ -1009,7 +1427,7 @@ def main(argv=None):
     name = args.name or ("quick" if args.quick else "full")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"experiments: {len(todo)} runs, about {total_s / 60:.0f} minutes; building the bridge ...",
+    print(f"experiments: {len(runs)} runs, about {total_s / 60:.0f} minutes; building the bridge ...",
           flush=True)
     # One bridge per build of the core the plan needs, built on first use.
     bridges = {}
@@ -1027,23 +1445,24 @@ def main(argv=None):
     if args.resume and (out_dir / f"{name}.json").exists():
         for r in json.loads((out_dir / f"{name}.json").read_text()):
             if r.get("valid"):
-                kept[_key(r)] = r
+                kept[(_key(r), r.get("run", 1))] = r
         print(f"experiments: keeping {len(kept)} valid rows of {out_dir / (name + '.json')}", flush=True)
     rows = []
     t_start = time.monotonic()
     done_s = 0.0
-    keys = [(sc.name, sc.uplink_bps, sc.flows or (len(sc.downloads) or None), v) for sc, v in todo]
-    for i, (sc, v) in enumerate(todo, 1):
+    keys = [(_scenario_key(sc, v), n) for n, sc, v in runs]
+    for i, (n, sc, v) in enumerate(runs, 1):
         key = keys[i - 1]
         if key in kept:
             rows.append(kept[key])
-            total_s -= sc.duration + LEAD_S + 3
+            total_s -= _nominal_s(sc)
             continue
         t = time.monotonic()
-        row = run_counted(sc, v, attempts=args.attempts, binary=binary_for(v), seed=args.seed,
+        row = run_counted(sc, v, attempts=args.attempts, binary=binary_for(v), seed=args.seed + n - 1,
                           log=lambda line: print(f"  {line}", flush=True))
+        row["run"] = n
         rows.append(row)
-        done_s += sc.duration + LEAD_S + 3
+        done_s += _nominal_s(sc)
         left = max(0.0, total_s - done_s) * (time.monotonic() - t_start) / done_s
         what = []
         if row["forward_goodput_bps"] is not None:
@@ -1056,10 +1475,15 @@ def main(argv=None):
             what.append(f"page {row['page_time_s']:.2f} s")
         if row.get("page_incomplete"):
             what.append(f"a page not loaded in {row['page_time_over_s']:.0f} s")
+        if row.get("probe"):
+            p = row["probe"]
+            what.append(f"probe +{p['added_ms']['median']:.1f} ms (p99 +{p['added_ms']['p99']:.1f}) "
+                        f"{p['grade']}, {p['loss']:.1%} lost")
         if not row["valid"]:
             what.append(f"INVALID: {row['invalid_reason']}")
-        print(f"[{i}/{len(todo)}] {sc.name} {format_rate(sc.uplink_bps)}"
-              + (f" {sc.flows} flows" if sc.flows else "") + f" {v}: {', '.join(what)} "
+        print(f"[{i}/{len(runs)}] {sc.name} {_link_text(sc)}"
+              + (f" {sc.flows} flows" if sc.flows else "") + f" {v}"
+              + (f" (run {n})" if args.repeat > 1 else "") + f": {', '.join(what)} "
               f"({time.monotonic() - t:.0f} s; about {left / 60:.0f} min left)", flush=True)
         # Rows still to come that an earlier run left are kept in the file too,
         # so that stopping this run loses nothing.
