@@ -135,9 +135,6 @@ def _variants():
     v.append(Variant("aggressive-fq-red-ecn", "aggressive, data share 128, per-flow queues, RED "
                      "marking CE (the hosts request classic ECN)", ack_mode="aggressive", data_share=128,
                      red=True, ecn=1, flow_queues=True, host_buckets=hb))
-    v.append(Variant("aggressive-fq-red", "aggressive, data share 128, per-flow queues, RED "
-                     "dropping (the hosts do not request ECN, as Linux's default)",
-                     ack_mode="aggressive", data_share=128, red=True, flow_queues=True, host_buckets=hb))
     # What `ackfilter-ctl tune` advises for each scenario's link, applied as
     # it prints it: the tool's advice, measured.
     v.append(Variant("tuned", "every register `ackfilter-ctl tune` prints for the scenario's link "
@@ -321,8 +318,8 @@ PROBE_HZ = 20
 #: The idle round trip is taken from this long after the probe starts.
 PROBE_SETTLE_S = 0.5
 L_IDLE_S = 3.0                      # the probe alone
-L_LOAD_S = 20.0                     # then the load
-L_WARM_S = 8.0                      # measured from this long into the load
+L_LOAD_S = 15.0                     # then the load
+L_WARM_S = 6.0                      # measured from this long into the load
 #: The latency-under-load scenarios: the load beside the probe.
 L_LOADS = {"LU": "a bulk upload", "LD": "a bulk download", "LB": "a bulk download and a bulk upload",
            "LP": "Wu & Williamson's page, three times, during a bulk upload"}
@@ -415,15 +412,14 @@ _RED = tuple(n for n in VARIANTS
 _SEG = tuple(n for n in VARIANTS if VARIANTS[n].chunk and not VARIANTS[n].flow_queues)
 _ACC = tuple(n for n in VARIANTS if VARIANTS[n].acc)
 _FQ = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues and VARIANTS[n].host_buckets
-            and not VARIANTS[n].tuned and n != "aggressive-fq-red")
+            and not VARIANTS[n].tuned)
 #: Flow queues without host fairness: where hosts differ (S7).
 _FQ_FLOWS = tuple(n for n in VARIANTS if VARIANTS[n].flow_queues and not VARIANTS[n].host_buckets)
 #: Where RED is measured: a queue of upload data builds in these.
 _RED_SCENARIOS = ("S1", "S3", "S5U")
 #: Today's links: what a user has (the modem's FIFO), the candidates for the
 #: defaults, and what `ackfilter-ctl tune` advises.
-_L_VARIANTS = ("modem-fifo", "aggressive-fq", "aggressive-fq-red", "aggressive-fq-red-ecn",
-               "aggressive-fq-seg512", "tuned")
+_L_VARIANTS = ("modem-fifo", "aggressive-fq", "aggressive-fq-red-ecn", "aggressive-fq-seg512", "tuned")
 
 
 def plan(*, quick=False, only=None, variants=None):
