@@ -55,10 +55,10 @@ fuzz: venv ## mutation campaign through the RTL, model + independent checker (SE
 captures: ## (root) remake sim/captures/*.pcap.gz: real Linux TCP in network namespaces (~2 min)
 	bash scripts/make_captures.sh
 
-experiments: venv ## (root) real Linux TCP through the RTL: every scenario and variant (~90 min) -> build/experiments/full.*
+experiments: venv ## (root) real Linux TCP through the RTL: every scenario and variant (~140 min) -> build/experiments/full.*
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter experiments
 
-experiments-quick: venv ## (root) S1, S3 at 64k and S5 at 28.8k, modem FIFO and the default (~4 min) -> build/experiments/quick.*
+experiments-quick: venv ## (root) S1, S3 at 64k, S5 at 28.8k (modem FIFO, default), latency under load at 1/16M (~5 min) -> build/experiments/quick.*
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter experiments --quick
 
 verilog: venv ## generate build/verilog/ackfilter_core.v

@@ -29,9 +29,10 @@
 //   --stats-s S              a `status` line on stderr every S seconds (default 1)
 //   --wake-lead-us N         end a sleep N us before a frame is due and wait the rest
 //                            awake (default 50)
-//   --realtime               run as a SCHED_FIFO task (root), so a loaded machine
-//                            does not delay it (it sleeps whenever the core waits,
-//                            but for the wake lead before a frame is due)
+//   --realtime               run both threads as SCHED_FIFO tasks (root), so a loaded
+//                            machine does not delay them (they sleep whenever there is
+//                            nothing to do, the I/O thread but for the wake lead before
+//                            a frame is due)
 //
 // Time: the core's `now` follows the wall clock. While the core has work the
 // simulation runs as fast as it can and falls behind the wall clock (the lag);

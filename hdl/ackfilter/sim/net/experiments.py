@@ -135,6 +135,9 @@ def _variants():
     v.append(Variant("aggressive-fq-red-ecn", "aggressive, data share 128, per-flow queues, RED "
                      "marking CE (the hosts request classic ECN)", ack_mode="aggressive", data_share=128,
                      red=True, ecn=1, flow_queues=True, host_buckets=hb))
+    v.append(Variant("aggressive-fq-red", "aggressive, data share 128, per-flow queues, RED "
+                     "dropping (the hosts do not request ECN, Linux's default)",
+                     ack_mode="aggressive", data_share=128, red=True, flow_queues=True, host_buckets=hb))
     # What `ackfilter-ctl tune` advises for each scenario's link, applied as
     # it prints it: the tool's advice, measured.
     v.append(Variant("tuned", "every register `ackfilter-ctl tune` prints for the scenario's link "
@@ -1338,7 +1341,7 @@ def run_counted(sc, variant_name, *, attempts=3, run=None, log=None, **kw):
         if row["valid"]:
             return row
         if attempt < attempts:
-            log(f"attempt {attempt} of {sc.name} {format_rate(sc.uplink_bps)} {variant_name} does not "
+            log(f"attempt {attempt} of {sc.name} {_link_text(sc)} {variant_name} does not "
                 f"count ({row['invalid_reason']}); running it again")
     return row
 
