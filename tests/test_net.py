@@ -217,6 +217,9 @@ def test_invalid_reason_at_the_bounds():
     assert _stats(max_lag_ms=500.0).valid
     assert not _stats(protocol_errors=1).valid
     assert "TAP write errors" in _stats(up_write_errors=1).invalid_reason()
+    # a frame the core dropped because the bridge offered it too fast is the bridge's doing
+    assert _stats(core_overruns=0).valid
+    assert "the core dropped 2 frames offered faster" in _stats(core_overruns=2).invalid_reason()
 
 
 def test_markdown_table_has_the_issue_columns():
@@ -751,6 +754,22 @@ def test_aggregate_takes_the_median_and_range_of_the_valid_runs():
     assert "15.0 (14.0-15.5) / 0.85 (0.80-0.90)" in text
     assert "+6.0 (4.0-40) / 12 / 18, 0.0%, **A**" in text
     assert "1 to 3 valid runs each" in text
+
+
+def test_plots_draw_the_medians_with_their_ranges(tmp_path):
+    """Repeated runs of S1, S3, S5U and a latency scenario plot without error
+    and make the latency figure."""
+    d = E.default_variant()
+    rows = [_lrow(d, n, fwd=15e6, rev=0.8e6 + n * 1e4, med=3.0 * n) for n in (1, 2, 3)]
+    for n, (fwd, page) in enumerate(((8.1e6, 3.0), (8.5e6, 3.4), (7.9e6, 2.9)), 1):
+        for sc, up in (("S1", 64000), ("S3", 64000), ("S5U", 28800)):
+            rows.append({"scenario": sc, "variant": d, "uplink_bps": up, "downlink_bps": 10_000_000,
+                         "flows": 1, "run": n, "forward_goodput_bps": fwd, "reverse_goodput_bps": 30000 + n,
+                         "jain": None, "page_time_s": page if sc == "S5U" else None, "valid": True,
+                         "invalid_reason": "", "default": True, "cake": ""})
+    paths = {p.name for p in E.plots(rows, tmp_path, "t")}
+    assert {"t-s1-throughput.png", "t-s3-two-way.png", "t-s5-page-time.png", "t-latency.png"} <= paths
+    assert all((tmp_path / p).stat().st_size > 1000 for p in paths)
 
 
 def test_repeat_runs_every_experiment_in_rounds_and_resume_keeps_each_run(tmp_path, monkeypatch, capsys):

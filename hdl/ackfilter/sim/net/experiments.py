@@ -1221,14 +1221,16 @@ def plots(rows, out_dir, name):
         fig, ax = plt.subplots(figsize=(9, 4))
         width = 0.8 / max(1, len(variants))
         for i, v in enumerate(variants):
-            xs, ys = [], []
+            xs, rs = [], []
             for gi, g in enumerate(groups):
                 r = next((r for r in s5 if (r["scenario"], r["uplink_bps"]) == g and r["variant"] == v), None)
                 if r:
                     xs.append(gi + (i - len(variants) / 2 + 0.5) * width)
-                    ys.append(r["page_time_s"])
+                    r["_y"] = r["page_time_s"]
+                    rs.append(r)
             if xs:
-                ax.bar(xs, ys, width=width, label=v)
+                ax.bar(xs, [r["_y"] for r in rs], width=width, yerr=_yerr(rs, "page_time_s", 1), capsize=2,
+                       label=v)
         for gi, g in enumerate(groups):
             a = CAKE.get(g, {})
             if "cake_page_s" in a:
@@ -1253,10 +1255,15 @@ def plots(rows, out_dir, name):
         for ax, up in zip(axes[0], ups):
             rs = [r for r in s3 if r["uplink_bps"] == up]
             xs = range(len(rs))
-            ax.bar([x - 0.2 for x in xs], [r["forward_goodput_bps"] / 1e6 for r in rs], 0.4, label="download (Mb/s)")
+            for r in rs:
+                r["_y"] = r["forward_goodput_bps"] / 1e6
+            ax.bar([x - 0.2 for x in xs], [r["_y"] for r in rs], 0.4, label="download (Mb/s)",
+                   yerr=_yerr(rs, "forward_goodput_bps", 1e6), capsize=2)
             ax2 = ax.twinx()
-            ax2.bar([x + 0.2 for x in xs], [(r["reverse_goodput_bps"] or 0) / 1e3 for r in rs], 0.4,
-                    color="tab:orange", label="upload (kb/s)")
+            for r in rs:
+                r["_y"] = (r["reverse_goodput_bps"] or 0) / 1e3
+            ax2.bar([x + 0.2 for x in xs], [r["_y"] for r in rs], 0.4, color="tab:orange", label="upload (kb/s)",
+                    yerr=_yerr(rs, "reverse_goodput_bps", 1e3), capsize=2)
             ax2.axhline(up / 2e3, color="tab:orange", linestyle=":")
             ax.set_xticks(list(xs), [r["variant"] for r in rs], rotation=60, ha="right", fontsize=7)
             ax.set_ylabel("download goodput (Mb/s)")
