@@ -499,6 +499,10 @@ def test_downlink_rate_and_fifo(bridge_binary):
     assert st["down_out_frames"] == len(out.split())
     assert st.link_rate_bps("down") == pytest.approx(10e6, rel=0.01)
     assert st["down_drops"] > 0
+    # the I/O thread's own figures reach the output: every frame it read from the WAN TAP
+    # went to the downlink, and its sleeps and writes are timed
+    assert st["wan_read"] == st["down_in_frames"] > 0
+    assert {"max_oversleep_ms", "max_write_ms", "max_write_at_s"} <= set(st.values)
 
 
 @root_only
@@ -644,6 +648,15 @@ def test_probe_figures_by_hand():
     # most probes lost: F whatever the few answered said
     lossy = idle + [[2.0, 0.021]] + [[2.0 + 0.1 * k, None] for k in range(1, 10)]
     assert E.probe_figures(lossy, idle=(0.0, 1.0), window=(2.0, 3.0))["grade"] == "F"
+    # every probe in the window lost (a full modem FIFO): no round trip, F, and the
+    # tables say so instead of failing
+    gone = E.probe_figures(idle + [[2.0 + 0.1 * k, None] for k in range(10)], idle=(0.0, 1.0),
+                           window=(2.0, 3.0))
+    assert gone["added_ms"] == {"median": None, "p95": None, "p99": None}
+    assert (gone["loss"], gone["grade"]) == (1.0, "F")
+    assert E._probe_text(gone) == "no echo, 100.0% lost, F"
+    row = dict(_lrow("modem-fifo", 1, fwd=15e6, rev=0.5e6), probe=gone)
+    assert "no echo, 100.0%, **F**" in E.summary([row, dict(row, run=2)])
 
 
 def test_todays_links_scenarios():

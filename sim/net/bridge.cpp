@@ -525,8 +525,12 @@ int main(int argc, char** argv) {
             }
         }
         stop = true;
-                std::printf("max_write_ms %.6f\n", max_write_ns / 1e6);       // writing the frames due, once
-        });
+        // This thread's figures (the main thread prints the rest after join()).
+        std::printf("wan_read %" PRIu64 "\n", wan_read);
+        std::printf("max_oversleep_ms %.6f\n", max_oversleep_ns / 1e6);
+        std::printf("max_write_ms %.6f\n", max_write_ns / 1e6);       // writing the frames due, once
+        std::printf("max_write_at_s %.6f\n", max_write_at_ns / 1e9);
+    });
 
     // The uplink gets a frame; wake the I/O thread if its delay line was empty.
     auto to_uplink = [&](int64_t t, std::vector<uint8_t>&& b) {

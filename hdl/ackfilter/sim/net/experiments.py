@@ -730,8 +730,9 @@ def _link_text(sc):
 
 def _scenario_key(sc, variant):
     """:func:`_key` of the rows ``sc`` run with ``variant`` gives."""
-    return (sc.name, sc.uplink_bps, sc.downlink_bps, round(sc.rtt_s * 1e3),
-            sc.flows or (len(sc.downloads) or None), variant)
+    return _key({"scenario": sc.name, "uplink_bps": sc.uplink_bps, "downlink_bps": sc.downlink_bps,
+                 "rtt_ms": round(sc.rtt_s * 1e3), "flows": sc.flows or (len(sc.downloads) or None),
+                 "variant": variant})
 
 
 def _key(row):
@@ -830,10 +831,19 @@ def _row_link_text(r):
                                rtt_s=r.get("rtt_ms", 50) / 1e3))
 
 
+def _added_ms(x):
+    """An added round trip, ms: a decimal below 10."""
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
 def _probe_text(p):
+    """A run's probe: added median / p95 / p99, loss, grade (no echo in the
+    window: only the loss and the grade)."""
     if not p:
         return ""
     a = p["added_ms"]
+    if a["median"] is None:
+        return f"no echo, {p['loss']:.1%} lost, {p['grade']}"
     return (f"+{a['median']:.1f} / {a['p95']:.1f} / {a['p99']:.1f} ms, {p['loss']:.1%} lost, "
             f"{p['grade']}")
 
@@ -943,7 +953,7 @@ def _kbps_r(r, fig):
 
 
 def _mbps(x):
-    """Mb/s to three significant digits or one decimal."""
+    """Mb/s: two decimals below 10 Mb/s, one above."""
     return "" if x is None else f"{x / 1e6:.2f}" if x < 10e6 else f"{x / 1e6:.1f}"
 
 
@@ -1001,18 +1011,16 @@ def _l_cells(r, load):
     if not p:
         return good + mark, "" + mark
     a = p["added_ms"]
-
-    def ms(fig):
-        return f"{a[fig]:.0f}" if a[fig] >= 10 else f"{a[fig]:.1f}"
-
-    lat = (f"+{ms('median')}" + _range(r, "probe.added_ms.median", lambda x: f"{x:.0f}" if x >= 10 else f"{x:.1f}")
-           + f" / {ms('p95')} / {ms('p99')}, {p['loss']:.1%}, **{p['grade']}**")
+    if a["median"] is None:
+        return good + mark, f"no echo, {p['loss']:.1%}, **{p['grade']}**{mark}"
+    lat = (f"+{_added_ms(a['median'])}" + _range(r, "probe.added_ms.median", _added_ms)
+           + f" / {_added_ms(a['p95'])} / {_added_ms(a['p99'])}, {p['loss']:.1%}, **{p['grade']}**")
     return good + mark, lat + mark
 
 
 def l_summary(rows):
-    """Today's links (``rows`` aggregated): per link and RTT, the goodput
-    table and the latency-under-load table, variants as rows, loads as
+    """Today's links (``rows`` aggregated): a table per link and RTT,
+    variants as rows, each load's goodput and latency under load as
     columns."""
     d = default_variant()
     out = []
@@ -1281,7 +1289,8 @@ def plots(rows, out_dir, name):
         fig.savefig(p, dpi=110)
         plt.close(fig)
         paths.append(p)
-    lrows = [r for r in rows if r["scenario"] in L_LOADS and r["valid"] and r.get("probe")]
+    lrows = [r for r in rows if r["scenario"] in L_LOADS and r["valid"] and r.get("probe")
+             and r["probe"]["added_ms"]["median"] is not None]
     if lrows:
         links = sorted({(r["uplink_bps"], r["downlink_bps"], r.get("rtt_ms", 50)) for r in lrows})
         loads = [n for n in L_LOADS if any(r["scenario"] == n for r in lrows)]
@@ -1482,9 +1491,7 @@ def main(argv=None):
         if row.get("page_incomplete"):
             what.append(f"a page not loaded in {row['page_time_over_s']:.0f} s")
         if row.get("probe"):
-            p = row["probe"]
-            what.append(f"probe +{p['added_ms']['median']:.1f} ms (p99 +{p['added_ms']['p99']:.1f}) "
-                        f"{p['grade']}, {p['loss']:.1%} lost")
+            what.append("probe " + _probe_text(row["probe"]))
         if not row["valid"]:
             what.append(f"INVALID: {row['invalid_reason']}")
         print(f"[{i}/{len(runs)}] {sc.name} {_link_text(sc)}"
