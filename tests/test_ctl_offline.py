@@ -47,8 +47,15 @@ def test_tune_gives_in_range_values_and_the_links_accounting(link, up, down):
         cake_accounting(TUNE_LINKS[link][0]).registers()
     shaped = T.rate_from_cpb(regs["shaper_cpb_q16"], P.F_SYS_HZ)
     assert shaped == pytest.approx(0.95 * up, rel=1e-6)
-    assert regs["red_max_bytes"] == 3 * regs["red_min_bytes"] >= 3 * 2 * 1500
-    assert regs["red_idle_shift"] == registers_for_rate(0.95 * up)["red_idle_shift"]
+    # RED off unless asked for (the flow queues; docs/experiments.md, "Choosing the default")
+    assert regs["red_enable"] == 0 and not any(k.startswith("red_") and k != "red_enable" for k in regs)
+    red, why_red = T.tune(REGMAP, up_bps=up, down_bps=down, rtt_ms=50, link=link, red=True)
+    assert red["red_enable"] == 1
+    assert red["red_max_bytes"] == 3 * red["red_min_bytes"] >= 3 * 2 * 1500
+    assert red["red_idle_shift"] == registers_for_rate(0.95 * up)["red_idle_shift"]
+    assert {k: v for k, v in red.items() if not k.startswith("red_")} == \
+        {k: v for k, v in regs.items() if not k.startswith("red_")}
+    assert any(w.startswith("RED off") for w in why) and any(w.startswith("RED on") for w in why_red)
     # chunks where a full frame takes more than 10 ms on the uplink, not where it is short
     frame_ms = 1000 * 8 * 1514 / (0.95 * up)
     assert regs["chunk_bytes"] == (512 if frame_ms > 10 else 0)
@@ -56,8 +63,8 @@ def test_tune_gives_in_range_values_and_the_links_accounting(link, up, down):
     assert len(why) >= 5 and all(w.strip() for w in why)
 
 
-def test_tune_at_modem_rates_matches_the_experiments_red_settings():
-    regs, _ = T.tune(REGMAP, up_bps=64e3, down_bps=10e6, rtt_ms=50, link="ethernet")
+def test_tune_red_at_modem_rates_matches_the_experiments_red_settings():
+    regs, _ = T.tune(REGMAP, up_bps=64e3, down_bps=10e6, rtt_ms=50, link="ethernet", red=True)
     want = registers_for_rate(0.95 * 64e3)
     assert {k: regs[k] for k in want} == want
 
@@ -83,6 +90,9 @@ def test_tune_prints_reasons_and_values_and_json(capsys):
     rc, out, err = run(capsys, "--json", "tune", "--up", "64k", "--down", "10M")
     doc = json.loads(out)
     assert rc == 0 and doc["applied"] is False and doc["registers"]["ack_mode"] == 2
+    assert doc["registers"]["red_enable"] == 0
+    rc, out, err = run(capsys, "--json", "tune", "--up", "64k", "--down", "10M", "--red")
+    assert rc == 0 and json.loads(out)["registers"]["red_enable"] == 1
     # The round-trip time as a person writes it: the same settings each way.
     for same in (("40", "40ms", "0.04s"), ("400", "400ms", "0.4s")):
         runs = [json.loads(run(capsys, "--json", "tune", "--up", "1M", "--down", "16M", "--rtt", rtt)[1])

@@ -698,6 +698,9 @@ def test_the_tuned_variant_applies_what_the_tool_prints():
     for up, down, rtt in ((1e6, 16e6, 0.02), (10e6, 100e6, 0.05), (28800, 10e6, 0.05)):
         regs, _ = T.tune(rm, up_bps=up, down_bps=down, rtt_ms=rtt * 1e3, link="ethernet")
         assert E.VARIANTS["tuned"].csr(up, down, rtt) == regs
+        red, _ = T.tune(rm, up_bps=up, down_bps=down, rtt_ms=rtt * 1e3, link="ethernet", red=True)
+        assert E.VARIANTS["tuned-red"].csr(up, down, rtt) == red != regs
+    assert E.VARIANTS["tuned"].csr(1e6, 16e6, 0.02)["red_enable"] == 0
     assert E.VARIANTS["tuned"].csr(1e6, 16e6, 0.02)["chunk_bytes"] == 512
     assert E.VARIANTS["tuned"].csr(10e6, 100e6, 0.02)["chunk_bytes"] == 0
     assert E.VARIANTS["tuned"].elab() == E.VARIANTS[E.default_variant()].elab()

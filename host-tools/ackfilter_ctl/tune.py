@@ -6,10 +6,13 @@ type, :func:`tune` derives every setting a user would otherwise look up:
 * the shaper at 95 % of the uplink, so that the queue forms here, where it
   is managed, and not in the modem, with the link's framing charged exactly
   (tc-cake's keywords, resolved in the shipped register map);
-* RED on the upload queue with thresholds in whole packets at modem rates
-  and an average whose time constant is about a second (Floyd, Gummadi and
-  Shenker 2001's automatic settings, with a floor of two packets, since at
-  these rates one packet is tens of milliseconds);
+* RED off: the board's flow queues keep every other flow's packets out of
+  an upload's queue, and in the runs RED then shortened nobody's wait and
+  cost the upload some of its rate; ``red=True`` (``tune --red``) turns
+  it on with thresholds in whole packets at modem rates and an average
+  whose time constant is about a second (Floyd, Gummadi and Shenker 2001's
+  automatic settings, with a floor of two packets, since at these rates one
+  packet is tens of milliseconds);
 * upload data cut into 512-byte chunks where a full frame holds the uplink
   for more than 10 ms (an ACK, or a new flow's packet such as a page's
   request, then waits for one chunk, not a frame; the headers cost about
@@ -69,9 +72,10 @@ def _fmt_rate(bps):
     return f"{bps:.0f} b/s"
 
 
-def tune(regmap, *, up_bps, down_bps, rtt_ms, link):
+def tune(regmap, *, up_bps, down_bps, rtt_ms, link, red=False):
     """``(registers, reasons)``: ``{name: value}`` for the parameters to set,
-    and one sentence per decision. ``regmap`` is the shipped register map."""
+    and one sentence per decision. ``regmap`` is the shipped register map;
+    ``red`` turns RED on (off by default: the module's docstring says why)."""
     presets = regmap.raw["link_presets"]
     if link not in presets:
         raise TuneError(f"unknown link type {link!r}; one of: {', '.join(presets)}")
@@ -88,7 +92,7 @@ def tune(regmap, *, up_bps, down_bps, rtt_ms, link):
     regs, why = {}, []
     regs["shaper_cpb_q16"] = cpb
     why.append(f"shaper: {_fmt_rate(rate)}, 95 % of the {_fmt_rate(up_bps)} uplink, so the queue "
-               "forms here (where the ACKs are filtered and RED manages it), not in the modem")
+               "forms here (where the ACKs are filtered and the flows queued apart), not in the modem")
     preset = presets[link]
     regs.update(preset["registers"])
     r = preset["registers"]
@@ -105,14 +109,20 @@ def tune(regmap, *, up_bps, down_bps, rtt_ms, link):
     idle = regmap.param("red_idle_shift")
     idle_shift = min(idle["max"], max(idle["min"],
                                       round(math.log2(8 * IDLE_PACKET_BYTES * f_sys / rate))))
-    regs.update(red_enable=1, red_min_bytes=min_pk * PACKET_BYTES,
-                red_max_bytes=3 * min_pk * PACKET_BYTES, red_max_p=round(0.1 * 65536),
-                red_wq_shift=wq_shift, red_gentle=1, red_idle_shift=idle_shift)
-    why.append(f"RED on: thresholds {min_pk} and {3 * min_pk} full packets "
-               f"({min_pk * PACKET_BYTES} / {3 * min_pk * PACKET_BYTES} bytes; a packet is "
-               f"{1000 * 8 * PACKET_BYTES / rate:.1f} ms here), gentle, max_p 0.1 to start "
-               f"(the firmware's Adaptive RED moves it), w_q 2^-{wq_shift} so the average spans "
-               f"about a second ({pps:.0f} packets/s)")
+    if red:
+        regs.update(red_enable=1, red_min_bytes=min_pk * PACKET_BYTES,
+                    red_max_bytes=3 * min_pk * PACKET_BYTES, red_max_p=round(0.1 * 65536),
+                    red_wq_shift=wq_shift, red_gentle=1, red_idle_shift=idle_shift)
+        why.append(f"RED on (--red): thresholds {min_pk} and {3 * min_pk} full packets "
+                   f"({min_pk * PACKET_BYTES} / {3 * min_pk * PACKET_BYTES} bytes; a packet is "
+                   f"{1000 * 8 * PACKET_BYTES / rate:.1f} ms here), gentle, max_p 0.1 to start "
+                   f"(the firmware's Adaptive RED moves it), w_q 2^-{wq_shift} so the average spans "
+                   f"about a second ({pps:.0f} packets/s)")
+    else:
+        regs["red_enable"] = 0
+        why.append("RED off: the flow queues keep other flows' packets out of an upload's queue, "
+                   "and in the measured runs RED shortened nobody's wait and cost the upload rate "
+                   "(--red turns it on)")
 
     frame_ms = 1000 * 8 * 1514 / rate
     if frame_ms > CHUNK_ABOVE_MS:

@@ -47,7 +47,8 @@ class Variant:
     uplink: str = "core"            # "core" or "fifo" (the modem's own 10-packet FIFO, no core)
     ack_mode: str = None
     data_share: int = None
-    red: bool = False               # RED on, set for the uplink rate (model.red.registers_for_rate)
+    red: bool = False               # RED on, set for the uplink rate (model.red.registers_for_rate;
+                                    # for a tuned variant: `tune --red`)
     ecn: int = 0                    # the hosts' net.ipv4.tcp_ecn (1: request ECN)
     chunk: int = 0                  # the segmenter's chunk_bytes (0: off)
     acc: bool = False               # ACC on (spec section 11), at its default threshold
@@ -81,7 +82,7 @@ class Variant:
         if self.uplink != "core":
             return {}
         if self.tuned:
-            return tune_registers(uplink_bps, downlink_bps, rtt_s)
+            return tune_registers(uplink_bps, downlink_bps, rtt_s, red=self.red)
         red = registers_for_rate(uplink_bps) if self.red else {}
         return {"ack_mode": self.ack_mode, "data_share": self.data_share,
                 "shaper_cpb_q16": params.cpb_q16_for_rate(uplink_bps),
@@ -144,6 +145,10 @@ def _variants():
                      "(rates, RTT, Ethernet), the rest at reset; the board's core",
                      tuned=True, flow_queues=params.FLOW_QUEUES,
                      host_buckets=params.HOST_BUCKETS if params.FLOW_QUEUES else 0))
+    v.append(Variant("tuned-red", "what `ackfilter-ctl tune --red` prints for the scenario's link "
+                     "(its advice with RED on, as it was before the runs turned RED off)",
+                     tuned=True, red=True, flow_queues=params.FLOW_QUEUES,
+                     host_buckets=params.HOST_BUCKETS if params.FLOW_QUEUES else 0))
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -154,13 +159,13 @@ def _variants():
 VARIANTS = _variants()
 
 
-def tune_registers(uplink_bps, downlink_bps, rtt_s, link="ethernet"):
+def tune_registers(uplink_bps, downlink_bps, rtt_s, link="ethernet", red=False):
     """What ``ackfilter-ctl --json tune --up U --down D --rtt R --link LINK``
-    prints, run as a user runs it (the host tool from ``host-tools/``):
-    ``{register: value}``."""
+    (with ``--red`` if ``red``) prints, run as a user runs it (the host tool
+    from ``host-tools/``): ``{register: value}``."""
     cmd = [sys.executable, "-c", "import sys; from ackfilter_ctl.cli import main; sys.exit(main())",
            "--json", "tune", "--up", str(int(uplink_bps)), "--down", str(int(downlink_bps)),
-           "--rtt", f"{rtt_s * 1e3:g}", "--link", link]
+           "--rtt", f"{rtt_s * 1e3:g}", "--link", link] + (["--red"] if red else [])
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "host-tools"))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
