@@ -462,3 +462,18 @@ def test_the_board_top_without_firmware_keeps_the_led():
     sites = dict(re.findall(r'LOCATE COMP "([^"]+)" SITE "([^"]+)"', plan.files["top.lpf"]))
     assert {sites[k] for k in sites if k.startswith("led_0")} == {"P11"}
     assert not any(k.startswith("uart_0") for k in sites)
+
+
+def test_a_bitstream_reaching_the_saved_parameters_is_refused(tmp_path, monkeypatch, capsys):
+    """Written from the flash's start, the bitstream must end below the two
+    parameter sectors; the build and `--flash --spi` both check."""
+    from ackfilter.soc import memmap as M
+    fits, too_big = tmp_path / "fits.bit", tmp_path / "big.bit"
+    fits.write_bytes(b"\0" * M.FLASH_PARAMS_OFFSET)
+    too_big.write_bytes(b"\0" * (M.FLASH_PARAMS_OFFSET + 1))
+    assert B.check_flash_room(fits) == M.FLASH_PARAMS_OFFSET
+    with pytest.raises(B.BuildError, match="would overwrite the saved parameters at 0x1fe000"):
+        B.check_flash_room(too_big)
+    monkeypatch.setenv("OPENFPGALOADER", "/nonexistent/openFPGALoader")
+    assert B.flash(too_big, spi=True) == 2
+    assert "would overwrite the saved parameters" in capsys.readouterr().err

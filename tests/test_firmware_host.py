@@ -16,7 +16,6 @@ import re
 import shutil
 import struct
 import subprocess
-import zlib
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,6 +24,8 @@ import pytest
 from ackfilter.soc import memmap as M
 from ackfilter.soc.soc import make_firmware
 
+import fwrecord
+
 # One worker builds and runs fwhost (pytest-xdist --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("firmware")
 
@@ -32,7 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 FIRMWARE = REPO / "firmware"
 HOST_BUILD = REPO / "build" / "firmware-host"
 CROSS_GCC = "riscv64-unknown-elf-gcc"
-STACK_BYTES = 2048
+# The stack the link reserves (link.ld's default).
+STACK_BYTES = int(re.search(r"STACK_BYTES : (\d+);", (FIRMWARE / "link.ld").read_text()).group(1))
 
 REGMAP = json.loads((REPO / "host-tools" / "ackfilter_ctl" / "regmap.json").read_text())
 # Every parameter as `list` shows them: CSR parameters, then the firmware's.
@@ -40,8 +42,7 @@ PARAMS = [{**p, "key": p["addr"]} for p in REGMAP["params"]] + \
          [{**p, "signed": False} for p in REGMAP["firmware_params"]]
 BY_NAME = {p["name"]: p for p in PARAMS}
 COMMANDS = ["help", "version", "echo", "list", "get", "set", "stats", "reset-counters",
-            "save", "defaults", "load", "mdio"]
-RECORD_BYTES = 8 + 8 * len(PARAMS) + 4
+            "save", "defaults", "load", "settings", "mdio"]
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +116,65 @@ def test_the_riscv_image_builds_and_fits_the_ram_with_its_stack():
     assert re.search(r"Entry point address:\s+0x0\n", header)        # the reset address
     assert re.search(r'Tag_RISCV_arch: "rv32i\d+p\d+"', header)       # no M, no C
     assert re.search(r"^firmware.bin: \d+ bytes", r.stdout, re.M)     # the size is printed
+
+
+def stack_chain(build):
+    """(bytes, [function, ...]) of the deepest call chain from `_start`: each
+    function's frame from GCC's -fstack-usage (obj/*.su), the calls from the
+    image's disassembly; the one indirect call (`cmd_run` through the command
+    table) may reach every `c_*` command. libgcc's helpers have no .su: their
+    register save and restore routines are part of the caller's frame, the
+    others are counted at 32 bytes."""
+    frames = {}
+    for su in (build / "obj").glob("*.su"):
+        for line in su.read_text().splitlines():
+            where, size, kind = line.split("\t")
+            assert kind == "static", line          # no alloca, no variable-length arrays
+            name = where.rsplit(":", 1)[1].split(".")[0]
+            frames[name] = max(frames.get(name, 0), int(size))
+    dis = subprocess.run(["riscv64-unknown-elf-objdump", "-d", str(build / "firmware.elf")],
+                         capture_output=True, text=True, check=True).stdout
+    calls, func = {}, None
+    for line in dis.splitlines():
+        if m := re.match(r"^[0-9a-f]+ <([^>]+)>:$", line):
+            func = m.group(1).split(".")[0]
+            calls.setdefault(func, set())
+        elif func and (m := re.search(r"\t(?:jal|j)\t(?:\w+,)?[0-9a-f]+ <([^>+]+)>", line)):
+            target = m.group(1).split(".")[0]
+            if target != func:
+                calls[func].add(target)
+        elif func and re.search(r"\tjalr\t", line) and not func.startswith("__riscv_"):
+            assert func == "cmd_run", f"an indirect call in {func}: teach stack_chain where it goes"
+            calls[func] |= {f for f in calls if f.startswith("c_")} | {"c_help"}
+
+    def frame(f):
+        if f in frames:
+            return frames[f]
+        assert f.startswith("__") or f == "_start", f"no stack usage for {f}"
+        return 0 if f.startswith("__riscv_") or f == "_start" else 32
+
+    best = {}
+
+    def deepest(f, path):
+        assert f not in path, f"recursion: {' -> '.join(path + [f])}"
+        if f not in best:
+            below = [deepest(g, path + [f]) for g in calls.get(f, ())]
+            depth, chain = max(below, default=(0, []))
+            best[f] = (frame(f) + depth, [f] + chain)
+        return best[f]
+
+    return deepest("_start", [])
+
+
+def test_the_deepest_call_chain_needs_under_half_the_stack():
+    """The stack the link reserves (link.ld's STACK_BYTES) is at least twice
+    the deepest call chain, so that the RAM it takes is no guess."""
+    if shutil.which(CROSS_GCC) is None:
+        pytest.fail(f"{CROSS_GCC} is required")
+    assert make_firmware().returncode == 0
+    depth, chain = stack_chain(FIRMWARE / "build")
+    assert 2 * depth <= STACK_BYTES, f"{depth} bytes: {' -> '.join(chain)}"
+    assert depth >= 200 and "check_record" in chain, chain     # the analysis sees the save path
 
 
 def test_the_image_builds_under_a_make_that_sets_board(monkeypatch):
@@ -322,15 +382,29 @@ def non_defaults():
     return {p["name"]: p["max"] if p["max"] != p["default"] else p["min"] for p in PARAMS}
 
 
-def record(entries, *, regmap=REGMAP["regmap_version"], magic=b"AFP1"):
-    """The record as the README describes it, for (key, value) entries."""
-    body = magic + struct.pack("<HH", regmap, len(entries))
-    body += b"".join(struct.pack("<II", k, v & 0xFFFF_FFFF) for k, v in entries)
-    return body + struct.pack("<I", zlib.crc32(body))
+def written(flash):
+    """The newest valid record of a flash file as ``(sector, seq, regmap, {name: value})``,
+    values as the parameters' signed or unsigned numbers."""
+    found = fwrecord.newest(flash.read_bytes())
+    if found is None:
+        return None
+    sector, seq, regmap, words = found
+    values = {n: (w - 2**32 if BY_NAME.get(n, {}).get("signed") and w >= 2**31 else w)
+              for n, w in words.items()}
+    return sector, seq, regmap, values
 
 
-def sector(data=b""):
-    return data + b"\xff" * (M.FLASH_SECTOR_BYTES - len(data))
+def raw_run(fwhost, lines, *args):
+    """(status, stdout, stderr) of one fwhost session, whatever its status."""
+    r = subprocess.run([str(fwhost), *map(str, args)], capture_output=True, timeout=60,
+                       input="".join(f"{line}\n" for line in lines).encode())
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+def settings(reply):
+    """`settings`' reply: ``{key: rest of the line}``."""
+    assert reply[-1] == "ok"
+    return dict(line.split(" ", 1) for line in reply[:-1])
 
 
 def test_save_then_a_new_boot_loads_the_values(fwhost, tmp_path):
@@ -338,12 +412,14 @@ def test_save_then_a_new_boot_loads_the_values(fwhost, tmp_path):
     want = non_defaults()
     _, replies = session(fwhost, [f"set {n} {v}" for n, v in want.items()] + ["save"],
                          "--flash", flash)
-    assert replies[-1] == [f"saved {len(PARAMS)} parameters", "ok"]
-    boot, replies = session(fwhost, ["get", "defaults", "load", "get"], "--flash", flash)
+    assert replies[-1] == [f"saved {len(PARAMS)} parameters as flash record 1", "ok"]
+    boot, replies = session(fwhost, ["get", "settings", "defaults", "load", "get"], "--flash", flash)
     assert boot == [boot[0]]                                     # no warning
     assert stats(replies[0]) == {n: str(v) for n, v in want.items()}
-    assert replies[2] == [f"loaded {len(PARAMS)} parameters", "ok"]
-    assert stats(replies[3]) == {n: str(v) for n, v in want.items()}
+    assert settings(replies[1]) == {"source": "flash", "record": "1", "sector": "0",
+                                    "record_regmap": str(REGMAP["regmap_version"]), "saved": "yes"}
+    assert replies[3] == [f"loaded {len(PARAMS)} parameters from flash record 1", "ok"]
+    assert stats(replies[4]) == {n: str(v) for n, v in want.items()}
 
 
 def test_the_saved_record_has_the_documented_layout_and_crc(fwhost, tmp_path):
@@ -351,102 +427,251 @@ def test_the_saved_record_has_the_documented_layout_and_crc(fwhost, tmp_path):
     want = non_defaults()
     session(fwhost, [f"set {n} {v}" for n, v in want.items()] + ["save"], "--flash", flash)
     data = flash.read_bytes()
-    assert len(data) == M.FLASH_SECTOR_BYTES
-    assert data == sector(record([(p["key"], want[p["name"]]) for p in PARAMS]))
-    (crc,) = struct.unpack_from("<I", data, RECORD_BYTES - 4)
-    assert crc == zlib.crc32(data[:RECORD_BYTES - 4])
+    assert len(data) == fwrecord.SECTORS * M.FLASH_SECTOR_BYTES
+    assert data == fwrecord.region(fwrecord.record([(p["name"], want[p["name"]]) for p in PARAMS]))
+    assert M.FLASH_PARAMS_OFFSET + len(data) == 0x20_0000        # the end of the first 16 Mbit
 
 
-def test_saving_twice_rewrites_the_sector(fwhost, tmp_path):
+def test_saves_go_to_the_two_sectors_in_turn_with_rising_numbers(fwhost, tmp_path):
     flash = tmp_path / "flash.bin"
-    session(fwhost, ["set ack_mode 0", "save"], "--flash", flash)
+    for n, mode in enumerate((0, 1, 2, 0), 1):
+        _, replies = session(fwhost, [f"set ack_mode {mode}", "save"], "--flash", flash)
+        assert replies[1] == [f"saved {len(PARAMS)} parameters as flash record {n}", "ok"]
+        sector, seq, _, values = written(flash)
+        assert (sector, seq, values["ack_mode"]) == ((n - 1) % 2, n, mode)
+        before = fwrecord.read(flash.read_bytes())[n % 2]
+        if n > 1:                                                # the one before, still whole
+            assert before[0] == n - 1
+    assert values_of(fwhost, flash)["ack_mode"] == 0
+
+
+def values_of(fwhost, flash, *more):
+    return values(fwhost, "--flash", flash, *more)
+
+
+def test_saving_unchanged_settings_writes_nothing(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
     session(fwhost, ["set ack_mode 1", "save"], "--flash", flash)
-    assert values(fwhost, "--flash", flash)["ack_mode"] == 1
+    before = flash.read_bytes()
+    _, replies = session(fwhost, ["save", "set ack_mode 1", "save", "settings"], "--flash", flash)
+    unchanged = ["unchanged: flash record 1 holds these values, nothing written", "ok"]
+    assert replies[0] == replies[2] == unchanged
+    assert settings(replies[3])["saved"] == "yes"
+    assert flash.read_bytes() == before
+    _, replies = session(fwhost, ["set ack_mode 0", "settings", "set ack_mode 1", "settings"],
+                         "--flash", flash)
+    assert settings(replies[1])["saved"] == "no" and settings(replies[3])["saved"] == "yes"
 
 
-@pytest.mark.parametrize("offset", [4, 7, 8, 13, RECORD_BYTES // 2, RECORD_BYTES - 1])
-def test_a_flipped_byte_gives_the_crc_warning_and_defaults(fwhost, tmp_path, offset):
+def test_a_save_cut_short_at_any_step_boots_on_the_record_before(fwhost, tmp_path):
+    """Power fails halfway through each erase and program of a save in turn,
+    until a save gets through: each time the next boot has the settings of
+    the save before, whole, and the next save works."""
+    flash, start = tmp_path / "flash.bin", tmp_path / "start.bin"
+    old, new = non_defaults(), defaults()
+    session(fwhost, [f"set {n} {v}" for n, v in old.items()] + ["save", "set data_share 77", "save"],
+            "--flash", start)                                    # records 1 and 2: sector 0 is next
+    old["data_share"] = 77
+    for cut in range(1, 200):
+        flash.write_bytes(start.read_bytes())
+        status, out, err = raw_run(fwhost, ["echo off", "defaults", "save"], "--flash", flash,
+                                   "--flash-cut", cut)
+        if status == 0:
+            break
+        assert status == 4 and f"power cut in flash write {cut} " in err
+        assert "saved" not in out                                # the save never finished
+        boot, replies = session(fwhost, ["get", "settings"], "--flash", flash)
+        assert stats(replies[0]) == {n: str(v) for n, v in old.items()}, cut
+        assert settings(replies[1])["record"] == "2"
+        damaged = fwrecord.read(flash.read_bytes())[0] == "damaged"
+        assert boot[1:] == (["warning: the other parameter sector holds a damaged record (a save "
+                             "cut short?), using flash record 2"] if damaged else [])
+        _, replies = session(fwhost, ["defaults", "save"], "--flash", flash)
+        assert replies[1][0] == f"saved {len(PARAMS)} parameters as flash record 3"
+        assert written(flash)[:2] == (0, 3) and values_of(fwhost, flash) == new
+    assert cut > 3 and "saved" in out                            # an erase and several programs
+    assert written(flash)[:2] == (0, 3) and values_of(fwhost, flash) == new
+
+
+def test_the_first_save_cut_short_boots_on_the_defaults(fwhost, tmp_path):
     flash = tmp_path / "flash.bin"
-    session(fwhost, [f"set {n} {v}" for n, v in non_defaults().items()] + ["save"], "--flash", flash)
-    data = bytearray(flash.read_bytes())
-    data[offset] ^= 0x10
-    flash.write_bytes(data)
-    boot, replies = session(fwhost, ["get", "set ack_mode 1", "load", "get ack_mode"],
-                            "--flash", flash)
-    assert boot[1:] == ["warning: saved parameters are corrupt (CRC), using defaults"]
-    assert stats(replies[0]) == {n: str(v) for n, v in defaults().items()}
-    assert replies[2] == ["error: saved parameters are corrupt (CRC), using defaults"]
-    assert replies[3] == [f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"]
+    for cut in range(1, 200):
+        flash.unlink(missing_ok=True)
+        status, _, _ = raw_run(fwhost, ["echo off", "set ack_mode 0", "save"], "--flash", flash,
+                               "--flash-cut", cut)
+        if status == 0:
+            break
+        assert status == 4
+        assert values_of(fwhost, flash) == defaults()
+    assert cut > 3 and values_of(fwhost, flash)["ack_mode"] == 0
 
 
-@pytest.mark.parametrize("content", ["missing", "erased", "other magic"])
-def test_no_saved_record_gives_defaults_quietly(fwhost, tmp_path, content):
-    flash = tmp_path / "flash.bin"
-    if content == "erased":
-        flash.write_bytes(sector())
-    elif content == "other magic":
-        flash.write_bytes(sector(record([(0, 1)], magic=b"AFP0")))
-    boot, replies = session(fwhost, ["get", "set ack_mode 1", "load", "get ack_mode"],
-                            "--flash", flash)
-    assert boot == [boot[0]]
-    assert stats(replies[0]) == {n: str(v) for n, v in defaults().items()}
-    assert replies[2] == ["error: no saved parameters (using defaults)"]
-    assert replies[3] == [f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"]
-
-
-def test_unknown_and_out_of_range_entries_are_skipped_with_a_warning(fwhost, tmp_path):
-    flash = tmp_path / "flash.bin"
-    red_max_p, overhead = BY_NAME["red_max_p"], BY_NAME["shaper_overhead_bytes"]
-    interval = BY_NAME["ared_interval_ms"]
-    flash.write_bytes(sector(record([
-        (BY_NAME["ack_mode"]["key"], 1),
-        (0x55, 7),                                        # no such key
-        (red_max_p["key"], red_max_p["max"] + 1),
-        (overhead["key"], overhead["min"]),               # negative, in range
-        (interval["key"], interval["min"] - 1),
-        (overhead["key"], overhead["min"] - 1),           # the later entry is skipped
-        (interval["key"], interval["max"]),
-    ])))
-    warnings = [
-        "warning: saved parameter key 0x0055 is unknown, skipped",
-        f"warning: saved red_max_p {red_max_p['max'] + 1} is out of range "
-        f"{red_max_p['min']}..{red_max_p['max']} {red_max_p['unit']}, skipped",
-        f"warning: saved ared_interval_ms {interval['min'] - 1} is out of range "
-        f"{interval['min']}..{interval['max']} {interval['unit']}, skipped",
-        f"warning: saved shaper_overhead_bytes {overhead['min'] - 1} is out of range "
-        f"{overhead['min']}..{overhead['max']} {overhead['unit']}, skipped",
-    ]
-    boot, replies = session(fwhost, ["get", "load"], "--flash", flash)
-    assert boot[1:] == warnings
-    want = {**defaults(), "ack_mode": 1, "shaper_overhead_bytes": overhead["min"],
-            "ared_interval_ms": interval["max"]}
-    assert stats(replies[0]) == {n: str(v) for n, v in want.items()}
-    assert replies[1] == warnings + ["loaded 3 parameters", "ok"]
-
-
-def test_a_record_of_another_register_map_is_not_applied(fwhost, tmp_path):
-    flash = tmp_path / "flash.bin"
-    version = REGMAP["regmap_version"]
-    flash.write_bytes(sector(record([(BY_NAME["ack_mode"]["key"], 1)], regmap=version + 1)))
-    boot, replies = session(fwhost, ["get ack_mode", "load"], "--flash", flash)
-    problem = f"saved parameters are for regmap {version + 1}, not {version}, using defaults"
-    assert boot[1:] == [f"warning: {problem}"]
-    assert replies == [[f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"], [f"error: {problem}"]]
-
-
-def test_save_reports_a_flash_that_does_not_answer(fwhost):
-    boot, replies = session(fwhost, ["save", "get ack_mode"], "--no-flash")
-    assert boot == [boot[0]]
-    assert replies == [["error: flash does not answer (still busy after 1000 ms)"],
-                       [f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"]]
+def test_a_failed_save_keeps_the_live_values_and_the_record_before(fwhost, tmp_path):
+    """Each erase or program in turn never finishes: an error, the live
+    settings stay, and the next boot has the record before."""
+    flash, start = tmp_path / "flash.bin", tmp_path / "start.bin"
+    session(fwhost, ["set ack_mode 1", "save"], "--flash", start)
+    for fail in range(1, 200):
+        flash.write_bytes(start.read_bytes())
+        _, replies = session(fwhost, ["set ack_mode 0", "save", "get ack_mode", "settings"],
+                             "--flash", flash, "--flash-fail", fail)
+        if replies[1][-1] == "ok":
+            break
+        assert replies[1] == ["error: flash does not answer (still busy after 1000 ms), nothing saved"]
+        assert replies[2] == ["ack_mode 0", "ok"]
+        assert settings(replies[3])["saved"] == "no"
+        assert values_of(fwhost, flash)["ack_mode"] == 1
+    assert fail > 3 and values_of(fwhost, flash)["ack_mode"] == 0
 
 
 def test_save_reports_a_flash_that_keeps_its_old_content(fwhost, tmp_path):
     flash = tmp_path / "flash.bin"
-    flash.write_bytes(sector())
+    flash.write_bytes(fwrecord.region())
     _, replies = session(fwhost, ["save"], "--flash", flash, "--flash-wp")
-    assert replies == [[f"error: flash verify failed at {M.FLASH_PARAMS_OFFSET:#08x}"]]
-    assert flash.read_bytes() == sector()
+    assert replies == [[f"error: flash verify failed at {M.FLASH_PARAMS_OFFSET:#08x}, "
+                        "the record before is kept"]]
+    assert flash.read_bytes() == fwrecord.region()
+
+
+def test_a_flash_that_does_not_answer_gives_defaults_and_refuses_save(fwhost):
+    boot, replies = session(fwhost, ["save", "get ack_mode", "settings"], "--no-flash")
+    assert boot[1:] == ["warning: the flash does not answer, using defaults"]
+    assert replies[:2] == [["error: flash does not answer (busy), nothing saved"],
+                           [f"ack_mode {BY_NAME['ack_mode']['default']}", "ok"]]
+    assert settings(replies[2]) == {"source": "defaults", "reason": "the flash does not answer",
+                                    "saved": "no"}
+
+
+@pytest.mark.parametrize("offset", [0, 4, 9, 11, 12 + 3, 12 + 26, 300, -1])
+def test_both_records_damaged_boots_on_defaults_and_load_changes_nothing(fwhost, tmp_path, offset):
+    flash = tmp_path / "flash.bin"
+    session(fwhost, [f"set {n} {v}" for n, v in non_defaults().items()] + ["save", "set ack_mode 1",
+                                                                            "save"], "--flash", flash)
+    data = bytearray(flash.read_bytes())
+    size = fwrecord.len_record(len(PARAMS))
+    assert data[:size] != data[M.FLASH_SECTOR_BYTES:][:size]      # two records
+    for base in (0, M.FLASH_SECTOR_BYTES):
+        data[base + offset % size] ^= 0x10
+    flash.write_bytes(data)
+    boot, replies = session(fwhost, ["get", "settings", "set ack_mode 0", "load", "get ack_mode"],
+                            "--flash", flash)
+    if offset == 0:            # the magic: no record at all
+        problem, warning = "no saved parameters", []
+    else:
+        problem = "the saved parameters are damaged in both sectors (CRC)"
+        warning = [f"warning: {problem}, using defaults"]
+    assert boot[1:] == warning
+    assert stats(replies[0]) == {n: str(v) for n, v in defaults().items()}
+    assert settings(replies[1]) == {"source": "defaults", "reason": problem, "saved": "no"}
+    assert replies[3] == [f"error: {problem}, nothing changed"]
+    assert replies[4] == ["ack_mode 0", "ok"]
+
+
+def test_one_damaged_record_falls_back_to_the_other(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    session(fwhost, ["set ack_mode 0", "save", "set ack_mode 1", "save"], "--flash", flash)
+    data = bytearray(flash.read_bytes())
+    data[M.FLASH_SECTOR_BYTES + 40] ^= 1                         # record 2, in sector 1
+    flash.write_bytes(data)
+    boot, replies = session(fwhost, ["get ack_mode", "settings"], "--flash", flash)
+    assert boot[1:] == ["warning: the other parameter sector holds a damaged record (a save cut "
+                        "short?), using flash record 1"]
+    assert replies[0] == ["ack_mode 0", "ok"] and settings(replies[1])["record"] == "1"
+
+
+@pytest.mark.parametrize("content", ["missing", "erased", "other magic"])
+def test_no_saved_record_gives_defaults_quietly_and_load_changes_nothing(fwhost, tmp_path, content):
+    flash = tmp_path / "flash.bin"
+    if content == "erased":
+        flash.write_bytes(fwrecord.region())
+    elif content == "other magic":
+        flash.write_bytes(fwrecord.region(fwrecord.record([("ack_mode", 1)], magic=b"AFP1")))
+    boot, replies = session(fwhost, ["get", "settings", "set ack_mode 1", "load", "get ack_mode"],
+                            "--flash", flash)
+    assert boot == [boot[0]]
+    assert stats(replies[0]) == {n: str(v) for n, v in defaults().items()}
+    assert settings(replies[1]) == {"source": "defaults", "reason": "no saved parameters",
+                                    "saved": "no"}
+    assert replies[3] == ["error: no saved parameters, nothing changed"]
+    assert replies[4] == ["ack_mode 1", "ok"]
+
+
+def test_a_record_of_another_register_map_keeps_what_exists_and_says_what_it_dropped(fwhost, tmp_path):
+    flash = tmp_path / "flash.bin"
+    version = REGMAP["regmap_version"]
+    red_max_p, overhead = BY_NAME["red_max_p"], BY_NAME["shaper_overhead_bytes"]
+    interval = BY_NAME["ared_interval_ms"]
+    kept = {"ack_mode": 1, "shaper_overhead_bytes": overhead["min"], "ared_interval_ms": interval["max"]}
+    entries = [("ack_mode", 1), ("red_ecn_bloom", 7), ("red_max_p", red_max_p["max"] + 1),
+               ("shaper_overhead_bytes", overhead["min"]), ("ared_interval_ms", interval["max"])]
+    flash.write_bytes(fwrecord.region(fwrecord.record(entries, seq=9, regmap=version - 1)))
+    boot, replies = session(fwhost, ["get", "settings", "save", "settings"], "--flash", flash)
+    missing = [p for p in PARAMS if p["name"] not in kept]
+    assert boot[1:] == [
+        f"warning: saved parameter 'red_ecn_bloom' is not in regmap {version}, dropped",
+        f"warning: saved red_max_p {red_max_p['max'] + 1} is out of range "
+        f"{red_max_p['min']}..{red_max_p['max']} {red_max_p['unit']}, dropped",
+    ] + [f"warning: flash record 9 (regmap {version - 1}) has no {p['name']}, default {p['default']}"
+         for p in missing]
+    assert stats(replies[0]) == {n: str(v) for n, v in {**defaults(), **kept}.items()}
+    assert settings(replies[1]) == {"source": "flash", "record": "9", "sector": "0",
+                                    "record_regmap": str(version - 1), "saved": "no"}
+    assert replies[2] == [f"saved {len(PARAMS)} parameters as flash record 10", "ok"]
+    assert settings(replies[3])["saved"] == "yes"
+    assert written(flash)[1:3] == (10, version)
+
+
+def test_load_sets_each_register_once_straight_to_its_saved_value(fwhost, tmp_path):
+    """Live traffic never sees a default between the live and the saved
+    value: `load` writes only the registers that change, each once."""
+    flash, trace = tmp_path / "flash.bin", tmp_path / "csr.log"
+    live = non_defaults()
+    saved = {**live, "ack_mode": 0 if live["ack_mode"] else 1, "data_share": 77}
+    session(fwhost, [f"set {n} {v}" for n, v in saved.items()] + ["save"], "--flash", flash)
+    _, replies = session(fwhost, [f"set {n} {v}" for n, v in live.items()] + ["%%csr-trace", "load"],
+                         "--flash", flash, "--csr-trace", trace)
+    csr = {p["key"]: p["name"] for p in PARAMS if "addr" in p}
+    writes = [line.split() for line in trace.read_text().splitlines()]
+    assert [(csr[int(a, 0)], int(v, 0)) for a, v in writes] == \
+        [(n, saved[n] & 0xFFFF_FFFF) for n in ("ack_mode", "data_share")]
+
+
+def test_boot_with_no_record_writes_no_register(fwhost, tmp_path):
+    trace = tmp_path / "csr.log"
+    session(fwhost, ["get"], "--csr-trace", trace)
+    assert trace.read_text() == ""
+
+
+# ---- the line: Ctrl-U and lost bytes ----
+
+def test_ctrl_u_discards_the_line_typed_so_far(fwhost):
+    out = run(fwhost, ["echo off", "set ack_mode 0\x15get ack_mode", "\x15", "get data_share"])
+    assert out.split("> ")[2:] == [f"ack_mode {BY_NAME['ack_mode']['default']}\r\nok\r\n",
+                                   "",                           # the empty line after Ctrl-U
+                                   f"data_share {BY_NAME['data_share']['default']}\r\nok\r\n", ""]
+
+
+def test_a_line_that_lost_bytes_to_a_full_fifo_is_discarded_not_run(fwhost, tmp_path):
+    """Bytes sent on while `save` runs (tens of ms) overflow the 32-byte
+    receive FIFO: the line they were lost from is refused as a whole, even
+    when what is left parses (`set shaper_cpb_q16 1234567` as `... 1267`)."""
+    flash = tmp_path / "flash.bin"
+    cpb = BY_NAME["shaper_cpb_q16"]
+    lines = ["echo off", "%%sleep 5", "save", "set red_min_bytes 3000",
+             "set shaper_cpb_q16 1234567", "get shaper_cpb_q16", "%%sleep 200",
+             "get red_min_bytes", "get shaper_cpb_q16"]
+    out = run(fwhost, lines, "--flash", flash, "--uart-stream")
+    replies = out.split("> ")[2:]
+    # The FIFO held the first line and the start of the second; the rest was
+    # lost while `save` ran, and the next byte to come (after the pause)
+    # carried the mark: the line from "set shaper" to it is refused.
+    assert replies == [f"saved {len(PARAMS)} parameters as flash record 1\r\nok\r\n",
+                       "red_min_bytes 3000\r\nok\r\n",              # whole in the FIFO
+                       "error: uart overrun, line discarded\r\n",
+                       f"shaper_cpb_q16 {cpb['default']}\r\nok\r\n", ""]
+    # the same bytes, paced as a sender that waits: every line runs
+    out = run(fwhost, lines, "--flash", flash)
+    assert "error" not in out and "shaper_cpb_q16 1234567\r\nok" in out
 
 
 # ---- Adaptive RED ----

@@ -228,12 +228,21 @@ def test_uart_receives_into_its_fifo_drops_framing_errors_and_flags_overrun():
         assert not (await read(ctx, bus, M.soc_addr("uart_status"))) & 4, "overrun not cleared"
         kept = []
         while (w := await read(ctx, bus, M.soc_addr("uart_data"))) & 0x100:
-            kept.append(w & 0xFF)
+            kept.append(w & 0x2FF)
         got["kept"] = kept
+        # the next byte to arrive carries the mark (bit 9): bytes were lost
+        # just before it; the one after it does not
+        for byte in (0x61, 0x62):
+            for b in uart_frame(byte) + [1]:
+                ctx.set(rx, b)
+                await ctx.tick().repeat(DIV)
+        got["after"] = [await read(ctx, bus, M.soc_addr("uart_data")) & 0x3FF for _ in range(3)]
 
     simulate(top, bench, line, name="soc_uart_rx")
     assert got["bytes"] == data + [0x42]
-    assert got["kept"] == list(range(M.UART_RX_FIFO_DEPTH))      # the oldest kept, the rest lost
+    assert got["kept"] == list(range(M.UART_RX_FIFO_DEPTH))      # the oldest kept, unmarked
+    assert got["after"][:2] == [0x200 | 0x100 | 0x61, 0x100 | 0x62]
+    assert not got["after"][2] & 0x100                            # then empty
 
 
 def test_flash_pins_follow_the_register_and_its_data_out_is_read():

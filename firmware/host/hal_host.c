@@ -11,13 +11,21 @@
  *   time   the timer advances 100 us per main-loop pass, 1 us per flash pin
  *          access and 1 cycle per read of itself (so busy-waits end);
  *          nothing else takes time. The UART receives at most one
- *          byte per pass, about its own rate (87 us a byte at 115200 baud).
+ *          byte per pass, about its own rate (87 us a byte at 115200 baud),
+ *          as from a sender that waits for each answer; with --uart-stream
+ *          the bytes arrive at the UART's rate whatever the firmware does,
+ *          into the SoC's receive FIFO, and a byte that finds it full is lost
+ *          and marks the next one (UART_LOST), as the SoC's UART does.
  *   flash  the SPI commands the driver uses, decoded from the pin changes bit
- *          by bit (mode 0, MSB first). Only the parameter sector exists,
+ *          by bit (mode 0, MSB first). Only the parameter sectors exist,
  *          backed by --flash FILE. Any protocol mistake is reported on stderr
- *          and makes fwhost exit with status 3.
+ *          and makes fwhost exit with status 3. --flash-cut N cuts the power
+ *          in the middle of the Nth erase or program (half of it done), and
+ *          fwhost stops there with status 4; --flash-fail N makes the Nth
+ *          never finish (busy for ever, nothing changed).
  *
- * Exit status: 0, 2 for a usage error, 3 if the flash saw a protocol error.
+ * Exit status: 0, 2 for a usage error, 3 if the flash saw a protocol error,
+ * 4 if the power was cut (--flash-cut).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -164,6 +172,19 @@ uint32_t csr_read(uint32_t addr)
 
 /* As the bank: the word read as signed 32 bits for a signed parameter,
  * clamped to min..max, read back sign-extended. */
+/* --csr-trace FILE: every write to a parameter, "0xADDR 0xVALUE" a line. */
+static const char *trace_path;
+static FILE *trace;
+
+static void trace_restart(void)
+{
+    if (trace)
+        fclose(trace);
+    trace = trace_path ? fopen(trace_path, "w") : NULL;
+    if (trace_path && !trace)
+        die(2, "%s: cannot write", trace_path);
+}
+
 void csr_write(uint32_t addr, uint32_t value)
 {
     if (addr == ACKFILTER_BOARD_MDIO_COMMAND)
@@ -171,6 +192,10 @@ void csr_write(uint32_t addr, uint32_t value)
     for (unsigned i = 0; i < N_SIM_PARAMS; i++) {
         if (sim_params[i].addr != addr)
             continue;
+        if (trace) {
+            fprintf(trace, "0x%02" PRIx32 " 0x%08" PRIx32 "\n", addr, value);
+            fflush(trace);
+        }
         int64_t v = sim_params[i].is_signed ? (int64_t)(int32_t)value : (int64_t)value;
         if (v < sim_params[i].min)
             v = sim_params[i].min;
@@ -204,23 +229,73 @@ static size_t in_len, in_pos;
 static int in_eof, at_line_start = 1;
 static int byte_this_pass;      /* one byte per main-loop pass */
 
+/* --uart-stream: the bytes on their way, and the receive FIFO. */
+#define BYTE_CYCLES (CLK_HZ / (ACKFILTER_SOC_UART_BAUD / 10u))   /* 10 bits a byte */
+#define FIFO_DEPTH ACKFILTER_SOC_UART_RX_FIFO_DEPTH
+static int uart_stream;
+static uint64_t next_arrival;
+static int rx_fifo[FIFO_DEPTH];
+static unsigned rx_head, rx_count;
+static int rx_lost;
+
+static int next_input_byte(void);
+
 static void directive(char *s)
 {
     char *word = strtok(s, " \t\r\n"), *a = strtok(NULL, " \t\r\n"), *b = strtok(NULL, " \t\r\n");
     if (word && a && strcmp(word, "sleep") == 0)
-        sleep_until = now + strtoull(a, NULL, 0) * (CLK_HZ / 1000u);
+        sleep_until = (uart_stream ? next_arrival : now) + strtoull(a, NULL, 0) * (CLK_HZ / 1000u);
     else if (word && a && b && strcmp(word, "counter") == 0)
         set_counter(a, b);
     else if (word && a && strcmp(word, "red-avg") == 0)
         red_avg = (uint32_t)strtoul(a, NULL, 0);
+    else if (word && strcmp(word, "csr-trace") == 0)
+        trace_restart();
     else
         die(2, "unknown directive '%%%%%s'", word ? word : "");
 }
 
+
+/* Every byte that has arrived by now, into the FIFO or lost. */
+static void uart_arrivals(void)
+{
+    while (next_arrival <= now) {
+        int c = next_input_byte();
+        if (c < 0)
+            return;
+        if (rx_count == FIFO_DEPTH) {
+            rx_lost = 1;
+        } else {
+            rx_fifo[(rx_head + rx_count++) % FIFO_DEPTH] = c | (rx_lost ? UART_LOST : 0);
+            rx_lost = 0;
+        }
+        next_arrival += BYTE_CYCLES;
+    }
+}
+
 int uart_getc(void)
 {
+    if (uart_stream) {
+        uart_arrivals();
+        if (rx_count == 0)
+            return -1;
+        int c = rx_fifo[rx_head];
+        rx_head = (rx_head + 1) % FIFO_DEPTH;
+        rx_count--;
+        return c;
+    }
     if (byte_this_pass)
         return -1;
+    byte_this_pass = 1;
+    int c = next_input_byte();
+    if (c < 0)
+        byte_this_pass = 0;
+    return c;
+}
+
+/* The next byte of the input, -1 if none (yet: %%sleep, or at its end). */
+static int next_input_byte(void)
+{
     while (in_pos == in_len) {
         if (in_eof || now < sleep_until)
             return -1;
@@ -238,7 +313,8 @@ int uart_getc(void)
             in_len = 0;
         }
     }
-    byte_this_pass = 1;
+    if (uart_stream && next_arrival < sleep_until)
+        next_arrival = sleep_until;       /* the sender waited */
     return (unsigned char)in_line[in_pos++];
 }
 
@@ -247,14 +323,17 @@ void uart_putc(char c) { putchar(c); }
 /* ---- SPI flash ---- */
 
 #define SECTOR ACKFILTER_SOC_FLASH_SECTOR_BYTES
+#define REGION (SECTOR * ACKFILTER_SOC_FLASH_PARAMS_SECTORS)
 #define SECTOR_BASE ACKFILTER_SOC_FLASH_PARAMS_OFFSET
 #define ERASE_CYCLES (CLK_HZ / 1000u * 30u)       /* 30 ms */
 #define PROGRAM_CYCLES (CLK_HZ / 1000000u * 700u) /* 0.7 ms */
 
 static struct {
-    uint8_t mem[SECTOR];
+    uint8_t mem[REGION];
     const char *file;
     int absent, write_protected;
+    unsigned writes;       /* erase and program commands taken so far */
+    unsigned cut_at, fail_at;   /* --flash-cut, --flash-fail: that one (from 1) */
     int powered_down, wel;
     uint64_t busy_until;
     uint64_t awake_at;     /* tRES1 after the release from power-down */
@@ -280,27 +359,27 @@ static void flash_error(const char *fmt, ...)
 
 static void flash_load_file(void)
 {
-    memset(fl.mem, 0xff, SECTOR);
+    memset(fl.mem, 0xff, REGION);
     FILE *f = fl.file ? fopen(fl.file, "rb") : NULL;
     if (!f)
         return;                          /* no file yet: erased */
-    size_t n = fread(fl.mem, 1, SECTOR, f);
+    size_t n = fread(fl.mem, 1, REGION, f);
     int more = fgetc(f) != EOF;
     fclose(f);
-    if (n != SECTOR || more)
-        die(2, "%s: must be the %u-byte parameter sector, or absent", fl.file, SECTOR);
+    if (n != REGION || more)
+        die(2, "%s: must be the %u bytes of the parameter sectors, or absent", fl.file, REGION);
 }
 
 static void flash_save_file(void)
 {
     FILE *f = fl.file ? fopen(fl.file, "wb") : NULL;
-    if (fl.file && (!f || fwrite(fl.mem, 1, SECTOR, f) != SECTOR || fclose(f) != 0))
+    if (fl.file && (!f || fwrite(fl.mem, 1, REGION, f) != REGION || fclose(f) != 0))
         die(2, "%s: cannot write", fl.file);
 }
 
 static int busy(void) { return now < fl.busy_until; }
 
-static int in_sector(uint32_t addr) { return addr - SECTOR_BASE < SECTOR; }
+static int in_region(uint32_t addr) { return addr - SECTOR_BASE < REGION; }
 
 /* The byte the flash shifts out as byte `index` of the transaction. */
 static uint8_t flash_out_byte(unsigned index)
@@ -311,7 +390,7 @@ static uint8_t flash_out_byte(unsigned index)
         return (uint8_t)(busy() | fl.wel << 1);
     if (fl.cmd == 0x03 && index >= 4) {
         uint32_t a = (fl.addr + index - 4) & 0xffffffu;
-        return in_sector(a) ? fl.mem[a - SECTOR_BASE] : 0xff;
+        return in_region(a) ? fl.mem[a - SECTOR_BASE] : 0xff;
     }
     if (fl.cmd == 0xab && index >= 4)
         return 0x15;                     /* device ID */
@@ -366,21 +445,32 @@ static void flash_command_end(void)
             flash_error("command 0x%02x with %u bits", cmd, fl.nbits);
         else if (!fl.wel)
             flash_error("command 0x%02x without write enable (0x06)", cmd);
-        else if (!in_sector(a))
-            flash_error("command 0x%02x at 0x%06x, outside the parameter sector", cmd, a);
+        else if (!in_region(a))
+            flash_error("command 0x%02x at 0x%06x, outside the parameter sectors", cmd, a);
         else {
-            if (fl.write_protected) {
-                /* the protected flash ignores it */
+            unsigned n = ++fl.writes;
+            /* A cut leaves half done: the first half of the sector erased, or
+               of the page's bytes programmed. */
+            unsigned part = n == fl.cut_at ? 2u : 1u;
+            if (fl.write_protected || n == fl.fail_at) {
+                /* the protected flash ignores it; the failing one too */
             } else if (cmd == 0x20) {
-                memset(fl.mem, 0xff, SECTOR);
+                memset(fl.mem + ((a - SECTOR_BASE) & ~(SECTOR - 1u)), 0xff, SECTOR / part);
             } else {
                 uint32_t page = (a - SECTOR_BASE) & ~0xffu;
-                for (unsigned i = 0; i < 256; i++)
-                    if (fl.page_set[i])
+                for (unsigned i = 0, done = 0; i < 256; i++)
+                    if (fl.page_set[i] && done++ < fl.page_bytes / part)
                         fl.mem[page + i] &= fl.page[i];   /* programming only clears bits */
             }
-            fl.busy_until = now + (cmd == 0x20 ? ERASE_CYCLES : PROGRAM_CYCLES);
+            fl.busy_until = n == fl.fail_at ? UINT64_MAX
+                          : now + (cmd == 0x20 ? ERASE_CYCLES : PROGRAM_CYCLES);
             flash_save_file();
+            if (n == fl.cut_at) {
+                fflush(stdout);
+                fprintf(stderr, "fwhost: power cut in flash write %u (command 0x%02x at 0x%06x)\n",
+                        n, cmd, a);
+                exit(4);
+            }
         }
         fl.wel = 0;
         break;
@@ -429,10 +519,16 @@ static void usage(FILE *out)
 {
     fputs("usage: fwhost [options] < input\n"
           "Runs the ackfilter firmware's main loop: stdin is the UART's input, stdout its output.\n"
-          "  --flash FILE          the flash's parameter sector (4096 bytes; absent: erased;\n"
+          "  --flash FILE          the flash's parameter sectors (8192 bytes; absent: erased;\n"
           "                        written back on every erase and program)\n"
           "  --no-flash            no flash answers (its DO stays high)\n"
           "  --flash-wp            the flash ignores erase and program (write-protected)\n"
+          "  --flash-cut N         the power fails halfway through the Nth erase or program\n"
+          "                        (from 1): fwhost stops with status 4\n"
+          "  --flash-fail N        the Nth erase or program never finishes (busy for ever)\n"
+          "  --csr-trace FILE      every write to a parameter register, a line each\n"
+          "  --uart-stream         input bytes arrive at the UART's rate into its FIFO, lost\n"
+          "                        when it is full, whether the firmware reads or not\n"
           "  --red-avg N           info word red_avg_bytes (RED's average), default 0\n"
           "  --counter NAME=VALUE  a counter's value (repeatable)\n"
           "  --phy ADDR=ID         a PHY at MDIO address ADDR with that identifier (repeatable)\n"
@@ -441,6 +537,7 @@ static void usage(FILE *out)
           "  %%sleep MS            MS ms of simulated time pass (the main loop runs)\n"
           "  %%counter NAME VALUE  set a counter\n"
           "  %%red-avg N           set RED's average\n"
+          "  %%csr-trace           start --csr-trace's file again (empty)\n"
           "Time: 100 us per main-loop pass, 1 us per flash pin access, 1 cycle per\n"
           "timer read; the UART receives at most one byte per pass.\n", out);
 }
@@ -464,6 +561,14 @@ int main(int argc, char **argv)
             fl.absent = 1;
         } else if (strcmp(a, "--flash-wp") == 0) {
             fl.write_protected = 1;
+        } else if (strcmp(a, "--flash-cut") == 0 && has_value) {
+            fl.cut_at = (unsigned)strtoul(argv[++i], NULL, 0);
+        } else if (strcmp(a, "--flash-fail") == 0 && has_value) {
+            fl.fail_at = (unsigned)strtoul(argv[++i], NULL, 0);
+        } else if (strcmp(a, "--csr-trace") == 0 && has_value) {
+            trace_path = argv[++i];
+        } else if (strcmp(a, "--uart-stream") == 0) {
+            uart_stream = 1;
         } else if (strcmp(a, "--red-avg") == 0 && has_value) {
             red_avg = (uint32_t)strtoul(argv[++i], NULL, 0);
         } else if (strcmp(a, "--counter") == 0 && has_value) {
@@ -487,9 +592,10 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < N_SIM_PARAMS; i++)
         param_words[i] = (uint32_t)sim_params[i].def;   /* the bank's reset values */
     flash_load_file();
+    trace_restart();
 
     fw_boot();
-    while (!in_eof || now < sleep_until) {
+    while (!in_eof || now < sleep_until || rx_count > 0) {
         fw_poll();
         now += POLL_CYCLES;
         byte_this_pass = 0;

@@ -289,9 +289,11 @@
 #define ACKFILTER_SOC_BASE 0x20000000u
 #define ACKFILTER_SOC_ID_VALUE 0x534f4331u
 #define ACKFILTER_SOC_UART_BAUD 115200u
-#define ACKFILTER_SOC_FLASH_PARAMS_OFFSET 0x1ff000u
+#define ACKFILTER_SOC_UART_RX_FIFO_DEPTH 32u
+#define ACKFILTER_SOC_FLASH_PARAMS_OFFSET 0x1fe000u
 #define ACKFILTER_SOC_FLASH_SECTOR_BYTES 4096u
-#define ACKFILTER_SOC_UART_DATA 0x20000000u  /* rw: write: send the byte (bits 7-0) when uart_status.tx_ready; read: the oldest received byte (bits 7-0), bit 8 set if one was there (reading takes it) */
+#define ACKFILTER_SOC_FLASH_PARAMS_SECTORS 2u
+#define ACKFILTER_SOC_UART_DATA 0x20000000u  /* rw: write: send the byte (bits 7-0) when uart_status.tx_ready; read: the oldest received byte (bits 7-0), bit 8 set if one was there (reading takes it), bit 9 set if bytes were lost (the receive FIFO was full) just before it */
 #define ACKFILTER_SOC_UART_STATUS 0x20000004u  /* r: bit 0 tx_ready (a write to uart_data is taken), bit 1 rx_valid (a byte waits), bit 2 rx_overrun (a byte was lost since the last read of this register; reading clears it) */
 #define ACKFILTER_SOC_TIMER_LO 0x20000008u  /* r: cycles since reset, low word; reading it latches timer_hi */
 #define ACKFILTER_SOC_TIMER_HI 0x2000000cu  /* r: the high word latched by the last read of timer_lo */

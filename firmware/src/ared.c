@@ -1,4 +1,5 @@
 #include "ared.h"
+#include "ackfilter_regs.h"
 #include "hal.h"
 #include "params.h"
 
@@ -30,7 +31,7 @@ void ared_poll(void)
     uint64_t now = timer_cycles();
     if (interval_ms != fw_values[FWP_ared_interval_ms]) {   /* multiply only on a change */
         interval_ms = fw_values[FWP_ared_interval_ms];
-        interval_cycles = (uint64_t)interval_ms * (sys_clk_hz() / 1000u);
+        interval_cycles = (uint64_t)interval_ms * (ACKFILTER_F_SYS_HZ / 1000u);
     }
     if (now - last_check < interval_cycles)
         return;

@@ -1,7 +1,10 @@
 /* Line editing. Bytes accumulate until LF; CR is ignored (so CR LF works),
  * backspace (0x08) and DEL (0x7f) erase one character, tab counts as a space,
- * other control bytes are dropped. With echo on, printable characters are
- * echoed as they come, an erase as "\b \b", and LF as CR LF. */
+ * Ctrl-U (0x15) discards the line typed so far (a host tool sends it before
+ * its first command), other control bytes are dropped. A line with a byte
+ * lost to a full receive FIFO before or in it is never run: it may have lost
+ * anything, a digit or its end, and still parse. With echo on, printable
+ * characters are echoed as they come, an erase as "\b \b", and LF as CR LF. */
 #include "cli.h"
 #include "cmd.h"
 #include "print.h"
@@ -13,6 +16,7 @@ int cli_echo = 1;
 static char line[CLI_LINE_MAX + 1];
 static unsigned len;
 static int too_long;
+static int damaged;                  /* bytes were lost in this line */
 
 void cli_prompt(void)
 {
@@ -46,10 +50,17 @@ static void run_line(void)
 
 void cli_input(int c)
 {
+    if (c & UART_LOST) {
+        damaged = 1;
+        c &= 0xff;
+    }
     if (c == '\n') {
         if (cli_echo)
             put_nl();
-        if (too_long) {
+        if (damaged) {
+            put_error("uart overrun, line discarded");
+            put_nl();
+        } else if (too_long) {
             put_error("line too long");
             put_nl();
         } else {
@@ -57,7 +68,16 @@ void cli_input(int c)
         }
         len = 0;
         too_long = 0;
+        damaged = 0;
         cli_prompt();
+    } else if (c == 0x15) {
+        len = 0;
+        too_long = 0;
+        damaged = 0;
+        if (cli_echo) {
+            put_nl();
+            cli_prompt();
+        }
     } else if (c == 0x08 || c == 0x7f) {
         if (len > 0 && !too_long) {
             len--;

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "flash.h"
 #include "fw.h"
+#include "ackfilter_regs.h"
 #include "hal.h"
 #include "lib.h"
 #include "params.h"
@@ -169,11 +170,11 @@ static int c_list(int argc, char **argv)
         put_str(" ");
         put_i64(param_get(p));
         put_str(" ");
-        put_i64(p->min);
+        put_i64(PARAM_MIN(p));
         put_str(" ");
-        put_i64(p->max);
+        put_i64(PARAM_MAX(p));
         put_str(" ");
-        put_i64(p->def);
+        put_i64(PARAM_DEF(p));
         put_str(" ");
         put_line(p->unit);
     }
@@ -212,9 +213,9 @@ static int c_set(int argc, char **argv)
     if (!param_in_range(p, v)) {
         put_error(p->name);
         put_str(" must be ");
-        put_i64(p->min);
+        put_i64(PARAM_MIN(p));
         put_str("..");
-        put_i64(p->max);
+        put_i64(PARAM_MAX(p));
         put_str(" ");
         put_str(p->unit);
         put_str(", not ");
@@ -244,7 +245,7 @@ static int c_stats(int argc, char **argv)
         put_nl();
     }
     put_str("uptime_ms ");
-    put_u64(div64(timer_cycles(), sys_clk_hz() / 1000u));
+    put_u64(div64(timer_cycles(), ACKFILTER_F_SYS_HZ / 1000u));
     put_nl();
     put_str("ared_adjustments ");
     put_u64(ared_adjustments);
@@ -286,6 +287,12 @@ static int c_reset_counters(int argc, char **argv)
     return 1;
 }
 
+static void put_origin_record(void)
+{
+    put_str("flash record ");
+    put_u64(store_origin.seq);
+}
+
 static int c_save(int argc, char **argv)
 {
     unsigned n;
@@ -296,19 +303,30 @@ static int c_save(int argc, char **argv)
     case STORE_SAVED:
         put_str("saved ");
         put_u64(n);
-        put_line(" parameters");
+        put_str(" parameters as ");
+        put_origin_record();
+        put_nl();
+        return 1;
+    case STORE_UNCHANGED:
+        put_str("unchanged: ");
+        put_origin_record();
+        put_line(" holds these values, nothing written");
         return 1;
     case STORE_NO_WEL:
-        put_error("flash does not answer (write enable not taken)");
+        put_error("flash does not answer (write enable not taken), nothing saved");
         return 0;
     case STORE_TIMEOUT:
         put_error("flash does not answer (still busy after ");
         put_u64(FLASH_TIMEOUT_MS);
-        put_str(" ms)");
+        put_str(" ms), nothing saved");
+        return 0;
+    case STORE_BUSY:
+        put_error("flash does not answer (busy), nothing saved");
         return 0;
     case STORE_VERIFY_FAILED:
         put_error("flash verify failed at ");
         put_hex(where, 6);
+        put_str(", the record before is kept");
         return 0;
     }
     return 0;
@@ -319,6 +337,8 @@ static int c_defaults(int argc, char **argv)
     if (!no_args(argc, argv))
         return 0;
     params_defaults();
+    store_origin = (struct store_origin){ 0 };
+    store_origin.why = STORE_LOADED;          /* by this command */
     return 1;
 }
 
@@ -326,17 +346,51 @@ static int c_load(int argc, char **argv)
 {
     if (!no_args(argc, argv))
         return 0;
-    unsigned n, regmap;
-    enum store_load_result r = store_load(&n, &regmap);
+    unsigned n;
+    enum store_load_result r = store_load(&n);
     if (r == STORE_LOADED) {
         put_str("loaded ");
         put_u64(n);
-        put_line(" parameters");
+        put_str(" parameters from ");
+        put_origin_record();
+        put_nl();
         return 1;
     }
     put_error("");
-    store_put_problem(r, regmap);
+    store_put_problem(r);
+    put_str(", nothing changed");
     return 0;
+}
+
+/* Where the live settings came from, and whether they are still the saved ones. */
+static int c_settings(int argc, char **argv)
+{
+    if (!no_args(argc, argv))
+        return 0;
+    if (store_origin.from_flash) {
+        put_line("source flash");
+        put_str("record ");
+        put_u64(store_origin.seq);
+        put_nl();
+        put_str("sector ");
+        put_u64(store_origin.sector);
+        put_nl();
+        put_str("record_regmap ");
+        put_u64(store_origin.regmap);
+        put_nl();
+    } else {
+        put_line("source defaults");
+        put_str("reason ");
+        if (store_origin.why == STORE_LOADED)
+            put_line("the defaults command");
+        else {
+            store_put_problem(store_origin.why);
+            put_nl();
+        }
+    }
+    put_str("saved ");
+    put_line(store_matches_flash() ? "yes" : "no");
+    return 1;
 }
 
 static const struct command {
@@ -355,6 +409,7 @@ static const struct command {
     { "save", "", "write every parameter to the flash", c_save },
     { "defaults", "", "set every parameter to its default (not saved)", c_defaults },
     { "load", "", "set the parameters saved in the flash, as at boot", c_load },
+    { "settings", "", "where the live parameters came from; saved yes|no", c_settings },
     { "mdio", "PHY REG [VALUE]", "read (or write) a PHY register over MDIO", c_mdio },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -2,6 +2,7 @@
  * DI on the rising edge and shifts DO out on the falling edge, so each bit is
  * "set DI with SCK low, raise SCK, read DO". */
 #include "flash.h"
+#include "ackfilter_regs.h"
 #include "hal.h"
 
 enum {
@@ -59,7 +60,7 @@ static enum flash_err write_enable(void)
 
 static enum flash_err wait_ready(void)
 {
-    uint64_t limit = (uint64_t)(sys_clk_hz() / 1000u) * FLASH_TIMEOUT_MS;
+    uint64_t limit = (uint64_t)(ACKFILTER_F_SYS_HZ / 1000u) * FLASH_TIMEOUT_MS;
     uint64_t start = timer_cycles();
     while (read_status() & STATUS_WIP)
         if (timer_cycles() - start > limit)
@@ -74,17 +75,20 @@ void flash_init(void)
     xfer(CMD_RELEASE_PD);
     cs_high();
     /* tRES1: the flash takes commands 3 us after the release. */
-    uint64_t end = timer_cycles() + sys_clk_hz() / 200000u;   /* 5 us */
+    uint64_t end = timer_cycles() + ACKFILTER_F_SYS_HZ / 200000u;   /* 5 us */
     while (timer_cycles() < end)
         ;
 }
 
-void flash_read(uint32_t addr, uint8_t *buf, uint32_t n)
+enum flash_err flash_read(uint32_t addr, uint8_t *buf, uint32_t n)
 {
+    if (read_status() & STATUS_WIP)
+        return FLASH_BUSY;
     command_addr(CMD_READ, addr);
     while (n--)
         *buf++ = xfer(0);
     cs_high();
+    return FLASH_OK;
 }
 
 enum flash_err flash_erase_sector(uint32_t addr)

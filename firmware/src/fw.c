@@ -5,6 +5,7 @@
 #include "flash.h"
 #include "hal.h"
 #include "phy.h"
+#include "params.h"
 #include "print.h"
 #include "store.h"
 
@@ -14,12 +15,18 @@ void fw_boot(void)
     put_u64(ACKFILTER_REGMAP_VERSION);
     put_nl();
     flash_init();
-    unsigned n, regmap;
-    enum store_load_result r = store_load(&n, &regmap);
-    if (r == STORE_CORRUPT || r == STORE_OTHER_REGMAP) {
+    /* The saved record, checked whole before anything is set; without one,
+       the defaults (the CSRs' reset values: only the firmware's own change). */
+    unsigned n;
+    enum store_load_result r = store_load(&n);
+    if (r != STORE_LOADED) {
+        params_defaults();
+        store_origin.why = r;
+    }
+    if (r == STORE_CORRUPT || r == STORE_NO_FLASH) {
         put_str("warning: ");
-        store_put_problem(r, regmap);
-        put_nl();
+        store_put_problem(r);
+        put_line(", using defaults");
     }
     phy_setup();
     cli_prompt();

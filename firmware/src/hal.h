@@ -12,7 +12,9 @@
 uint32_t csr_read(uint32_t addr);
 void csr_write(uint32_t addr, uint32_t value);
 
-/* UART: the next received byte, or -1 if none waits (never blocks). */
+/* UART: the next received byte, or -1 if none waits (never blocks); with
+ * UART_LOST set if bytes were lost (the receive FIFO was full) just before it. */
+#define UART_LOST 0x100
 int uart_getc(void);
 /* Send a byte (waits while the transmitter is busy). */
 void uart_putc(char c);

@@ -9,8 +9,9 @@ void csr_write(uint32_t addr, uint32_t value) { REG(ACKFILTER_SOC_CSR_BASE + 4u 
 
 int uart_getc(void)
 {
-    uint32_t d = REG(ACKFILTER_SOC_UART_DATA);   /* bit 8: a byte was there (and is taken) */
-    return (d & 0x100u) ? (int)(d & 0xffu) : -1;
+    /* bit 8: a byte was there (and is taken); bit 9: bytes were lost before it */
+    uint32_t d = REG(ACKFILTER_SOC_UART_DATA);
+    return (d & 0x100u) ? (int)(d & 0xffu) | (d & 0x200u ? UART_LOST : 0) : -1;
 }
 
 void uart_putc(char c)

@@ -3,7 +3,7 @@
 #include "lib.h"
 
 #define CSR_ROW(name, addr, width, is_signed, def, min, max, unit) \
-    { #name, unit, def, min, max, addr, 1, is_signed, 0 },
+    { #name, unit, (uint32_t)(def), (uint32_t)(min), (uint32_t)(max), addr, 1, is_signed, 0 },
 #define FW_ROW(name, key, def, min, max, unit) \
     { #name, unit, def, min, max, key, 0, 0, FWP_##name },
 
@@ -32,7 +32,7 @@ const param_t *param_by_key(uint32_t key)
 
 int param_in_range(const param_t *p, int64_t v)
 {
-    return v >= p->min && v <= p->max;
+    return v >= PARAM_MIN(p) && v <= PARAM_MAX(p);
 }
 
 /* A signed CSR reads back sign-extended to 32 bits. */
@@ -60,5 +60,6 @@ int64_t param_set(const param_t *p, int64_t v)
 void params_defaults(void)
 {
     for (const param_t *p = params; p < params + PARAMS_COUNT; p++)
-        param_set(p, p->def);
+        if (param_get(p) != PARAM_DEF(p))   /* a write only where it changes something */
+            param_set(p, PARAM_DEF(p));
 }

@@ -9,7 +9,7 @@
 typedef struct {
     const char *name;
     const char *unit;
-    int64_t def, min, max;   /* int64: holds both signed and 32-bit unsigned ranges */
+    uint32_t def, min, max;  /* as the register holds them: PARAM_DEF() etc. give the number */
     uint16_t key;            /* CSR address, or the firmware parameter's key */
     uint8_t is_csr;
     uint8_t is_signed;
@@ -29,6 +29,10 @@ enum { ACKFILTER_FW_PARAMS(FWP_ENUM) };
 
 extern const param_t params[PARAMS_COUNT];
 extern uint32_t fw_values[PARAMS_FW];
+
+#define PARAM_DEF(p) param_from_word(p, (p)->def)
+#define PARAM_MIN(p) param_from_word(p, (p)->min)
+#define PARAM_MAX(p) param_from_word(p, (p)->max)
 
 const param_t *param_find(const char *name);     /* NULL if none */
 const param_t *param_by_key(uint32_t key);       /* NULL if none */

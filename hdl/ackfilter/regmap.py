@@ -118,8 +118,10 @@ def c_header():
             f"#define ACKFILTER_SOC_BASE {M.SOC_BASE:#010x}u",
             f"#define ACKFILTER_SOC_ID_VALUE {M.SOC_ID_VALUE:#010x}u",
             f"#define ACKFILTER_SOC_UART_BAUD {M.UART_BAUD}u",
+            f"#define ACKFILTER_SOC_UART_RX_FIFO_DEPTH {M.UART_RX_FIFO_DEPTH}u",
             f"#define ACKFILTER_SOC_FLASH_PARAMS_OFFSET {M.FLASH_PARAMS_OFFSET:#08x}u",
-            f"#define ACKFILTER_SOC_FLASH_SECTOR_BYTES {M.FLASH_SECTOR_BYTES}u"]
+            f"#define ACKFILTER_SOC_FLASH_SECTOR_BYTES {M.FLASH_SECTOR_BYTES}u",
+            f"#define ACKFILTER_SOC_FLASH_PARAMS_SECTORS {M.FLASH_PARAMS_SECTORS}u"]
     for name, off, access, doc in M.SOC_REGS:
         out.append(f"#define ACKFILTER_SOC_{name.upper()} {M.SOC_BASE + 4 * off:#010x}u  "
                    f"/* {access}: {_c_comment(doc)} */")

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from ..reports.nextpnr import parse_nextpnr_log
+from ..soc.memmap import FLASH_PARAMS_OFFSET
 from .pnr_guard import gave_up_reason, guarded, router_passes
 
 __all__ = ["BOARDS", "PNR_SEEDS", "build", "domain_of_clock", "check_timing", "flash", "main"]
@@ -272,6 +273,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
         if proc.returncode != 0:
             raise BuildError(f"ecppack failed (exit {proc.returncode}): {proc.stdout.strip()[-300:]}")
     seconds = time.monotonic() - t0
+    check_flash_room(work / "top.bit")
     shutil.copyfile(work / "top.bit", out / "top.bit")
 
     rows = chosen["rows"]
@@ -355,8 +357,24 @@ def print_summary(summary, file=None):
             print(f"{cell:13} {u['used']:6} / {u['available']:6}", file=file)
 
 
+def check_flash_room(bitstream):
+    """Refuse a bitstream that would reach the saved parameters' sectors of
+    the SPI flash when written from its start (the board boots from it)."""
+    size = Path(bitstream).stat().st_size
+    if size > FLASH_PARAMS_OFFSET:
+        raise BuildError(f"{bitstream}: {size} bytes would overwrite the saved parameters at "
+                         f"{FLASH_PARAMS_OFFSET:#x} of the SPI flash (the bitstream must end below)")
+    return size
+
+
 def flash(bitstream, *, cable="ft232", spi=False):
     """Load ``bitstream`` with openFPGALoader; returns its exit code."""
+    if spi:
+        try:
+            check_flash_room(bitstream)
+        except BuildError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     tool = os.environ.get("OPENFPGALOADER", "openFPGALoader")
     if shutil.which(tool) is None:
         print(f"error: {tool} not found on PATH (Debian: apt-get install openfpgaloader)", file=sys.stderr)

@@ -22,7 +22,7 @@ region reads 0 and ignores writes, so a stray access never hangs the CPU.
 
 __all__ = ["RAM_BASE", "RAM_BYTES", "CSR_BASE", "SOC_BASE", "SOC_REGS", "UART_BAUD",
            "UART_RX_FIFO_DEPTH", "REGION_SHIFT", "soc_addr", "FLASH_PARAMS_OFFSET",
-           "FLASH_SECTOR_BYTES"]
+           "FLASH_SECTOR_BYTES", "FLASH_PARAMS_SECTORS"]
 
 REGION_SHIFT = 28                      # address bits 29-28 pick the region
 
@@ -35,7 +35,8 @@ SOC_BASE = 0x2000_0000
 SOC_REGS = (
     ("uart_data",    0, "rw", "write: send the byte (bits 7-0) when uart_status.tx_ready; "
                               "read: the oldest received byte (bits 7-0), bit 8 set if one was "
-                              "there (reading takes it)"),
+                              "there (reading takes it), bit 9 set if bytes were lost (the "
+                              "receive FIFO was full) just before it"),
     ("uart_status",  1, "r",  "bit 0 tx_ready (a write to uart_data is taken), bit 1 rx_valid "
                               "(a byte waits), bit 2 rx_overrun (a byte was lost since the last "
                               "read of this register; reading clears it)"),
@@ -52,10 +53,12 @@ UART_BAUD = 115_200
 UART_RX_FIFO_DEPTH = 32
 SOC_ID_VALUE = 0x534F_4331
 
-#: Saved parameters: the last 4 KiB sector of the SPI flash's first 16 Mbit,
-#: far past the bitstream (about 580 KiB on the 25F).
+#: Saved parameters: the last two 4 KiB sectors of the SPI flash's first
+#: 16 Mbit, written in turn (firmware/src/store.h), far past the bitstream
+#: (about 580 KiB on the 25F; the board build refuses one that reaches them).
 FLASH_SECTOR_BYTES = 4096
-FLASH_PARAMS_OFFSET = 0x1F_F000
+FLASH_PARAMS_SECTORS = 2
+FLASH_PARAMS_OFFSET = 0x20_0000 - FLASH_PARAMS_SECTORS * FLASH_SECTOR_BYTES
 
 
 def soc_addr(name):

@@ -45,12 +45,17 @@ class SoCRegs(wiring.Component):
         m = Module()
         m.submodules.utx = utx = UARTTx(self.divisor)
         m.submodules.urx = urx = UARTRx(self.divisor)
-        m.submodules.rxq = rxq = SyncFIFO(width=8, depth=M.UART_RX_FIFO_DEPTH)
+        # Each received byte with a mark: bytes were lost (the FIFO was full)
+        # just before it, so that the firmware knows which line they were in.
+        m.submodules.rxq = rxq = SyncFIFO(width=9, depth=M.UART_RX_FIFO_DEPTH)
+        lost = Signal()
         m.d.comb += [self.pins.tx.eq(utx.tx), urx.rx.eq(self.pins.rx),
-                     rxq.w_data.eq(urx.data), rxq.w_en.eq(urx.valid)]
+                     rxq.w_data.eq(Cat(urx.data, lost)), rxq.w_en.eq(urx.valid)]
         overrun = Signal()
         with m.If(urx.valid & ~rxq.w_rdy):
-            m.d.sync += overrun.eq(1)
+            m.d.sync += [overrun.eq(1), lost.eq(1)]
+        with m.Elif(urx.valid):
+            m.d.sync += lost.eq(0)
 
         timer = Signal(64)
         timer_hi = Signal(32)
@@ -79,7 +84,7 @@ class SoCRegs(wiring.Component):
             with m.Else():
                 with m.Switch(off):
                     with m.Case(_OFF["uart_data"]):
-                        m.d.sync += bus.dat_r.eq(Cat(rxq.r_data, rxq.r_rdy))
+                        m.d.sync += bus.dat_r.eq(Cat(rxq.r_data[:8], rxq.r_rdy, rxq.r_data[8]))
                         m.d.comb += rxq.r_en.eq(1)
                     with m.Case(_OFF["uart_status"]):
                         m.d.sync += [bus.dat_r.eq(Cat(utx.ready, rxq.r_rdy, overrun)),
