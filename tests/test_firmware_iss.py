@@ -98,6 +98,7 @@ class SoC:
         self.rx = list(uart_in)
         self.tx = bytearray()
         self.flash = SPIFlash(flash)
+        self.restarts, self.kicked = 0, 0
         self.hi_latch = self.timer_hi = 0
         self.params = {p["addr"]: p for p in REGMAP["params"]}
         self.csr = {a: p["default"] & 0xFFFF_FFFF for a, p in self.params.items()}
@@ -157,6 +158,8 @@ class SoC:
             return M.SOC_ID_VALUE
         if addr == _reg("sys_clk_hz"):
             return REGMAP["f_sys_hz"]
+        if addr == _reg("watchdog"):
+            return self.restarts
         raise AssertionError(f"read of {addr:#x}")
 
     def write_reg(self, addr, value):
@@ -169,6 +172,8 @@ class SoC:
             self.tx.append(value & 0xFF)
         elif addr == _reg("flash_out"):
             self.flash.pins(value & 7)
+        elif addr == _reg("watchdog"):
+            self.kicked = self.insns
         else:
             raise AssertionError(f"write of {addr:#x}")
 
@@ -178,6 +183,8 @@ class SoC:
         while not self.done:
             self.insns += 1
             assert self.insns < MAX_INSNS, "runaway"
+            assert (self.insns - self.kicked) * CYCLES_PER_INSN < M.WATCHDOG_CYCLES, \
+                "the firmware stopped kicking the watchdog"
             pc = self.pc
             i = int.from_bytes(self.ram[pc:pc + 4], "little")
             op, rd, f3 = i & 0x7F, i >> 7 & 31, i >> 12 & 7

@@ -268,3 +268,44 @@ def test_divisor_for_refuses_rates_the_clock_cannot_make():
         divisor_for(1_000_000, 300_000)
     with pytest.raises(ValueError, match="positive"):
         divisor_for(62_500_000, 0)
+
+
+def test_the_watchdog_restarts_the_cpu_unless_kicked_and_counts_it():
+    """A write starts the count again; at `watchdog_cycles` without one,
+    `cpu_reset` holds for WATCHDOG_RESET_CYCLES and the register counts the
+    restart; the CSR bank behind the fabric keeps its values through it."""
+    wdt = 256
+    top = Top(ram_bytes=256, watchdog_cycles=wdt)
+    bus, reset = top.fabric.bus, top.fabric.cpu_reset
+    ack_mode = M.CSR_BASE + 4 * P.param("ack_mode").addr
+    seen = {}
+
+    async def bench(ctx):
+        await write(ctx, bus, ack_mode, 1)
+        assert await read(ctx, bus, M.soc_addr("watchdog")) == 0
+        for _ in range(8):                          # kicked in time: never
+            await ctx.tick().repeat(wdt // 2)
+            await write(ctx, bus, M.soc_addr("watchdog"), 1)
+        pulses, t = [], 0
+        while len(pulses) < 2 or ctx.get(reset):    # not kicked: twice
+            if ctx.get(reset):
+                if not pulses or pulses[-1][1] != t - 1:
+                    pulses.append([t, t])
+                pulses[-1][1] = t
+            await ctx.tick()
+            t += 1
+            assert t < 4 * wdt
+        seen["pulses"] = [(b - a + 1, a) for a, b in pulses]
+        seen["restarts"] = await read(ctx, bus, M.soc_addr("watchdog"))
+        seen["ack_mode"] = await read(ctx, bus, ack_mode)
+
+    simulate(top, bench, name="soc_watchdog")
+    (len0, t0), (len1, t1) = seen["pulses"]
+    assert len0 == len1 == M.WATCHDOG_RESET_CYCLES
+    assert t1 - t0 == wdt + 1                       # the count starts again with the pulse
+    assert seen["restarts"] == 2 and seen["ack_mode"] == 1
+
+
+def test_the_watchdog_time_must_be_a_power_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        Fabric(watchdog_cycles=1000)

@@ -12,6 +12,7 @@ simulated SPI flash against a restart of the SoC on the same flash.
 
 import json
 import sys
+import time
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -161,3 +162,31 @@ def test_adaptive_red_raises_max_p_while_the_queue_holds_red_above_its_band(bina
             assert stats["frames_out"] <= 1, stats
         finally:
             dev.close()
+
+
+def test_a_hung_firmware_is_restarted_and_the_datapath_runs_on(binary, tmp_path):
+    """`hang` stops the firmware; the watchdog restarts SERV (the simulation's
+    watchdog is 168 ms of its clock); frames sent meanwhile come out; the
+    restarted firmware keeps the live (unsaved) register and counts the
+    restart."""
+    from ackfilter_ctl.device import Device
+    from ackfilter_ctl.link import TcpLink
+    with SimSoC(binary=binary, flash=tmp_path / "flash.bin") as soc:
+        dev = Device(TcpLink("127.0.0.1", soc.port), timeout=float(TIMEOUT)).open()
+        assert dev.set("ack_mode", 1) == 1 and dev.set("data_share", 77) == 77
+        dev.link.write(b"hang\n")
+        sent = frames(8, 300)
+        soc.send_frames(sent)
+        got = soc.receive_frames(len(sent), timeout=float(TIMEOUT))
+        assert [f for _, f in got] == sent
+        seen = b""
+        deadline = time.monotonic() + float(TIMEOUT)
+        while b"ackfilter firmware" not in seen or not seen.endswith(b"> "):
+            assert time.monotonic() < deadline, seen
+            seen += dev.link.read(1.0)
+        assert b"hanging: the watchdog restarts the firmware" in seen
+        assert b"warning: the watchdog restarted the firmware (1 since power-on)" in seen
+        dev = Device(dev.link, timeout=float(TIMEOUT)).open()
+        assert dev.get("ack_mode") == 1 and dev.get("data_share") == 77
+        assert dev.stats()["watchdog_restarts"] == 1
+        assert dict(line.split(" ", 1) for line in dev.command("settings"))["source"] == "kept"

@@ -24,8 +24,12 @@
  *          fwhost stops there with status 4; --flash-fail N makes the Nth
  *          never finish (busy for ever, nothing changed).
  *
+ *   wdt    the firmware must kick the watchdog at least every
+ *          ACKFILTER_SOC_WATCHDOG_CYCLES of simulated time, checked each
+ *          main-loop pass; --restarts N is what its register reads.
+ *
  * Exit status: 0, 2 for a usage error, 3 if the flash saw a protocol error,
- * 4 if the power was cut (--flash-cut).
+ * 4 if the power was cut (--flash-cut), 5 if the watchdog ran out.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
@@ -218,7 +222,30 @@ static void set_counter(const char *name, const char *value)
 
 /* ---- timer, ids ---- */
 
-uint64_t timer_cycles(void) { return now++; }
+/* ---- watchdog ---- */
+
+static unsigned restarts;        /* --restarts: what the register reads */
+static uint64_t last_kick;
+
+void watchdog_kick(void) { last_kick = now; }
+unsigned watchdog_restarts(void) { return restarts; }
+
+/* The firmware must kick it in time, whatever it does: fwhost fails if not
+   (checked every main-loop pass and timer read). */
+static void watchdog_check(void)
+{
+    if (now - last_kick > ACKFILTER_SOC_WATCHDOG_CYCLES) {
+        fflush(stdout);
+        die(5, "watchdog: not kicked for %" PRIu64 " ms (it restarts the CPU after %u ms)",
+            (now - last_kick) / (CLK_HZ / 1000u), ACKFILTER_SOC_WATCHDOG_CYCLES / (CLK_HZ / 1000u));
+    }
+}
+
+uint64_t timer_cycles(void)
+{
+    watchdog_check();
+    return now++;
+}
 uint32_t sys_clk_hz(void) { return CLK_HZ; }
 uint32_t soc_id(void) { return ACKFILTER_SOC_ID_VALUE; }
 
@@ -526,6 +553,7 @@ static void usage(FILE *out)
           "  --flash-cut N         the power fails halfway through the Nth erase or program\n"
           "                        (from 1): fwhost stops with status 4\n"
           "  --flash-fail N        the Nth erase or program never finishes (busy for ever)\n"
+          "  --restarts N          the watchdog's restart count (N > 0: this boot is a restart)\n"
           "  --csr-trace FILE      every write to a parameter register, a line each\n"
           "  --uart-stream         input bytes arrive at the UART's rate into its FIFO, lost\n"
           "                        when it is full, whether the firmware reads or not\n"
@@ -565,6 +593,8 @@ int main(int argc, char **argv)
             fl.cut_at = (unsigned)strtoul(argv[++i], NULL, 0);
         } else if (strcmp(a, "--flash-fail") == 0 && has_value) {
             fl.fail_at = (unsigned)strtoul(argv[++i], NULL, 0);
+        } else if (strcmp(a, "--restarts") == 0 && has_value) {
+            restarts = (unsigned)strtoul(argv[++i], NULL, 0);
         } else if (strcmp(a, "--csr-trace") == 0 && has_value) {
             trace_path = argv[++i];
         } else if (strcmp(a, "--uart-stream") == 0) {
@@ -596,6 +626,7 @@ int main(int argc, char **argv)
 
     fw_boot();
     while (!in_eof || now < sleep_until || rx_count > 0) {
+        watchdog_check();
         fw_poll();
         now += POLL_CYCLES;
         byte_this_pass = 0;

@@ -290,6 +290,7 @@
 #define ACKFILTER_SOC_ID_VALUE 0x534f4331u
 #define ACKFILTER_SOC_UART_BAUD 115200u
 #define ACKFILTER_SOC_UART_RX_FIFO_DEPTH 32u
+#define ACKFILTER_SOC_WATCHDOG_CYCLES 134217728u
 #define ACKFILTER_SOC_FLASH_PARAMS_OFFSET 0x1fe000u
 #define ACKFILTER_SOC_FLASH_SECTOR_BYTES 4096u
 #define ACKFILTER_SOC_FLASH_PARAMS_SECTORS 2u
@@ -301,5 +302,6 @@
 #define ACKFILTER_SOC_FLASH_IN 0x20000014u  /* r: bit 0: the flash's data out (DO, IO1) */
 #define ACKFILTER_SOC_SOC_ID 0x20000018u  /* r: 0x534F4331 ('SOC1'): the SoC register layout */
 #define ACKFILTER_SOC_SYS_CLK_HZ 0x2000001cu  /* r: the CPU's and the datapath's clock, Hz */
+#define ACKFILTER_SOC_WATCHDOG 0x20000020u  /* rw: write: start the watchdog's count again (the firmware must, at least every WATCHDOG_CYCLES, or the CPU restarts; the datapath and its registers run on); read: bits 7-0 the CPU restarts it made since power-on */
 
 #endif /* ACKFILTER_REGS_H */

@@ -250,6 +250,9 @@ static int c_stats(int argc, char **argv)
     put_str("ared_adjustments ");
     put_u64(ared_adjustments);
     put_nl();
+    put_str("watchdog_restarts ");
+    put_u64(watchdog_restarts());
+    put_nl();
     return 1;
 }
 
@@ -336,7 +339,7 @@ static int c_defaults(int argc, char **argv)
 {
     if (!no_args(argc, argv))
         return 0;
-    params_defaults();
+    params_defaults(1);
     store_origin = (struct store_origin){ 0 };
     store_origin.why = STORE_LOADED;          /* by this command */
     return 1;
@@ -347,7 +350,7 @@ static int c_load(int argc, char **argv)
     if (!no_args(argc, argv))
         return 0;
     unsigned n;
-    enum store_load_result r = store_load(&n);
+    enum store_load_result r = store_load(&n, 1);
     if (r == STORE_LOADED) {
         put_str("loaded ");
         put_u64(n);
@@ -362,12 +365,25 @@ static int c_load(int argc, char **argv)
     return 0;
 }
 
+/* Stops: the watchdog then restarts the firmware (a user's check of it). */
+static int c_hang(int argc, char **argv)
+{
+    if (!no_args(argc, argv))
+        return 0;
+    put_line("hanging: the watchdog restarts the firmware, the datapath runs on");
+    for (;;)
+        (void)timer_cycles();
+}
+
 /* Where the live settings came from, and whether they are still the saved ones. */
 static int c_settings(int argc, char **argv)
 {
     if (!no_args(argc, argv))
         return 0;
-    if (store_origin.from_flash) {
+    if (store_origin.restarted) {
+        put_line("source kept");
+        put_line("reason the watchdog restarted the firmware, the live registers were kept");
+    } else if (store_origin.from_flash) {
         put_line("source flash");
         put_str("record ");
         put_u64(store_origin.seq);
@@ -410,6 +426,7 @@ static const struct command {
     { "defaults", "", "set every parameter to its default (not saved)", c_defaults },
     { "load", "", "set the parameters saved in the flash, as at boot", c_load },
     { "settings", "", "where the live parameters came from; saved yes|no", c_settings },
+    { "hang", "", "stop answering, to see the watchdog restart the firmware", c_hang },
     { "mdio", "PHY REG [VALUE]", "read (or write) a PHY register over MDIO", c_mdio },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -62,9 +62,11 @@ static enum flash_err wait_ready(void)
 {
     uint64_t limit = (uint64_t)(ACKFILTER_F_SYS_HZ / 1000u) * FLASH_TIMEOUT_MS;
     uint64_t start = timer_cycles();
-    while (read_status() & STATUS_WIP)
+    while (read_status() & STATUS_WIP) {
+        watchdog_kick();                 /* an erase takes up to 400 ms */
         if (timer_cycles() - start > limit)
             return FLASH_TIMEOUT;
+    }
     return FLASH_OK;
 }
 
@@ -82,6 +84,7 @@ void flash_init(void)
 
 enum flash_err flash_read(uint32_t addr, uint8_t *buf, uint32_t n)
 {
+    watchdog_kick();                     /* a record's checks take a few hundred ms */
     if (read_status() & STATUS_WIP)
         return FLASH_BUSY;
     command_addr(CMD_READ, addr);

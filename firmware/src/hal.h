@@ -19,6 +19,11 @@ int uart_getc(void);
 /* Send a byte (waits while the transmitter is busy). */
 void uart_putc(char c);
 
+/* The watchdog: kick it at least every ACKFILTER_SOC_WATCHDOG_CYCLES or the
+ * CPU restarts (the datapath runs on); how many times it did since power-on. */
+void watchdog_kick(void);
+unsigned watchdog_restarts(void);
+
 /* Cycles of sys_clk since reset (64 bits: does not wrap). */
 uint64_t timer_cycles(void);
 uint32_t sys_clk_hz(void);

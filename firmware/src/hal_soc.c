@@ -28,6 +28,8 @@ uint64_t timer_cycles(void)
 }
 
 uint32_t sys_clk_hz(void) { return REG(ACKFILTER_SOC_SYS_CLK_HZ); }
+void watchdog_kick(void) { REG(ACKFILTER_SOC_WATCHDOG) = 1; }
+unsigned watchdog_restarts(void) { return REG(ACKFILTER_SOC_WATCHDOG) & 0xffu; }
 uint32_t soc_id(void) { return REG(ACKFILTER_SOC_SOC_ID); }
 
 void flash_set(int cs_n, int sck, int di)

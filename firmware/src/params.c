@@ -57,9 +57,9 @@ int64_t param_set(const param_t *p, int64_t v)
     return param_get(p);
 }
 
-void params_defaults(void)
+void params_defaults(int csrs)
 {
     for (const param_t *p = params; p < params + PARAMS_COUNT; p++)
-        if (param_get(p) != PARAM_DEF(p))   /* a write only where it changes something */
+        if ((csrs || !p->is_csr) && param_get(p) != PARAM_DEF(p))
             param_set(p, PARAM_DEF(p));
 }

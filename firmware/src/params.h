@@ -41,6 +41,8 @@ int64_t param_from_word(const param_t *p, uint32_t word);
 int64_t param_get(const param_t *p);
 /* Write v (in range) and return the value read back. */
 int64_t param_set(const param_t *p, int64_t v);
-void params_defaults(void);
+/* Every parameter (the CSRs too if `csrs`) to its default, writing only
+ * those that change. */
+void params_defaults(int csrs);
 
 #endif

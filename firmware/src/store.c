@@ -153,7 +153,7 @@ static void put_record(const struct record *r)
     put_u64(r->seq);
 }
 
-enum store_load_result store_load(unsigned *applied)
+enum store_load_result store_load(unsigned *applied, int csrs)
 {
     struct record r;
     unsigned damaged, unreadable;
@@ -185,10 +185,10 @@ enum store_load_result store_load(unsigned *applied)
         } else {
             (*applied)++;
         }
-        if (param_get(p) != v)
+        if ((csrs || !p->is_csr) && param_get(p) != v)
             param_set(p, v);
     }
-    store_origin = (struct store_origin){ 1, (uint8_t)r.sector, r.seq, r.regmap, STORE_LOADED };
+    store_origin = (struct store_origin){ 1, (uint8_t)r.sector, r.seq, r.regmap, STORE_LOADED, 0 };
     return STORE_LOADED;
 }
 
@@ -293,7 +293,7 @@ enum store_save_result store_save(unsigned *saved, uint32_t *where)
         return STORE_BUSY;           /* from a write that never finished */
     if (found && quiet_stage(&newest) && staged_is_live(&newest)) {
         store_origin = (struct store_origin){ 1, (uint8_t)newest.sector, newest.seq,
-                                              newest.regmap, STORE_LOADED };
+                                              newest.regmap, STORE_LOADED, 0 };
         return STORE_UNCHANGED;
     }
     unsigned sector = found ? 1u - newest.sector : 0u;
@@ -314,7 +314,7 @@ enum store_save_result store_save(unsigned *saved, uint32_t *where)
         return STORE_VERIFY_FAILED;
     }
     store_origin = (struct store_origin){ 1, (uint8_t)sector, seq, ACKFILTER_REGMAP_VERSION,
-                                          STORE_LOADED };
+                                          STORE_LOADED, 0 };
     return STORE_SAVED;
 }
 

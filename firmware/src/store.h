@@ -47,15 +47,18 @@ struct store_origin {
     uint16_t regmap;                /* the record's register map version */
     enum store_load_result why;     /* from_flash == 0: STORE_ABSENT, STORE_CORRUPT or
                                        STORE_NO_FLASH, or STORE_LOADED for `defaults` */
+    uint8_t restarted;              /* booted after a watchdog restart: the datapath's
+                                       registers were kept, only the firmware's own set */
 };
 extern struct store_origin store_origin;
 
 /* Read both sectors, pick the newest valid record and apply it: every
  * parameter it holds (by name, in range) to its value, every other one to
- * its default. Nothing is written unless a valid record exists. Each entry
- * dropped and each parameter the record lacks is a "warning:" line; *applied
- * counts the entries set from the record. */
-enum store_load_result store_load(unsigned *applied);
+ * its default; the datapath's (CSR) parameters only if `csrs`. Nothing is
+ * written unless a valid record exists. Each entry dropped and each
+ * parameter the record lacks is a "warning:" line; *applied counts the
+ * entries set from the record. */
+enum store_load_result store_load(unsigned *applied, int csrs);
 
 /* Write every parameter's current value as the next record, into the sector
  * not holding the newest valid one; read it back. Nothing is written when

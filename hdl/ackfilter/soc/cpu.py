@@ -19,7 +19,7 @@ from pathlib import Path
 
 from amaranth.hdl import *
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from .bus import BusSignature
 
@@ -47,10 +47,12 @@ def serv_sources():
 
 
 class SERV(wiring.Component):
-    """``ibus`` and ``dbus``: SERV's two bus masters."""
+    """``ibus`` and ``dbus``: SERV's two bus masters; ``rst`` restarts it
+    (as the domain's reset does)."""
 
     ibus: Out(BusSignature)
     dbus: Out(BusSignature)
+    rst: In(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -59,7 +61,7 @@ class SERV(wiring.Component):
         m.submodules.serv = Instance(
             "serv_rf_top",
             **{f"p_{k}": v for k, v in SERV_PARAMETERS.items()},
-            i_clk=ClockSignal(), i_i_rst=ResetSignal(), i_i_timer_irq=0,
+            i_clk=ClockSignal(), i_i_rst=ResetSignal() | self.rst, i_i_timer_irq=0,
             o_o_ibus_adr=iadr, o_o_ibus_cyc=self.ibus.cyc,
             i_i_ibus_rdt=self.ibus.dat_r, i_i_ibus_ack=self.ibus.ack,
             o_o_dbus_adr=dadr, o_o_dbus_dat=self.dbus.dat_w, o_o_dbus_sel=self.dbus.sel,

@@ -22,13 +22,15 @@ class Fabric(wiring.Component):
     bus: In(BusSignature)
     csr: Out(CSRBusSignature)
     pins: Out(PinsSignature)
+    cpu_reset: Out(1)                   # the watchdog's (:class:`.periph.SoCRegs`)
 
     def __init__(self, *, firmware=b"", ram_bytes=M.RAM_BYTES, clk_hz=P.F_SYS_HZ,
-                 baud=M.UART_BAUD):
-        self._MustUse__silence = True       # not built if the RAM refuses the image
+                 baud=M.UART_BAUD, watchdog_cycles=M.WATCHDOG_CYCLES):
+        self._MustUse__silence = True       # not built if the RAM or the registers refuse
+        self.regs = SoCRegs(clk_hz=clk_hz, baud=baud, watchdog_cycles=watchdog_cycles)
+        self.regs._MustUse__silence = True
         self.ram = RAM(size=ram_bytes, init=firmware)
-        self._MustUse__silence = False
-        self.regs = SoCRegs(clk_hz=clk_hz, baud=baud)
+        self._MustUse__silence = self.regs._MustUse__silence = False
         super().__init__()
 
     def elaborate(self, platform):
@@ -45,4 +47,5 @@ class Fabric(wiring.Component):
         connect(m, dec.region(2), regs.bus)
         connect(m, bridge.csr, wiring.flipped(self.csr))
         connect(m, regs.pins, wiring.flipped(self.pins))
+        m.d.comb += self.cpu_reset.eq(regs.cpu_reset)
         return m

@@ -22,7 +22,8 @@ region reads 0 and ignores writes, so a stray access never hangs the CPU.
 
 __all__ = ["RAM_BASE", "RAM_BYTES", "CSR_BASE", "SOC_BASE", "SOC_REGS", "UART_BAUD",
            "UART_RX_FIFO_DEPTH", "REGION_SHIFT", "soc_addr", "FLASH_PARAMS_OFFSET",
-           "FLASH_SECTOR_BYTES", "FLASH_PARAMS_SECTORS"]
+           "FLASH_SECTOR_BYTES", "FLASH_PARAMS_SECTORS", "WATCHDOG_CYCLES",
+           "WATCHDOG_RESET_CYCLES"]
 
 REGION_SHIFT = 28                      # address bits 29-28 pick the region
 
@@ -47,7 +48,17 @@ SOC_REGS = (
     ("flash_in",     5, "r",  "bit 0: the flash's data out (DO, IO1)"),
     ("soc_id",       6, "r",  "0x534F4331 ('SOC1'): the SoC register layout"),
     ("sys_clk_hz",   7, "r",  "the CPU's and the datapath's clock, Hz"),
+    ("watchdog",     8, "rw", "write: start the watchdog's count again (the firmware must, at "
+                              "least every WATCHDOG_CYCLES, or the CPU restarts; the datapath and "
+                              "its registers run on); read: bits 7-0 the CPU restarts it made "
+                              "since power-on"),
 )
+
+#: The watchdog's time: 2^27 cycles, 2.7 s at 50 MHz (the longest a command
+#: runs, a save on a slow flash, is well under a second).
+WATCHDOG_CYCLES = 1 << 27
+#: How long a watchdog restart holds the CPU and its bus in reset, cycles.
+WATCHDOG_RESET_CYCLES = 16
 
 UART_BAUD = 115_200
 UART_RX_FIFO_DEPTH = 32

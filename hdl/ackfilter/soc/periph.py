@@ -31,14 +31,24 @@ _OFF = {name: off for name, off, _a, _d in M.SOC_REGS}
 
 class SoCRegs(wiring.Component):
     """Bus slave for the SoC registers; ``pins``: the UART's and the SPI
-    flash's (:data:`PinsSignature`)."""
+    flash's (:data:`PinsSignature`). ``cpu_reset`` restarts the CPU and its
+    bus when the watchdog runs out (these registers keep their state).
+
+    ``watchdog_cycles``: the watchdog's time, a power of two (a smaller one
+    for simulations)."""
 
     bus: In(BusSignature)
     pins: Out(PinsSignature)
+    cpu_reset: Out(1)
 
-    def __init__(self, *, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD):
+    def __init__(self, *, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD, watchdog_cycles=M.WATCHDOG_CYCLES):
+        if watchdog_cycles < 2 * M.WATCHDOG_RESET_CYCLES or watchdog_cycles & (watchdog_cycles - 1):
+            self._MustUse__silence = True   # never built
+            raise ValueError(f"watchdog_cycles must be a power of two of at least "
+                             f"{2 * M.WATCHDOG_RESET_CYCLES}, not {watchdog_cycles}")
         self.clk_hz = clk_hz
         self.divisor = divisor_for(clk_hz, baud)
+        self.watchdog_cycles = watchdog_cycles
         super().__init__()
 
     def elaborate(self, platform):
@@ -61,6 +71,18 @@ class SoCRegs(wiring.Component):
         timer_hi = Signal(32)
         m.d.sync += timer.eq(timer + 1)
 
+        # The watchdog: a count the firmware starts again by writing; at its
+        # top bit the CPU and its bus are held in reset for a few cycles.
+        wdt = Signal(range(self.watchdog_cycles + 1))
+        restarts = Signal(8)
+        hold = Signal(range(M.WATCHDOG_RESET_CYCLES + 1))
+        m.d.sync += wdt.eq(wdt + 1)
+        with m.If(wdt[-1]):
+            m.d.sync += [wdt.eq(0), hold.eq(M.WATCHDOG_RESET_CYCLES), restarts.eq(restarts + 1)]
+        with m.Elif(hold != 0):
+            m.d.sync += hold.eq(hold - 1)
+        m.d.comb += self.cpu_reset.eq(hold != 0)
+
         flash = Signal(3, init=1)
         m.d.comb += [self.pins.flash_cs_n.eq(flash[0]), self.pins.flash_sck.eq(flash[1]),
                      self.pins.flash_di.eq(flash[2])]
@@ -71,16 +93,18 @@ class SoCRegs(wiring.Component):
         ack = Signal()
         m.d.comb += bus.ack.eq(ack)
         m.d.sync += [ack.eq(bus.cyc & ~ack), bus.dat_r.eq(0)]
-        off = bus.adr[:3]
+        off = bus.adr[:4]
         m.d.comb += [utx.data.eq(bus.dat_w[:8]), utx.valid.eq(0), rxq.r_en.eq(0)]
         access = bus.cyc & ~ack            # the one cycle an access takes effect
-        with m.If(access & (bus.adr[3:] == 0)):
+        with m.If(access & (bus.adr[4:] == 0)):
             with m.If(bus.we):
                 with m.Switch(off):
                     with m.Case(_OFF["uart_data"]):
                         m.d.comb += utx.valid.eq(1)     # dropped if the UART is busy
                     with m.Case(_OFF["flash_out"]):
                         m.d.sync += flash.eq(bus.dat_w[:3])
+                    with m.Case(_OFF["watchdog"]):
+                        m.d.sync += wdt.eq(0)
             with m.Else():
                 with m.Switch(off):
                     with m.Case(_OFF["uart_data"]):
@@ -101,6 +125,8 @@ class SoCRegs(wiring.Component):
                         m.d.sync += bus.dat_r.eq(M.SOC_ID_VALUE)
                     with m.Case(_OFF["sys_clk_hz"]):
                         m.d.sync += bus.dat_r.eq(self.clk_hz)
+                    with m.Case(_OFF["watchdog"]):
+                        m.d.sync += bus.dat_r.eq(restarts)
         return m
 
 

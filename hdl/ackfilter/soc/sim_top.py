@@ -22,15 +22,19 @@ from .. import params as P
 from ..gateware.core import UplinkCore, flat_streams
 from .soc import SoC
 
-__all__ = ["SoCSimTop", "SIM_BAUD"]
+__all__ = ["SoCSimTop", "SIM_BAUD", "SIM_WATCHDOG_CYCLES"]
 
 SIM_BAUD = P.F_SYS_HZ // 16
+#: The watchdog's time in simulation: 168 ms of the simulated clock (the
+#: board's 2.7 s would take minutes to run out), still far above the longest
+#: stretch the firmware goes without a kick (a `list` printed at SIM_BAUD).
+SIM_WATCHDOG_CYCLES = 1 << 23
 
 
 class SoCSimTop(wiring.Component):
-    def __init__(self, *, firmware, baud=SIM_BAUD, **sizes):
+    def __init__(self, *, firmware, baud=SIM_BAUD, watchdog_cycles=SIM_WATCHDOG_CYCLES, **sizes):
         self._sizes = sizes
-        self.soc = SoC(firmware=firmware, baud=baud)
+        self.soc = SoC(firmware=firmware, baud=baud, watchdog_cycles=watchdog_cycles)
         super().__init__({
             "clk": In(1), "rst": In(1),
             "i_valid": In(1), "i_ready": Out(1), "i_data": In(32), "i_keep": In(4),

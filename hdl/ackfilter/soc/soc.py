@@ -68,14 +68,19 @@ class SoC(wiring.Component):
     csr: Out(CSRBusSignature)
     pins: Out(PinsSignature)
 
-    def __init__(self, *, firmware, ram_bytes=M.RAM_BYTES, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD):
-        self.fabric = Fabric(firmware=firmware, ram_bytes=ram_bytes, clk_hz=clk_hz, baud=baud)
+    def __init__(self, *, firmware, ram_bytes=M.RAM_BYTES, clk_hz=P.F_SYS_HZ, baud=M.UART_BAUD,
+                 watchdog_cycles=M.WATCHDOG_CYCLES):
+        self.fabric = Fabric(firmware=firmware, ram_bytes=ram_bytes, clk_hz=clk_hz, baud=baud,
+                             watchdog_cycles=watchdog_cycles)
         super().__init__()
 
     def elaborate(self, platform):
         m = Module()
+        # The watchdog restarts the CPU and the arbiter between it and the
+        # bus; the RAM, the SoC's registers and the datapath run on.
         m.submodules.cpu = cpu = SERV()
-        m.submodules.arbiter = arb = Arbiter()
+        m.submodules.arbiter = arb = ResetInserter(self.fabric.cpu_reset)(Arbiter())
+        m.d.comb += cpu.rst.eq(self.fabric.cpu_reset)
         m.submodules.fabric = fab = self.fabric
         connect(m, cpu.ibus, arb.ibus)
         connect(m, cpu.dbus, arb.dbus)
