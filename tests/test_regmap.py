@@ -22,6 +22,19 @@ def test_a_changed_table_makes_the_files_stale(monkeypatch):
     assert set(regmap.stale()) == {regmap.C_HEADER, regmap.JSON_MAP}
 
 
+def test_the_host_tools_rate_grammar_is_a_copy_of_ours_that_goes_stale_with_it(tmp_path, monkeypatch):
+    # ackfilter-ctl cannot import the gateware package, so it ships a
+    # generated copy of ackfilter.units: one grammar for both tools.
+    source = regmap.UNITS_SOURCE.read_text()
+    copy = regmap.UNITS_COPY.read_text()
+    header, _, rest = copy.partition("\n")
+    assert rest == source and "do not edit" in header and header.startswith("#")
+    changed = tmp_path / "units.py"
+    changed.write_text(source.replace('"mbit"', '"mbits"'))
+    monkeypatch.setattr(regmap, "UNITS_SOURCE", changed)
+    assert regmap.stale() == [regmap.UNITS_COPY]
+
+
 def test_the_c_header_compiles_and_gives_the_tables_numbers(tmp_path):
     # Every address, range and event number as a C compiler sees it.
     lines = []
