@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from ackfilter import params as P
 from ackfilter import regmap
 
@@ -68,6 +70,29 @@ def test_the_json_map_has_every_register():
     assert [(c["name"], c["addr"]) for c in m["counters"]] == [(c.name, c.addr) for c in P.COUNTERS]
     assert {i["name"]: i["addr"] for i in m["info"]} == P.INFO
     assert m["events"] == list(P.EVENTS) and m["id"] == P.ID_VALUE
+
+
+def test_the_map_allows_exactly_the_chunk_sizes_the_segmenter_takes():
+    # The register ignores chunk_bytes' low four bits (8 acts as 0, off): the
+    # map's step refuses what the segmenter's own check refuses.
+    from ackfilter.model.segmenter import check_chunk_bytes
+    sys.path.insert(0, str(HOST_TOOLS))
+    from ackfilter_ctl import regmap as ctl_regmap
+
+    def takes(check, value):
+        try:
+            check(value)
+        except ValueError:
+            return False
+        return True
+
+    shipped = ctl_regmap.load()
+    values = range(-32, 2100)
+    assert [v for v in values if takes(lambda v: shipped.check_value("chunk_bytes", v), v)] == \
+        [v for v in values if takes(check_chunk_bytes, v)]
+    with pytest.raises(ValueError, match="chunk_bytes = 8 is not a multiple of 16 .*act as 0.*"
+                                         "allowed 0 .. 1456 bytes in steps of 16"):
+        shipped.check_value("chunk_bytes", "8")
 
 
 def test_the_host_tool_installs_and_runs_without_the_gateware(tmp_path):

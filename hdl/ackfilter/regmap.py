@@ -171,7 +171,8 @@ def json_map():
         "word_bits": 32,
         "params": [{"name": p.name, "addr": p.addr, "width": p.width, "signed": p.signed,
                     "default": p.default, "min": p.minimum, "max": p.maximum, "unit": p.unit,
-                    "doc": p.doc, **({"values": P.ENUMS[p.name]} if p.name in P.ENUMS else {})}
+                    "doc": p.doc, **({"values": P.ENUMS[p.name]} if p.name in P.ENUMS else {}),
+                    **({"step": p.step} if p.step != 1 else {})}
                    for p in P.PARAMS],
         "info": [{"name": name, "addr": addr} for name, addr in P.INFO.items()],
         "counters": [{"name": c.name, "addr": c.addr, "is_drop": c.is_drop, "doc": c.doc}

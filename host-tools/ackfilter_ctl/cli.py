@@ -46,7 +46,7 @@ def _registers(args, regmap, _dev):
     for p in regmap.params:
         values = p.get("values")
         rng = " | ".join(f"{v}={k}" for k, v in values.items()) if values \
-            else f"{p['min']} .. {p['max']} {p['unit']}"
+            else f"{p['min']} .. {p['max']} {p['unit']}" + (f", steps of {p['step']}" if "step" in p else "")
         print(f"{p['name']:<24}  0x{p['addr']:02x}  {p['default']:>8}  {rng}")
     for p in regmap.firmware_params:
         print(f"{p['name']:<24}  {'fw':>4}  {p['default']:>8}  {p['min']} .. {p['max']} {p['unit']}")
