@@ -116,3 +116,8 @@ def test_the_host_tool_installs_and_runs_without_the_gateware(tmp_path):
     assert bad.returncode == 2 and "allowed -64 .. 256 bytes" in bad.stderr
     good = run("check", "ack_mode", "aggressive")
     assert good.returncode == 0 and "ack_mode = 2" in good.stdout
+    # tc's rate grammar, from the generated copy of ackfilter.units the package ships
+    tuned = run("tune", "--up", "1mbit", "--down", "16mbit")
+    assert tuned.returncode == 0 and "shaper_cpb_q16" in tuned.stdout
+    prefix = run("tune", "--up", "1M", "--down", "16mbit")
+    assert prefix.returncode == 2 and "write 1mbit for bit/s" in prefix.stderr

@@ -20,7 +20,8 @@ from . import __version__
 from .device import Device, DeviceError, DeviceTimeout, VersionMismatch
 from .link import DEFAULT_BAUD, LinkError, open_link
 from .regmap import RegmapError, load
-from .tune import TuneError, parse_rate, rate_from_cpb, tune
+from .tune import TuneError, rate_from_cpb, tune
+from .units import RATE_FORMS, parse_rate
 
 __all__ = ["main"]
 
@@ -268,8 +269,8 @@ def _plot(args, regmap, dev):
 
 def _tune(args, regmap, dev):
     try:
-        regs, why = tune(regmap, up_bps=parse_rate(args.up), down_bps=parse_rate(args.down),
-                         rtt_ms=args.rtt, link=args.link, red=args.red)
+        regs, why = tune(regmap, up_bps=args.up, down_bps=args.down, rtt_ms=args.rtt,
+                         link=args.link, red=args.red)
     except TuneError as e:
         raise UsageError(str(e)) from None
     applied = {}
@@ -308,6 +309,14 @@ def _milliseconds(text):
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {text!r}")
     return value
+
+
+def _rate(text):
+    """A rate in bit/s, read as tc(8) reads it (``units.parse_rate``), for argparse."""
+    try:
+        return parse_rate(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _parser():
@@ -355,8 +364,11 @@ def _parser():
                                                      "ACKs superseded, RED drops)")
     p = cmd("tune", _tune, "derive the settings for a link and print the reasoning "
                            "(--apply writes them to the device)", device=False)
-    p.add_argument("--up", required=True, metavar="RATE", help="uplink rate, e.g. 1M, 64k")
-    p.add_argument("--down", required=True, metavar="RATE", help="downlink rate, e.g. 16M")
+    p.add_argument("--up", required=True, type=_rate, metavar="RATE",
+                   help=f"uplink rate as tc(8) writes it, e.g. 1mbit, 64kbit or 256000 (bit/s): "
+                        f"{RATE_FORMS}")
+    p.add_argument("--down", required=True, type=_rate, metavar="RATE",
+                   help="downlink rate, the same way, e.g. 16mbit")
     p.add_argument("--rtt", type=_milliseconds, default=50.0, metavar="TIME",
                    help="typical round-trip time to the servers: 40, 40ms or 0.04s (a bare "
                         "number is ms; default 50)")
