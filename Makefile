@@ -65,7 +65,7 @@ verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog
 	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.gateware.gen_verilog -o build/verilog/ackfilter_core.v
 
-regmap: venv ## regenerate the register map: firmware/include/ackfilter_regs.h, host-tools/ackfilter_ctl/regmap.json
+regmap: venv ## regenerate the register map: firmware/include/ackfilter_regs.h, host-tools/ackfilter_ctl/regmap.json and units.py
 	$(ENV) $(PY) -m ackfilter.regmap
 
 firmware: ## build the control plane's firmware: firmware/build/firmware.elf and .bin (riscv64-unknown-elf-gcc)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from ackfilter import params as P
 from ackfilter import regmap
 
@@ -20,6 +22,19 @@ def test_the_generated_files_are_up_to_date():
 def test_a_changed_table_makes_the_files_stale(monkeypatch):
     monkeypatch.setattr(P, "ID_VALUE", P.ID_VALUE + 1)
     assert set(regmap.stale()) == {regmap.C_HEADER, regmap.JSON_MAP}
+
+
+def test_the_host_tools_rate_grammar_is_a_copy_of_ours_that_goes_stale_with_it(tmp_path, monkeypatch):
+    # ackfilter-ctl cannot import the gateware package, so it ships a
+    # generated copy of ackfilter.units: one grammar for both tools.
+    source = regmap.UNITS_SOURCE.read_text()
+    copy = regmap.UNITS_COPY.read_text()
+    header, _, rest = copy.partition("\n")
+    assert rest == source and "do not edit" in header and header.startswith("#")
+    changed = tmp_path / "units.py"
+    changed.write_text(source.replace('"mbit"', '"mbits"'))
+    monkeypatch.setattr(regmap, "UNITS_SOURCE", changed)
+    assert regmap.stale() == [regmap.UNITS_COPY]
 
 
 def test_the_c_header_compiles_and_gives_the_tables_numbers(tmp_path):
@@ -57,6 +72,29 @@ def test_the_json_map_has_every_register():
     assert m["events"] == list(P.EVENTS) and m["id"] == P.ID_VALUE
 
 
+def test_the_map_allows_exactly_the_chunk_sizes_the_segmenter_takes():
+    # The register ignores chunk_bytes' low four bits (8 acts as 0, off): the
+    # map's step refuses what the segmenter's own check refuses.
+    from ackfilter.model.segmenter import check_chunk_bytes
+    sys.path.insert(0, str(HOST_TOOLS))
+    from ackfilter_ctl import regmap as ctl_regmap
+
+    def takes(check, value):
+        try:
+            check(value)
+        except ValueError:
+            return False
+        return True
+
+    shipped = ctl_regmap.load()
+    values = range(-32, 2100)
+    assert [v for v in values if takes(lambda v: shipped.check_value("chunk_bytes", v), v)] == \
+        [v for v in values if takes(check_chunk_bytes, v)]
+    with pytest.raises(ValueError, match="chunk_bytes = 8 is not a multiple of 16 .*act as 0.*"
+                                         "allowed 0 .. 1456 bytes in steps of 16"):
+        shipped.check_value("chunk_bytes", "8")
+
+
 def test_the_host_tool_installs_and_runs_without_the_gateware(tmp_path):
     # pip install of host-tools/ as a user does it (build isolation: it fetches
     # setuptools), then the
@@ -78,3 +116,8 @@ def test_the_host_tool_installs_and_runs_without_the_gateware(tmp_path):
     assert bad.returncode == 2 and "allowed -64 .. 256 bytes" in bad.stderr
     good = run("check", "ack_mode", "aggressive")
     assert good.returncode == 0 and "ack_mode = 2" in good.stdout
+    # tc's rate grammar, from the generated copy of ackfilter.units the package ships
+    tuned = run("tune", "--up", "1mbit", "--down", "16mbit")
+    assert tuned.returncode == 0 and "shaper_cpb_q16" in tuned.stdout
+    prefix = run("tune", "--up", "1M", "--down", "16mbit")
+    assert prefix.returncode == 2 and "write 1mbit for bit/s" in prefix.stderr

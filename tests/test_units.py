@@ -76,6 +76,16 @@ def test_huge_and_tiny_exponents_are_read_exactly():
     assert parse_size("1e400") == 10**400
 
 
+@pytest.mark.parametrize("text, write", [("1M", "1mbit"), ("64k", "64kbit"), ("1.5G", "1.5gbit"),
+                                         ("20 m", "20mbit"), ("2Ki", "2kibit"), ("1T", "1tbit")])
+def test_a_prefix_alone_is_refused_saying_what_tc_writes(text, write):
+    # tc(8) refuses "1M" (bits or bytes?); so do we, saying both ways to write it.
+    with pytest.raises(ValueError) as info:
+        parse_rate(text)
+    msg = str(info.value)
+    assert repr(text) in msg and f"write {write} for bit/s" in msg and write[:-3] + "bps" in msg
+
+
 def test_parse_rate_error_mentions_bytes():
     with pytest.raises(ValueError, match="BYTES per second"):
         parse_rate("12 parsecs")

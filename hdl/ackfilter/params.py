@@ -23,7 +23,7 @@ __all__ = [
     "SHAPER_LINK_LAYERS", "ENUMS", "ID_VALUE", "BOARD_BASE", "BOARD_REGS", "LINK_FIELDS", "PHY_FIELDS",
     "MDIO_COMMAND_FIELDS", "MDIO_RESULT_FIELDS", "csr_last", "Param", "Counter", "PARAMS", "COUNTERS", "INFO",
     "PARAM_BASE", "INFO_BASE", "COUNTER_BASE", "param", "frames_accounted", "default_name", "counter", "cpb_q16_for_rate",
-    "rate_limits_bps",
+    "rate_limits_bps", "STEPS",
 ]
 
 #: System clock of the core: a 32-bit word per cycle at 50 MHz is 1.6 Gb/s,
@@ -129,7 +129,10 @@ class Param:
     """A run-time register: ``width`` bits, two's complement when ``signed``.
 
     A write is clamped to ``minimum..maximum`` (read as a signed 32-bit word
-    when ``signed``); a read gives the value sign-extended to 32 bits."""
+    when ``signed``); a read gives the value sign-extended to 32 bits. A
+    value must also be a multiple of ``step``: the hardware ignores the bits
+    below it, so the tools refuse a value between two steps rather than let
+    it act as the step below."""
     name: str
     addr: int
     width: int
@@ -139,6 +142,7 @@ class Param:
     unit: str
     doc: str
     signed: bool = False
+    step: int = 1
 
     def __post_init__(self):
         lo, hi = (-(1 << (self.width - 1)), (1 << (self.width - 1)) - 1) if self.signed \
@@ -147,6 +151,9 @@ class Param:
             raise ValueError(f"parameter {self.name}: need {lo} <= minimum {self.minimum} <= default "
                              f"{self.default} <= maximum {self.maximum} <= {hi} "
                              f"({'signed' if self.signed else 'unsigned'} {self.width} bits)")
+        if self.step < 1 or any(v % self.step for v in (self.minimum, self.default, self.maximum)):
+            raise ValueError(f"parameter {self.name}: minimum, default and maximum must be multiples "
+                             f"of the step {self.step}")
 
     def to_word(self, value):
         """The 32-bit bus word that writes ``value`` (two's complement if negative)."""
@@ -229,8 +236,15 @@ def _params():
          "segmenter: most TCP payload bytes in a chunk of upload data, a multiple of 16 "
          "(the low four bits are ignored); 0 = off, every frame leaves whole"),
     ]
-    return tuple(Param(name, PARAM_BASE + i, w, d, lo, hi, unit, doc, *signed)
+    return tuple(Param(name, PARAM_BASE + i, w, d, lo, hi, unit, doc, *signed, step=STEPS.get(name, 1))
                  for i, (name, w, d, lo, hi, unit, doc, *signed) in enumerate(rows))
+
+
+#: Parameters whose values come in steps (:attr:`Param.step`). chunk_bytes:
+#: the segmenter works in checksum blocks of 16 payload bytes
+#: (``model.segmenter.SEGMENT_BLOCK_BYTES``, docs/spec.md section 9) and its
+#: register ignores the low four bits, so 8 would be 0 (off) and 520 would be 512.
+STEPS = {"chunk_bytes": 16}
 
 
 def _counters():

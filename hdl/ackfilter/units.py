@@ -15,7 +15,9 @@ Rates (``parse_rate``), as in tc(8):
 =============================  ==================================
 
 Units are case-insensitive; the number may have a fraction (``1.5mbit``), an
-exponent (``1e6``) and a space before the unit. Numbers are read exactly (no
+exponent (``1e6``) and a space before the unit. A prefix alone (``1M``,
+``64k``) is refused, as tc refuses it: it could mean bits or bytes, so the
+error says which to write (``1mbit`` or ``1mbps``). Numbers are read exactly (no
 float rounding): a rate is a whole number of bit/s, and one that is not 0 but
 rounds to 0 bit/s is an error, as is one that is not finite.
 """
@@ -42,7 +44,8 @@ _RATE_UNITS = _rate_units()
 RATE_FORMS = ("a number of bit/s (e.g. 256000), or a number with a unit: "
               "bit, kbit, mbit, gbit, tbit (SI), kibit, mibit, gibit, tibit (binary), "
               "or bps, kbps, mbps, gbps, tbps, kibps, mibps, gibps, tibps "
-              "(BYTES per second, as in tc); e.g. 256kbit, 20mbit, 1.5gbit")
+              "(BYTES per second, as in tc); e.g. 256kbit, 20mbit, 1.5gbit "
+              "(a prefix alone, 1M or 64k, is refused: write 1mbit or 64kbit)")
 
 _NUM_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\s*([a-zA-Z]*)\s*$")
 
@@ -73,6 +76,10 @@ def parse_rate(text):
     (256000, 1048576, 8000)
     """
     value, unit = _split(text, "rate", RATE_FORMS)
+    if unit in _SI.keys() - {""} or unit in _IEC:
+        number = str(text).strip()[:-len(unit)].strip()
+        raise ValueError(f"invalid rate {text!r}: tc has no unit {unit!r}: write {number}{unit}bit "
+                         f"for bit/s or {number}{unit}bps for bytes per second")
     if unit not in _RATE_UNITS:
         raise ValueError(f"invalid rate {text!r}: unknown unit {unit!r}; expected {RATE_FORMS}")
     bps = round(value * _RATE_UNITS[unit])

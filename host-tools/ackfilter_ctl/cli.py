@@ -7,28 +7,44 @@ HOST:PORT``): ``status``, ``get``, ``set``, ``save``, ``load``, ``defaults``,
 every command print one JSON document for scripts.
 
 Exit status: 0 done, 1 the device or link failed (no device, a timeout, a
-firmware error), 2 bad arguments or a value out of range, 3 a firmware of
-another version.
+firmware error, a reply that is not the one the protocol promises), 2 bad
+arguments or a value out of range, 3 a firmware of another version, 130
+interrupted (Ctrl-C). Every failure is one line on stderr,
+``ackfilter-ctl: error: ...``; after a ``set`` or ``tune --apply`` that
+stopped part way, it also says which parameters had been written.
 """
 
 import argparse
 import json
+import os
 import sys
 import time
 
 from . import __version__
-from .device import Device, DeviceError, DeviceTimeout, VersionMismatch
+from .device import Device, DeviceError, VersionMismatch
 from .link import DEFAULT_BAUD, LinkError, open_link
 from .regmap import RegmapError, load
-from .tune import TuneError, parse_rate, rate_from_cpb, tune
+from .tune import TuneError, rate_from_cpb, tune
+from .units import RATE_FORMS, parse_rate
 
 __all__ = ["main"]
 
-EXIT_DEVICE, EXIT_USAGE, EXIT_VERSION = 1, 2, 3
+EXIT_DEVICE, EXIT_USAGE, EXIT_VERSION, EXIT_INTERRUPTED = 1, 2, 3, 130
+EXIT_STATUS = ("Exit status: 0 done, 1 device or link failure (no answer, a firmware error, an "
+               "unexpected reply), 2 bad arguments or value, 3 firmware of another version, "
+               "130 interrupted (Ctrl-C).")
 
 
 class UsageError(ValueError):
     pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line, ``ackfilter-ctl: error: ...``,
+    like every other error of the tool (exit status 2)."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def _print_json(obj):
@@ -46,7 +62,7 @@ def _registers(args, regmap, _dev):
     for p in regmap.params:
         values = p.get("values")
         rng = " | ".join(f"{v}={k}" for k, v in values.items()) if values \
-            else f"{p['min']} .. {p['max']} {p['unit']}"
+            else f"{p['min']} .. {p['max']} {p['unit']}" + (f", steps of {p['step']}" if "step" in p else "")
         print(f"{p['name']:<24}  0x{p['addr']:02x}  {p['default']:>8}  {rng}")
     for p in regmap.firmware_params:
         print(f"{p['name']:<24}  {'fw':>4}  {p['default']:>8}  {p['min']} .. {p['max']} {p['unit']}")
@@ -134,22 +150,27 @@ def _board(regmap, stats):
     register map's field tables: ``{"ports": {...}, "phys": {...}}``, or {}
     when the firmware does not report them."""
     fields = regmap.raw.get("board_fields")
-    if not fields or "info.board_lan_link" not in stats:
+    words = [f"info.board_{w}" for w in ("lan_link", "modem_link", "phy0_status", "phy1_status",
+                                          "phy0_id", "phy1_id")]
+    if not fields or not all(w in stats for w in words):
         return {}
     ports = {role: _fields(stats[f"info.board_{role}_link"], fields["link"]) for role in ("lan", "modem")}
     phys = {}
     for n in (0, 1):
-        phy = _fields(stats.get(f"info.board_phy{n}_status", 0), fields["phy"])
-        phy["id"] = stats.get(f"info.board_phy{n}_id", 0)
+        phy = _fields(stats[f"info.board_phy{n}_status"], fields["phy"])
+        phy["id"] = stats[f"info.board_phy{n}_id"]
         phys[n] = phy
     return {"ports": ports, "phys": phys}
 
 
-def _get(args, regmap, dev):
+def _get_check(args, regmap):
     unknown = [n for n in args.names if n not in _names(regmap)]
     if unknown:
         raise UsageError(f"no parameter named {', '.join(unknown)}; known: "
                          f"{', '.join(sorted(_names(regmap)))}")
+
+
+def _get(args, regmap, dev):
     values = dev.get_all() if not args.names else {n: dev.get(n) for n in args.names}
     if args.json:
         _print_json(values)
@@ -163,11 +184,17 @@ def _names(regmap):
     return {p["name"] for p in regmap.all_params}
 
 
-def _set(args, regmap, dev):
+def _set_check(args, regmap):
     if len(args.pairs) % 2:
         raise UsageError("set takes NAME VALUE pairs")
-    todo = [(n, _value(regmap, n, v)) for n, v in zip(args.pairs[::2], args.pairs[1::2])]
-    done = {n: dev.set(n, v) for n, v in todo}
+    args.todo = [(n, _value(regmap, n, v)) for n, v in zip(args.pairs[::2], args.pairs[1::2])]
+
+
+def _set(args, regmap, dev):
+    done = {}
+    for name, value in args.todo:
+        done[name] = dev.set(name, value)
+        args.applied.append((name, value))
     if args.json:
         _print_json(done)
     else:
@@ -176,13 +203,14 @@ def _set(args, regmap, dev):
     return 0
 
 
-def _simple(command, key):
+def _simple(method, key):
+    """A command whose reply is checked by ``Device.<method>``, printed as it came."""
     def run(args, regmap, dev):
-        out = dev.command(command, timeout=max(dev.timeout, 10.0))
+        out = getattr(dev, method)()
         if args.json:
             _print_json({key: True, "output": out, "warnings": dev.warnings})
         else:
-            for line in out:
+            for line in [f"warning: {w}" for w in dev.warnings] + out:
                 print(line)
         return 0
     return run
@@ -222,19 +250,24 @@ def _watch(args, regmap, dev):
     return 0
 
 
-def _plot(args, regmap, dev):
+def _plot_check(args, regmap):
     try:
         import matplotlib
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot   # noqa: F401
     except ImportError:
         raise UsageError("plot needs matplotlib: pip install 'ackfilter-ctl[plot]'") from None
-    names = args.counters.split(",") if args.counters else \
+    args.plotted = args.counters.split(",") if args.counters else \
         ["frames_in", "frames_out", "acks_superseded", "drop_red"]
     known = {c["name"] for c in regmap.counters}
-    bad = [n for n in names if n not in known]
+    bad = [n for n in args.plotted if n not in known]
     if bad:
         raise UsageError(f"no counter {', '.join(bad)}; known: {', '.join(sorted(known))}")
+
+
+def _plot(args, regmap, dev):
+    import matplotlib.pyplot as plt
+    names = args.plotted
     t0, first = _sample(dev)
     series = {n: [] for n in names}
     times = []
@@ -258,7 +291,10 @@ def _plot(args, regmap, dev):
     ax.set_title(f"ackfilter counters, {dev.link.name}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(args.out, dpi=100)
+    try:
+        fig.savefig(args.out, dpi=100)
+    except OSError as e:
+        raise UsageError(f"cannot write {args.out}: {e.strerror or e}") from None
     if args.json:
         _print_json({"out": args.out, "t": times, "per_second": series})
     else:
@@ -266,16 +302,20 @@ def _plot(args, regmap, dev):
     return 0
 
 
-def _tune(args, regmap, dev):
+def _tune_check(args, regmap):
     try:
-        regs, why = tune(regmap, up_bps=parse_rate(args.up), down_bps=parse_rate(args.down),
-                         rtt_ms=args.rtt, link=args.link, red=args.red)
+        args.tuned = tune(regmap, up_bps=args.up, down_bps=args.down, rtt_ms=args.rtt,
+                          link=args.link, red=args.red)
     except TuneError as e:
         raise UsageError(str(e)) from None
-    applied = {}
+
+
+def _tune(args, regmap, dev):
+    regs, why = args.tuned
     if args.apply:
         for name, value in regs.items():
-            applied[name] = dev.set(name, value)
+            dev.set(name, value)                 # reads it back: the value must be the one written
+            args.applied.append((name, value))
     if args.json:
         _print_json({"registers": regs, "reasons": why, "applied": bool(args.apply)})
         return 0
@@ -285,7 +325,8 @@ def _tune(args, regmap, dev):
     for name, value in regs.items():
         print(f"{name} {value}")
     if args.apply:
-        print(f"\napplied {len(applied)} parameters to {dev.link.name} (not saved: `ackfilter-ctl save`)")
+        print(f"\napplied {len(args.applied)} parameters to {dev.link.name} "
+              "(not saved: `ackfilter-ctl save`)")
     else:
         print("\n(not applied: add --apply and --port/--connect)")
     return 0
@@ -310,24 +351,55 @@ def _milliseconds(text):
     return value
 
 
+def _seconds(text):
+    """A number of seconds above 0 (and finite), for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text!r}")
+    return value
+
+
+def _count(text):
+    """A whole number from 1, for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text!r}")
+    return value
+
+
+def _rate(text):
+    """A rate in bit/s, read as tc(8) reads it (``units.parse_rate``), for argparse."""
+    try:
+        return parse_rate(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _parser():
-    ap = argparse.ArgumentParser(prog="ackfilter-ctl", description=__doc__.split("\n\n")[0],
-                                 epilog="Exit status: 0 done, 1 device or link failure, 2 bad "
-                                        "arguments or value, 3 firmware of another version.")
+    ap = _Parser(prog="ackfilter-ctl", description=__doc__.split("\n\n")[0], epilog=EXIT_STATUS)
     ap.add_argument("--version", action="version", version=f"ackfilter-ctl {__version__}")
     where = ap.add_argument_group("device")
-    where.add_argument("--port", metavar="DEVICE", help="the board's serial port (e.g. /dev/ttyUSB0)")
+    where.add_argument("--port", metavar="DEVICE",
+                       help="the board's serial port (e.g. /dev/ttyUSB0), opened exclusively")
     where.add_argument("--connect", metavar="HOST:PORT",
                        help="a simulated SoC's UART (`make sim-soc`: localhost:2323)")
-    where.add_argument("--baud", type=int, default=DEFAULT_BAUD, help="serial baud rate (115200)")
-    where.add_argument("--timeout", type=float, default=3.0, metavar="S",
+    where.add_argument("--baud", type=_count, default=DEFAULT_BAUD, help="serial baud rate (115200)")
+    where.add_argument("--timeout", type=_seconds, default=3.0, metavar="S",
                        help="seconds to wait for an answer (default 3; the simulation may need more)")
     ap.add_argument("--json", action="store_true", help="print JSON for scripts")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def cmd(name, func, help, device=True):
-        p = sub.add_parser(name, help=help, description=help)
-        p.set_defaults(func=func, needs_device=device)
+    def cmd(name, func, help, device=True, check_args=None):
+        """A command: ``check_args(args, regmap)`` refuses bad arguments before
+        any device is opened, ``func(args, regmap, device)`` runs it."""
+        p = sub.add_parser(name, help=help, description=help, epilog=EXIT_STATUS)
+        p.set_defaults(func=func, needs_device=device, check_args=check_args)
         return p
 
     cmd("registers", _registers, "list the parameters and counters of the register map", device=False)
@@ -335,28 +407,34 @@ def _parser():
     p.add_argument("name", help="parameter name (see `registers`)")
     p.add_argument("value", help="integer, or a value name for enum parameters")
     cmd("status", _status, "firmware version, the main settings and counters")
-    p = cmd("get", _get, "read parameters (all, or the names given)")
+    p = cmd("get", _get, "read parameters (all, or the names given)", check_args=_get_check)
     p.add_argument("names", nargs="*", metavar="NAME")
     p = cmd("set", _set, "write parameters: NAME VALUE [NAME VALUE ...] (checked against the "
-                         "ranges first; enum values by name too)")
+                         "ranges first; enum values by name too; each value read back)",
+            check_args=_set_check)
     p.add_argument("pairs", nargs="+", metavar="NAME VALUE")
     cmd("save", _simple("save", "saved"), "save every parameter to the board's flash")
     cmd("load", _simple("load", "loaded"), "reload the saved parameters")
     cmd("defaults", _simple("defaults", "defaults"), "set every parameter to its default (not saved)")
-    cmd("reset-counters", _simple("reset-counters", "reset"), "count from zero again")
+    cmd("reset-counters", _simple("reset_counters", "reset"), "count from zero again")
     p = cmd("watch", _watch, "live counters and rates in a refreshing table")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples")
-    p.add_argument("--count", type=int, metavar="N", help="stop after N samples (default: Ctrl-C)")
-    p = cmd("plot", _plot, "sample counters' rates over time into a PNG")
+    p.add_argument("--interval", type=_seconds, default=1.0, metavar="S",
+                   help="seconds between samples, more than 0 (default 1)")
+    p.add_argument("--count", type=_count, metavar="N", help="stop after N samples (default: Ctrl-C)")
+    p = cmd("plot", _plot, "sample counters' rates over time into a PNG", check_args=_plot_check)
     p.add_argument("--out", default="ackfilter.png", help="PNG file (default ackfilter.png)")
-    p.add_argument("--duration", type=float, default=60.0, metavar="S", help="seconds (default 60)")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples")
+    p.add_argument("--duration", type=_seconds, default=60.0, metavar="S", help="seconds (default 60)")
+    p.add_argument("--interval", type=_seconds, default=1.0, metavar="S",
+                   help="seconds between samples, more than 0 (default 1)")
     p.add_argument("--counters", metavar="A,B", help="counters to plot (default frames in/out, "
                                                      "ACKs superseded, RED drops)")
     p = cmd("tune", _tune, "derive the settings for a link and print the reasoning "
-                           "(--apply writes them to the device)", device=False)
-    p.add_argument("--up", required=True, metavar="RATE", help="uplink rate, e.g. 1M, 64k")
-    p.add_argument("--down", required=True, metavar="RATE", help="downlink rate, e.g. 16M")
+                           "(--apply writes them to the device)", device=False, check_args=_tune_check)
+    p.add_argument("--up", required=True, type=_rate, metavar="RATE",
+                   help=f"uplink rate as tc(8) writes it, e.g. 1mbit, 64kbit or 256000 (bit/s): "
+                        f"{RATE_FORMS}")
+    p.add_argument("--down", required=True, type=_rate, metavar="RATE",
+                   help="downlink rate, the same way, e.g. 16mbit")
     p.add_argument("--rtt", type=_milliseconds, default=50.0, metavar="TIME",
                    help="typical round-trip time to the servers: 40, 40ms or 0.04s (a bare "
                         "number is ms; default 50)")
@@ -366,42 +444,58 @@ def _parser():
     p.add_argument("--red", action="store_true",
                    help="RED on the upload queue too (off by default: with the flow queues it "
                         "shortened no wait in the measured runs and cost upload rate)")
-    p.add_argument("--apply", action="store_true", help="write the values to the device")
+    p.add_argument("--apply", action="store_true",
+                   help="write the values to the device, each read back (not saved: then `save`)")
     return ap
 
 
+def _say(args, message):
+    """Print the one line of a failure, with what ``set``/``tune --apply`` had written."""
+    applied = getattr(args, "applied", None)
+    if applied:
+        message += (f"; {len(applied)} parameter{'s' if len(applied) > 1 else ''} had been written "
+                    f"(not saved): {', '.join(f'{n} {v}' for n, v in applied)}")
+    print(f"ackfilter-ctl: {message}", file=sys.stderr)
+
+
 def main(argv=None):
-    ap = _parser()
-    args = ap.parse_args(argv)
-    try:
-        regmap = load()
-    except RegmapError as e:
-        print(f"ackfilter-ctl: error: {e}", file=sys.stderr)
-        return EXIT_DEVICE
-    needs = args.needs_device or getattr(args, "apply", False)
+    args = None
     dev = None
     try:
-        if needs:
+        args = _parser().parse_args(argv)
+        args.applied = []                # (name, value) written so far, for the failure's line
+        regmap = load()
+        if args.check_args:
+            args.check_args(args, regmap)
+        if args.needs_device or getattr(args, "apply", False):
             if (args.port is None) == (args.connect is None):
                 raise UsageError(f"{args.command} talks to a device: give --port DEVICE "
                                  "(the board) or --connect HOST:PORT (make sim-soc)")
             dev = Device(open_link(port=args.port, connect=args.connect, baud=args.baud),
-                         timeout=args.timeout).open()
+                         timeout=args.timeout, regmap=regmap)
+            dev.open()
         return args.func(args, regmap, dev)
     except UsageError as e:
-        print(f"ackfilter-ctl: error: {e}", file=sys.stderr)
+        _say(args, f"error: {e}")
         return EXIT_USAGE
     except VersionMismatch as e:
-        print(f"ackfilter-ctl: error: {e}", file=sys.stderr)
+        _say(args, f"error: {e}")
         return EXIT_VERSION
-    except (LinkError, DeviceTimeout) as e:
-        print(f"ackfilter-ctl: error: {e}", file=sys.stderr)
-        return EXIT_DEVICE
-    except DeviceError as e:
-        print(f"ackfilter-ctl: error: the device says: {e}", file=sys.stderr)
+    except (RegmapError, LinkError, DeviceError) as e:
+        _say(args, f"error: {e}")
         return EXIT_DEVICE
     except KeyboardInterrupt:
-        return 0
+        _say(args, "interrupted (Ctrl-C)")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`ackfilter-ctl watch | head`): nothing more to
+        # print, and stdout must not complain once more at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_DEVICE
+    except Exception as e:               # the contract: one line, never a traceback
+        _say(args, f"error: internal error, a bug in ackfilter-ctl {__version__} (please report it): "
+                   f"{type(e).__name__}: {e}")
+        return EXIT_DEVICE
     finally:
         if dev is not None:
             dev.close()

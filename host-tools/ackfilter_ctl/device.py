@@ -2,9 +2,17 @@
 
 The firmware answers each command line with zero or more output lines and
 one status line, ``ok`` or ``error: <message>``, then prints the prompt
-``> `` (no newline). :class:`Device` turns the echo off, checks that the
-firmware speaks this tool's register map, and gives each command's output
-lines or raises :class:`DeviceError` with the firmware's message.
+``> `` (no newline). :class:`Device` opens a session (it discards whatever
+line is half-typed on the board, turns the echo off and checks that the
+firmware speaks this tool's register map) and checks every reply against
+the one the protocol promises (firmware/README.md, "Commands").
+
+Every failure is a :class:`DeviceError` whose message names the device, the
+command and the line at fault: :class:`FirmwareError` when the firmware
+answered ``error: ...``, :class:`BadReply` when the reply is not the one
+promised (a missing or unparsable value, another parameter's name, too few
+lines), :class:`ReadBackMismatch` when ``set`` reads back another value than
+it wrote, :class:`DeviceTimeout` when no complete reply came in time.
 """
 
 import re
@@ -13,16 +21,43 @@ import time
 from .link import LinkError
 from .regmap import SUPPORTED_REGMAP_VERSION
 
-__all__ = ["Device", "DeviceError", "DeviceTimeout", "VersionMismatch"]
+__all__ = ["Device", "DeviceError", "FirmwareError", "BadReply", "ReadBackMismatch", "DeviceTimeout",
+           "VersionMismatch", "DISCARD_LINE", "OVERRUN", "FLASH_TIMEOUT_S"]
 
 PROMPT = "> "
+#: Sent first on opening: Ctrl-U (NAK), on which the firmware discards the
+#: line typed so far, runs nothing and prints nothing. (A newline would run
+#: whatever half-typed line the board holds.)
+DISCARD_LINE = b"\x15"
+#: The firmware's message for a line it lost bytes of to a UART receive
+#: overrun; the command is sent once more (every command is idempotent).
+OVERRUN = "uart overrun, line discarded"
+#: Seconds ``save`` and ``load`` may take at least (a flash sector erase, and
+#: the firmware's own flash timeout of 1000 ms, on a slow SoC).
+FLASH_TIMEOUT_S = 10.0
 
 
 class DeviceError(RuntimeError):
-    """The firmware answered ``error: ...``."""
+    """The device failed a command (the message says which, and how)."""
 
 
-class DeviceTimeout(TimeoutError):
+class FirmwareError(DeviceError):
+    """The firmware answered ``error: <message>`` (:attr:`message`)."""
+
+    def __init__(self, text, message):
+        super().__init__(text)
+        self.message = message
+
+
+class BadReply(DeviceError):
+    """A reply that is not the one the protocol promises for the command."""
+
+
+class ReadBackMismatch(DeviceError):
+    """``set`` read back another value than it wrote."""
+
+
+class DeviceTimeout(DeviceError, TimeoutError):
     """No complete answer in time."""
 
 
@@ -31,6 +66,7 @@ class VersionMismatch(RuntimeError):
 
 
 _PROMPTS = re.compile(r"^(?:\s*>(?:\s|$))+")
+_INT_PAIR = re.compile(r"(\S+) (-?[0-9]+)")
 
 
 def _strip_prompts(line):
@@ -39,15 +75,24 @@ def _strip_prompts(line):
     return _PROMPTS.sub("", line).strip()
 
 
+def _some(names, shown=3):
+    names = list(names)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 class Device:
     """A board (or simulated SoC) behind ``link``.
 
     ``timeout``: seconds to wait for a command's status line (the simulated
-    SoC is slower than a board)."""
+    SoC is slower than a board). ``regmap``: the tool's register map; with
+    it, ``get`` must name every parameter and no other, and ``stats`` every
+    counter (without it only the form of each line is checked)."""
 
-    def __init__(self, link, *, timeout=3.0):
+    def __init__(self, link, *, timeout=3.0, regmap=None):
         self.link = link
         self.timeout = timeout
+        self.regmap = regmap
         self._buf = b""
         self.warnings = []
         self.version = {}
@@ -55,6 +100,7 @@ class Device:
     # --- lines -------------------------------------------------------------
 
     def _line(self, deadline):
+        """The next line, or None at the deadline (what arrived stays in the buffer)."""
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -64,38 +110,67 @@ class Device:
         return _strip_prompts(raw.decode("utf-8", "replace").rstrip("\r"))
 
     def command(self, line, *, timeout=None):
-        """Send ``line``; its output lines. ``DeviceError`` on ``error: ...``."""
-        if "\n" in line or "\r" in line:
+        """Send ``line``; its output lines (``warning: ...`` lines go to
+        :attr:`warnings` instead). A line the firmware lost to a receive
+        overrun is sent once more; ``FirmwareError`` on ``error: ...``."""
+        if any(c in line for c in "\r\n\x15"):
             raise ValueError("one command line at a time")
+        try:
+            return self._exchange(line, timeout)
+        except FirmwareError as e:
+            if e.message != OVERRUN:
+                raise
+        try:
+            return self._exchange(line, timeout)
+        except FirmwareError as e:
+            if e.message == OVERRUN:
+                raise FirmwareError(f"{self.link.name}: {line!r} failed twice: {OVERRUN} (a noisy "
+                                    "serial line, or another program writing to the port?)",
+                                    e.message) from None
+            raise
+
+    def _exchange(self, line, timeout):
         self.link.write(line.encode() + b"\n")
-        deadline = time.monotonic() + (timeout or self.timeout)
+        wait = timeout or self.timeout
+        deadline = time.monotonic() + wait
         out = []
         while True:
-            got = self._line(deadline)
+            got = self._line(deadline) if time.monotonic() < deadline else None
             if got is None:
-                raise DeviceTimeout(f"{self.link.name}: no answer to {line!r} in "
-                                    f"{timeout or self.timeout:g} s (is it an ackfilter? "
-                                    "wrong port or baud rate?)")
+                raise self._timeout(line, wait, out)
             if got == "ok":
                 return out
             if got.startswith("error: "):
-                raise DeviceError(got[len("error: "):])
+                message = got[len("error: "):]
+                raise FirmwareError(f"{self.link.name}: {line!r} failed: {message}", message)
             if got.startswith("warning: "):
                 self.warnings.append(got[len("warning: "):])
-            if got:
+            elif got:
                 out.append(got)
+
+    def _timeout(self, line, wait, out):
+        partial = _strip_prompts(self._buf.decode("utf-8", "replace"))
+        if not out and not partial:
+            return DeviceTimeout(f"{self.link.name}: no answer to {line!r} in {wait:g} s (is it an "
+                                 "ackfilter? wrong port or baud rate?)")
+        where = (f"in the middle of the line {partial!r}" if partial else
+                 f"after the line {out[-1]!r}, with no status line ('ok' or 'error: ...')")
+        return DeviceTimeout(f"{self.link.name}: no complete answer to {line!r} in {wait:g} s: "
+                             f"it stopped {where}")
+
+    def _bad(self, command, line, expected):
+        shown = "only 'ok'" if line is None else repr(line)
+        return BadReply(f"{self.link.name}: unexpected reply to {command!r}: {shown} (expected {expected})")
 
     # --- session -----------------------------------------------------------
 
     def open(self):
-        """Find the prompt, turn the echo off, check the version."""
-        # A half-typed line may be waiting: an empty line ends it (its answer,
-        # if any, is read and dropped with the echo's).
-        self.link.write(b"\n")
+        """Discard a half-typed line, turn the echo off, check the version."""
+        self.link.write(DISCARD_LINE)
         self.command("echo off")
         self._drain()
         self.version = self.read_version()
-        theirs = self.version.get("regmap")
+        theirs = self.version["regmap"]
         if theirs != str(SUPPORTED_REGMAP_VERSION):
             raise VersionMismatch(
                 f"the firmware speaks register map {theirs} (firmware {self.version.get('firmware')}), "
@@ -104,46 +179,131 @@ class Device:
         return self
 
     def _drain(self, quiet=0.2):
-        """Drop what arrives until the line is quiet (the empty line's answer)."""
+        """Drop what arrives until the line is quiet (the rest of a reply a
+        previous session left unread, whose ``ok`` the echo took)."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline and self.link.read(quiet):
             pass
         self._buf = b""
 
+    # --- commands ------------------------------------------------------------
+
     def read_version(self):
-        return dict(_pair(line) for line in self.command("version"))
+        """``{key: value}`` of ``version``; it must give ``regmap``."""
+        out = self.command("version")
+        version = {}
+        for line in out:
+            key, sep, value = line.partition(" ")
+            if not sep or not value.strip():
+                raise self._bad("version", line, "'KEY VALUE' lines")
+            version[key] = value.strip()
+        if "regmap" not in version:
+            raise self._bad("version", out[-1] if out else None, "a line 'regmap N'")
+        return version
+
+    def _int_pair(self, command, line, expected="'NAME NUMBER' lines"):
+        m = _INT_PAIR.fullmatch(line)
+        if not m:
+            raise self._bad(command, line, expected)
+        return m.group(1), int(m.group(2))
+
+    def _values(self, command, *, required=(), known=None, what="name"):
+        """``{name: int}`` of a reply of ``NAME NUMBER`` lines that has a line
+        for each of ``required`` (``what`` they are) and, if ``known`` is
+        given, for no name outside it."""
+        lines = self.command(command)
+        values = {}
+        for line in lines:
+            name, value = self._int_pair(command, line)
+            if name in values:
+                raise self._bad(command, line, "each name once")
+            if known is not None and name not in known:
+                raise self._bad(command, line, f"a line for every {what} of the register map, "
+                                               "and no other")
+            values[name] = value
+        missing = [n for n in required if n not in values]
+        if missing:
+            raise self._bad(command, lines[-1] if lines else None,
+                            f"a line for every {what}; none for {_some(missing)}")
+        return values
+
+    def _one(self, command, name):
+        """The value of the one line ``NAME NUMBER`` that ``command`` answers."""
+        lines = self.command(command)
+        expected = f"one line '{name} NUMBER'"
+        if len(lines) != 1:
+            raise self._bad(command, lines[1] if lines else None, expected)
+        got, value = self._int_pair(command, lines[0], expected)
+        if got != name:
+            raise self._bad(command, lines[0], expected)
+        return value
 
     def get_all(self):
-        return {k: int(v, 0) for k, v in map(_pair, self.command("get"))}
+        names = [p["name"] for p in self.regmap.all_params] if self.regmap else ()
+        return self._values("get", required=names, known=set(names) if self.regmap else None,
+                            what="parameter")
 
     def get(self, name):
-        k, v = _pair(self.command(f"get {name}")[0])
-        return int(v, 0)
+        return self._one(f"get {name}", name)
 
     def set(self, name, value):
-        out = self.command(f"set {name} {value}")
-        return int(_pair(out[0])[1], 0)
+        """Write ``value``; the value read back, which must be ``value``."""
+        value = int(value)
+        got = self._one(f"set {name} {value}", name)
+        if got != value:
+            raise ReadBackMismatch(f"{self.link.name}: the device set {name} to {value}, read back {got}")
+        return got
+
+    def stats(self):
+        """Counters, info words, ``uptime_ms``...: every counter of the
+        register map and ``uptime_ms`` must be there."""
+        counters = [c["name"] for c in self.regmap.counters] if self.regmap else []
+        return self._values("stats", required=counters + ["uptime_ms"], what="counter and uptime_ms")
 
     def listing(self):
         rows = []
         for line in self.command("list"):
-            name, value, lo, hi, default, *unit = line.split()
-            rows.append({"name": name, "value": int(value, 0), "min": int(lo, 0),
-                         "max": int(hi, 0), "default": int(default, 0), "unit": " ".join(unit)})
+            words = line.split()
+            try:
+                name, value, lo, hi, default = words[0], *map(int, words[1:5])
+            except (ValueError, TypeError):
+                raise self._bad("list", line, "'NAME VALUE MIN MAX DEFAULT UNIT' lines") from None
+            rows.append({"name": name, "value": value, "min": lo, "max": hi, "default": default,
+                         "unit": " ".join(words[5:])})
         return rows
 
-    def stats(self):
-        return {k: int(v, 0) for k, v in map(_pair, self.command("stats"))}
+    def _reply(self, command, verb=None, *, timeout=None):
+        """The reply lines of ``command``: the one line ``<verb> N
+        parameters``, or no line if ``verb`` is None."""
+        lines = self.command(command, timeout=timeout)
+        if verb is None:
+            if lines:
+                raise self._bad(command, lines[0], "no output line")
+            return lines
+        expected = f"one line '{verb} N parameters'"
+        if not lines:
+            raise self._bad(command, None, expected)
+        for line in lines:
+            if not re.fullmatch(f"{verb} [0-9]+ parameters", line):
+                raise self._bad(command, line, expected)
+        if len(lines) > 1:
+            raise self._bad(command, lines[1], expected)
+        return lines
+
+    def save(self):
+        return self._reply("save", "saved", timeout=max(self.timeout, FLASH_TIMEOUT_S))
+
+    def load(self):
+        return self._reply("load", "loaded", timeout=max(self.timeout, FLASH_TIMEOUT_S))
+
+    def defaults(self):
+        return self._reply("defaults")
+
+    def reset_counters(self):
+        return self._reply("reset-counters")
 
     def close(self):
         try:
             self.link.close()
         except (OSError, LinkError):
             pass
-
-
-def _pair(line):
-    key, sep, value = line.partition(" ")
-    if not sep:
-        raise DeviceError(f"unexpected answer line {line!r}")
-    return key, value.strip()

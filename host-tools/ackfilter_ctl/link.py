@@ -49,7 +49,9 @@ class TcpLink:
 
 
 class SerialLink:
-    """A serial port (the board's UART through a USB adapter), 8N1."""
+    """A serial port (the board's UART through a USB adapter), 8N1, opened
+    exclusively: a second program (another ackfilter-ctl, a terminal) would
+    take bytes of the replies and mix its lines into the commands."""
 
     def __init__(self, port, baud=DEFAULT_BAUD):
         self.name = port
@@ -59,8 +61,9 @@ class SerialLink:
             raise LinkError("--port needs pyserial: pip install pyserial "
                             "(it comes with `pip install ackfilter-ctl`)") from None
         try:
-            self.port = serial.Serial(port, baud, bytesize=8, parity="N", stopbits=1, timeout=0)
-        except (serial.SerialException, OSError) as e:
+            self.port = serial.Serial(port, baud, bytesize=8, parity="N", stopbits=1, timeout=0,
+                                      exclusive=True)
+        except (serial.SerialException, OSError, ValueError) as e:
             raise LinkError(f"cannot open {port}: {e}") from None
         self._serial = serial
 

@@ -49,7 +49,8 @@ class RegisterMap:
 
     def check_value(self, name, value):
         """``value`` (an int, or a name for an enum parameter) as the integer to
-        write; a ``ValueError`` names the allowed range."""
+        write; a ``ValueError`` names the allowed range (and step: a value
+        between two steps is refused, the hardware would ignore its low bits)."""
         p = self.param(name)
         values = p.get("values", {})
         if isinstance(value, str):
@@ -60,8 +61,13 @@ class RegisterMap:
             except ValueError:
                 allowed = f"one of {', '.join(values)} or " if values else ""
                 raise ValueError(f"{name}: {value!r} is not {allowed}an integer") from None
+        step = p.get("step", 1)
+        allowed = f"{p['min']} .. {p['max']} {p['unit']}" + (f" in steps of {step}" if step != 1 else "")
         if not p["min"] <= value <= p["max"]:
-            raise ValueError(f"{name} = {value} is out of range: allowed {p['min']} .. {p['max']} {p['unit']}")
+            raise ValueError(f"{name} = {value} is out of range: allowed {allowed}")
+        if value % step:
+            raise ValueError(f"{name} = {value} is not a multiple of {step} (the hardware ignores the "
+                             f"rest, so it would act as {value - value % step}): allowed {allowed}")
         return value
 
 

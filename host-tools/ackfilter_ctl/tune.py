@@ -19,12 +19,21 @@ type, :func:`tune` derives every setting a user would otherwise look up:
   11 %), off above that;
 * the ACK filter aggressive, the data share at round-robin, ACC off: the
   measured defaults (the repository's docs/experiments.md has the runs).
+
+Inputs it cannot turn into settings raise :class:`TuneError` naming the
+reason: a rate that is not above 0, an uplink slower than the shaper's
+slowest rate or faster than the board's ports, RED thresholds (``red=True``)
+larger than their registers hold. Rates are numbers of bit/s; the command
+line reads them with tc's grammar (``units.parse_rate``).
 """
 
 import math
 
-__all__ = ["tune", "TuneError", "rate_from_cpb", "cpb_for_rate", "parse_rate"]
+__all__ = ["tune", "TuneError", "rate_from_cpb", "cpb_for_rate", "PORT_BPS"]
 
+#: The board's Ethernet ports run at 10, 100 or 1000 Mb/s (the register
+#: map's link ``speed`` field): a faster uplink is never the board's bottleneck.
+PORT_BPS = 1_000_000_000
 SHAPE_FRACTION = 0.95
 PACKET_BYTES = 1500
 CHUNK_BYTES = 512
@@ -34,25 +43,6 @@ IDLE_PACKET_BYTES = 500        # the small packet whose time paces RED's idle de
 
 class TuneError(ValueError):
     """Inputs that describe no link the filter can shape."""
-
-
-def parse_rate(text):
-    """``64k``, ``1.5M``, ``1G``, ``56000`` -> bit/s."""
-    num = str(text).strip().lower()
-    for suffix in ("bit/s", "bps", "b/s", "bit", "b"):
-        if num.endswith(suffix):
-            num = num[:-len(suffix)]
-            break
-    scale = {"k": 1e3, "m": 1e6, "g": 1e9}.get(num[-1:], 1)
-    if scale != 1:
-        num = num[:-1]
-    try:
-        value = float(num) * scale
-    except ValueError:
-        raise TuneError(f"{text!r} is not a rate (e.g. 64k, 1.5M, 20M)") from None
-    if not 0 < value < math.inf:
-        raise TuneError(f"a rate must be positive, not {text!r}")
-    return value
 
 
 def cpb_for_rate(rate_bps, f_sys_hz):
@@ -74,21 +64,29 @@ def _fmt_rate(bps):
 
 def tune(regmap, *, up_bps, down_bps, rtt_ms, link, red=False):
     """``(registers, reasons)``: ``{name: value}`` for the parameters to set,
-    and one sentence per decision. ``regmap`` is the shipped register map;
-    ``red`` turns RED on (off by default: the module's docstring says why)."""
+    and one sentence per decision. ``up_bps``, ``down_bps``: the link's rates
+    in bit/s; ``regmap`` is the shipped register map; ``red`` turns RED on
+    (off by default: the module's docstring says why). ``TuneError`` says
+    why inputs give no settings."""
     presets = regmap.raw["link_presets"]
     if link not in presets:
         raise TuneError(f"unknown link type {link!r}; one of: {', '.join(presets)}")
+    for what, bps in (("uplink", up_bps), ("downlink", down_bps)):
+        if isinstance(bps, bool) or not isinstance(bps, (int, float)) or not 0 < bps < math.inf:
+            raise TuneError(f"the {what} rate must be a number of bit/s above 0, not {bps!r}")
     if not 0 < rtt_ms < 10_000:
         raise TuneError(f"the round-trip time must be 0 .. 10000 ms, not {rtt_ms:g}")
+    if up_bps > PORT_BPS:
+        raise TuneError(f"an uplink of {_fmt_rate(up_bps)} is faster than the board's ports "
+                        f"({_fmt_rate(PORT_BPS)}): the board cannot shape it, it would be the bottleneck")
     f_sys = regmap.raw["f_sys_hz"]
     cpb_param = regmap.param("shaper_cpb_q16")
     rate = up_bps * SHAPE_FRACTION
+    slowest = rate_from_cpb(cpb_param["max"], f_sys)
+    if rate < slowest:
+        raise TuneError(f"an uplink of {_fmt_rate(up_bps)} cannot be shaped: the shaper would run at "
+                        f"95 % of it, {_fmt_rate(rate)}, and it goes no slower than {_fmt_rate(slowest)}")
     cpb = cpb_for_rate(rate, f_sys)
-    if not cpb_param["min"] < cpb <= cpb_param["max"]:
-        lo, hi = rate_from_cpb(cpb_param["max"], f_sys), rate_from_cpb(1, f_sys)
-        raise TuneError(f"an uplink of {_fmt_rate(up_bps)} cannot be shaped: 95 % of it must be "
-                        f"{_fmt_rate(lo)} .. {_fmt_rate(hi)}")
     regs, why = {}, []
     regs["shaper_cpb_q16"] = cpb
     why.append(f"shaper: {_fmt_rate(rate)}, 95 % of the {_fmt_rate(up_bps)} uplink, so the queue "
@@ -110,6 +108,12 @@ def tune(regmap, *, up_bps, down_bps, rtt_ms, link, red=False):
     idle_shift = min(idle["max"], max(idle["min"],
                                       round(math.log2(8 * IDLE_PACKET_BYTES * f_sys / rate))))
     if red:
+        held = regmap.param("red_max_bytes")["max"]
+        if 3 * min_pk * PACKET_BYTES > held:
+            raise TuneError(f"--red at {_fmt_rate(rate)} with a {rtt_ms:g} ms round trip needs RED "
+                            f"thresholds of {min_pk} and {3 * min_pk} full packets, "
+                            f"{3 * min_pk * PACKET_BYTES} bytes, more than red_max_bytes holds ({held}): "
+                            "leave RED off at this rate, or set its thresholds yourself")
         regs.update(red_enable=1, red_min_bytes=min_pk * PACKET_BYTES,
                     red_max_bytes=3 * min_pk * PACKET_BYTES, red_max_p=round(0.1 * 65536),
                     red_wq_shift=wq_shift, red_gentle=1, red_idle_shift=idle_shift)
@@ -136,8 +140,10 @@ def tune(regmap, *, up_bps, down_bps, rtt_ms, link, red=False):
 
     ratio = down_bps / up_bps
     regs.update(ack_mode=2, data_share=128, acc_enable=0)
-    why.append(f"ACK filter aggressive (one queued ACK per flow): the measured best; the downlink "
-               f"is {ratio:.0f} times the uplink, so ACKs would otherwise fill it")
+    why.append("ACK filter aggressive (one queued ACK per flow): the measured best; " +
+               (f"the downlink is {ratio:.0f} times the uplink, so ACKs would otherwise fill it"
+                if ratio >= 2 else "here the downlink is not much faster than the uplink, so its "
+                                   "ACKs take little of it either way"))
     why.append("data share 128 (uplink bytes split evenly between ACKs and upload data when "
                "both wait); ACC off (it engaged only with many flows and never beat aggressive)")
     for name, value in regs.items():
