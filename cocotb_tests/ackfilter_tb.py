@@ -54,6 +54,8 @@ class TB:
         self.events = []                # (cycle, name); params.OVERRUN_EVENT for ev_overrun
         self.params = {}                # name -> value of every parameter written
         self.o_ready_pattern = itertools.repeat(1)
+        self.hold_output = False        # o_ready low whatever the pattern (set_param_live)
+        self.live_writes = []           # (event index, name, value, params) of set_param_live
         dut.i_valid.value = 0
         dut.i_data.value = 0
         dut.i_keep.value = 0
@@ -109,7 +111,7 @@ class TB:
                 if o_last.value:
                     received.append((start, cur))
                     cur = b""
-            ready = next(self.o_ready_pattern)
+            ready = 0 if self.hold_output else next(self.o_ready_pattern)
             o_ready.value = ready
 
     # --- LAN side ---------------------------------------------------------
@@ -167,6 +169,23 @@ class TB:
     async def set_param(self, name, value):
         await self.csr_write(P.param(name).addr, value)
 
+    async def set_param_live(self, name, value, *, quiet_cycles=300, arrivals=None):
+        """Write a register while frames are queued, at a moment the
+        scoreboard can place exactly: every frame sent has been reported
+        (``arrivals()``, the arrival events so far), and with the output held
+        no decision has been made for ``quiet_cycles``; the write is then
+        recorded against the number of events so far (:func:`scoreboard`
+        applies it to the model there), and the output released."""
+        self.hold_output = True
+        last, quiet = len(self.events), 0
+        while quiet < quiet_cycles or (arrivals is not None and arrivals() < len(self.sent)):
+            await self.edge
+            quiet = quiet + 1 if len(self.events) == last else 0
+            last = len(self.events)
+        await self.set_param(name, value)
+        self.live_writes.append((len(self.events), name, value, dict(self.params)))
+        self.hold_output = False
+
     def model(self, **kw):
         """The golden model of the core under test, ``FilterModel(**kw)``;
         of the flow-queue build (:data:`FLOW_QUEUES`, whose host buckets are
@@ -218,8 +237,29 @@ def data_order(frames):
     return out
 
 
+def live_writes(tb):
+    """``tb.live_writes`` as the scoreboard takes them: ``(event index,
+    apply(model))``. A shaper register changes the flow queues' quantum and
+    link charge (as the core derives them); the others are the model's own."""
+    out = []
+    for index, name, value, written in tb.live_writes:
+        params = {**{p.name: p.default for p in P.PARAMS}, **written}
+        if name.startswith("shaper_"):
+            kw = {}
+            if FLOW_QUEUES:
+                kw = dict(quantum=quantum_for_cpb(params["shaper_cpb_q16"]),
+                          charge=LinkAccounting.from_registers(dict(params)).charge)
+            out.append((index, lambda model, kw=kw: model.set(None, **kw) if kw else None))
+        else:
+            out.append((index, lambda model, name=name, value=value: model.set(name, value)))
+    return out
+
+
 def scoreboard(tb, model, *, counters=None):
     """Replay ``tb.events`` through ``model``; check every decision, every
     frame that left (bytes and order) and, if given, the hardware counters.
-    Returns the model (see :func:`ackfilter.model.scoreboard.check_run`)."""
-    return check_run(model, tb.sent, tb.events, [f for _, f in tb.received], counters=counters)
+    Registers written with :meth:`TB.set_param_live` are applied to the
+    model where they were written. Returns the model (see
+    :func:`ackfilter.model.scoreboard.check_run`)."""
+    return check_run(model, tb.sent, tb.events, [f for _, f in tb.received], counters=counters,
+                     writes=live_writes(tb))

@@ -834,3 +834,82 @@ def test_ip_packet_length_is_the_announced_ip_length_without_l2_header_or_paddin
     full = mk_ack(1000, flags="PA", payload=bytes(1460))
     assert len(full) == 1514 and ip_packet_length(full) == 1500
     assert ip_packet_length(mk_data(200)) == 28           # UDP header only: the trailer is not charged
+
+
+# ---- ack_mode changed while frames are queued (spec section 4) ----
+
+def mk_flow_data(flow, size=400):
+    """A TCP segment with payload of flow ``flow`` (the same flow as mk_ack's)."""
+    return mk_ack(1, flow=flow, flags="PA", payload=bytes(size))
+
+
+@pytest.mark.parametrize("flow_queues", [False, True])
+def test_turning_the_filter_on_holds_new_acks_behind_the_pure_acks_queued_as_data(flow_queues):
+    """Filter off: a flow's data and pure ACK go to its data queue. Filter on:
+    the flow's next ACK goes to the ACK queue, which must wait until the
+    older ACK queued as data has left (else the sender would see ack 200
+    before ack 100 and ignore the older's news)."""
+    m = FilterModel(ack_mode=0, data_share=128, flow_queues=flow_queues)
+    d, a1 = mk_flow_data(1), mk_ack(100, flow=1)
+    assert run(m, [d, a1]) == [["ARRIVE_DATA"], ["ARRIVE_DATA"]] and m.acks_in_data == 1
+    m.set("ack_mode", AGGRESSIVE)
+    assert m.ack_mode == 0 and m.may_switch_mode()      # in force at the core's next quiet point
+    m.switch_mode()
+    a2 = mk_ack(200, flow=1)
+    assert run(m, [a2]) == [["ARRIVE_ACK_NEW"]]
+    out = [f for _, f in m.drain()]
+    assert out == [d, a1, a2]                   # credit 0 alone would have sent a2 first
+    assert m.acks_in_data == 0
+
+
+@pytest.mark.parametrize("flow_queues", [False, True])
+def test_turning_the_filter_off_sends_the_ack_queue_first(flow_queues):
+    """Filter on: an ACK in the ACK queue, the flow's data in its queue, and
+    credit for data. Filter off: the flow's next pure ACK is data, behind
+    the data; the ACK queue's ACK must still leave before it."""
+    m = FilterModel(ack_mode=AGGRESSIVE, data_share=256, flow_queues=flow_queues)
+    d1, d2, a1 = mk_flow_data(1), mk_flow_data(1), mk_ack(100, flow=1)
+    run(m, [d1, d2])
+    assert run(m, [a1]) == [["ARRIVE_ACK_NEW"]]
+    assert m.depart()[1] == a1 and m.credit > 0  # an ACK while data waits: data's turn next
+    a2, a3 = mk_ack(200, flow=1), mk_ack(300, flow=1)
+    assert run(m, [a2]) == [["ARRIVE_ACK_NEW"]]
+    m.set("ack_mode", 0)
+    m.switch_mode()
+    assert run(m, [a3]) == [["ARRIVE_DATA"]]
+    out = [f for _, f in m.drain()]
+    assert out == [a2, d1, d2, a3]              # by credit alone: d1, d2, a3, then a2
+    m.check_invariants()
+
+
+def test_the_mode_switches_only_when_one_kind_of_leftover_remains():
+    """Off with a pure ACK queued as data, then on (allowed: the ACK queue is
+    empty), an ACK queued: off again must wait for the data's ACK to leave,
+    and on again for the ACK queue to empty (else three generations of a
+    flow's ACKs would wait in two places and no rule could order them)."""
+    m = FilterModel(ack_mode=0, data_share=128)
+    d, a1, a2 = mk_flow_data(1), mk_ack(100, flow=1), mk_ack(200, flow=1)
+    run(m, [d, a1])
+    m.set("ack_mode", AGGRESSIVE)
+    m.switch_mode()
+    run(m, [a2])
+    m.set("ack_mode", 0)
+    assert not m.may_switch_mode()
+    with pytest.raises(AssertionError, match="pure ACKs queued as data"):
+        m.switch_mode()
+    assert [f for _, f in (m.depart(), m.depart())] == [d, a1]    # the data's ACK first
+    assert m.may_switch_mode()
+    m.switch_mode()
+    m.set("ack_mode", CONSERVATIVE)
+    assert not m.may_switch_mode()                     # a2 still in the ACK queue
+    assert m.depart()[1] == a2 and m.may_switch_mode()
+
+
+def test_set_refuses_what_it_cannot_change_live():
+    m = FilterModel()
+    with pytest.raises(ValueError, match="not a live register"):
+        m.set("shaper_cpb_q16", 1)
+    with pytest.raises(ValueError, match="no RED"):
+        m.set("red_max_p", 1)
+    m.set("ack_queue_limit", 2)
+    assert m.ack_limit == 2

@@ -180,6 +180,9 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
         ctx.set(dut.ack_mode, ack_mode)
         ctx.set(dut.ack_queue_limit, ack_queue_limit)
         ctx.set(dut.data_share, data_share)
+        # Nothing on its way from the "ingress" but what the bench hands over:
+        # the written mode comes into force before the first frame.
+        ctx.set(dut.entries_quiet, 1)
         for name, value in (red or {}).items():
             ctx.set(getattr(dut, f"red_{name}"), value)
         ctx.set(dut.red_enable, red is not None)
@@ -307,7 +310,10 @@ def run_manager(frames, *, ack_mode, ack_queue_limit, data_share, ack_slots=16, 
                 ev = kind.name if hasattr(kind, "name") else EVENTS[kind]
                 tally[ev] = tally.get(ev, 0) + 1
                 assert bool(start) == (ev in DEPARTS), f"cycle {cycle}: {ev} with egress_start={start}"
-                if ev in room:
+                if ev == "MODE_SWITCH":
+                    # (the written mode's switch from the reset value's, before any frame)
+                    assert sent == 0, f"cycle {cycle}: {ev}"
+                elif ev in room:
                     pending_room.append(ev)
                     if ev == "DROP_DATA_OVERFLOW":
                         # A queued frame gives its cells back.

@@ -212,6 +212,7 @@
 #define ACKFILTER_EVENT_DROP_RED 11u
 #define ACKFILTER_EVENT_ARRIVE_DATA_MARKED 12u
 #define ACKFILTER_EVENT_DROP_DATA_OVERFLOW 13u
+#define ACKFILTER_EVENT_MODE_SWITCH 14u
 #define ACKFILTER_EVENT_OVERRUN 15u
 
 /* X(name, addr, width, is_signed, default, min, max, unit) */
@@ -236,6 +237,28 @@
     X(acc_threshold_acks, 0x11u, 8, 0, 16u, 1u, 255u, "ACKs") \
     X(acc_wq_shift, 0x12u, 4, 0, 4u, 1u, 15u, "log2") \
     X(chunk_bytes, 0x13u, 11, 0, 0u, 0u, 1456u, "bytes") \
+
+/* A parameter's step: the hardware ignores the bits below it (a power of two). */
+#define ACKFILTER_STEP_ack_mode 1u
+#define ACKFILTER_STEP_ack_queue_limit 1u
+#define ACKFILTER_STEP_data_share 1u
+#define ACKFILTER_STEP_shaper_cpb_q16 1u
+#define ACKFILTER_STEP_shaper_burst_bytes 1u
+#define ACKFILTER_STEP_shaper_overhead_bytes 1u
+#define ACKFILTER_STEP_shaper_mpu_bytes 1u
+#define ACKFILTER_STEP_shaper_charge_base 1u
+#define ACKFILTER_STEP_shaper_link_layer 1u
+#define ACKFILTER_STEP_red_enable 1u
+#define ACKFILTER_STEP_red_min_bytes 1u
+#define ACKFILTER_STEP_red_max_bytes 1u
+#define ACKFILTER_STEP_red_max_p 1u
+#define ACKFILTER_STEP_red_wq_shift 1u
+#define ACKFILTER_STEP_red_gentle 1u
+#define ACKFILTER_STEP_red_idle_shift 1u
+#define ACKFILTER_STEP_acc_enable 1u
+#define ACKFILTER_STEP_acc_threshold_acks 1u
+#define ACKFILTER_STEP_acc_wq_shift 1u
+#define ACKFILTER_STEP_chunk_bytes 16u
 
 /* X(name, addr) */
 #define ACKFILTER_INFO(X) \

@@ -71,7 +71,7 @@ EVENTS = (
     "ARRIVE_DATA", "ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE",
     "DROP_RUNT", "DROP_OVERSIZE", "DROP_DATA_FULL", "DROP_ACK_FRONT",
     "DEPART_ACK", "DEPART_DATA", "DROP_ACK_COVERED", "DROP_RED", "ARRIVE_DATA_MARKED",
-    "DROP_DATA_OVERFLOW",
+    "DROP_DATA_OVERFLOW", "MODE_SWITCH",
 )
 #: The events that account for one input frame each (the others are
 #: departures and the drops that make room for the arrival reported next).

@@ -157,7 +157,7 @@ class UplinkCore(wiring.Component):
         m.d.comb += [
             ingress.i.valid.eq(in_valid),
             ingress.i.payload.eq(in_beat),
-            ingress.ack_mode.eq(csr.params.ack_mode),
+            ingress.ack_mode.eq(manager.ack_mode_eff),
             ring_w.en.eq(ingress.buf_wr_en), ring_w.addr.eq(ingress.buf_wr_addr),
             ring_w.data.eq(ingress.buf_wr_data),
             ack_w.en.eq(ingress.ack_wr_en), ack_w.addr.eq(ingress.ack_wr_addr),
@@ -197,6 +197,7 @@ class UplinkCore(wiring.Component):
             manager.entry.eq(entries.r_data),
             entries.r_en.eq(manager.entry_ready),
             manager.ack_mode.eq(csr.params.ack_mode),
+            manager.entries_quiet.eq((entries.level == 0) & ~entries.w_en),
             manager.ack_queue_limit.eq(csr.params.ack_queue_limit),
             manager.data_share.eq(csr.params.data_share),
             manager.chunk_bytes.eq(csr.params.chunk_bytes),

@@ -64,6 +64,8 @@ def ingress_entry_layout(*, cells, buf_bits):
         "meta":    ack_meta_layout,
         "key_slot": range(KEY_SLOTS),  # its key slot (not for RUNT and OVERSIZE)
         "key_v6":  1,                  # the key is IPv6's (bit KEY_V6_BIT of its word 0)
+        "pure_ack": 1,                 # a pure ACK (class ack), whatever the verdict: with the
+                                       # filter off it is DATA (spec section 4, "Changing ack_mode")
     })
 
 
@@ -260,6 +262,7 @@ class Ingress(wiring.Component):
             entry.ip.eq(res.ip),
             entry.key_slot.eq(key_slot),
             entry.key_v6.eq(res.key[0][KEY_V6_BIT]),
+            entry.pure_ack.eq(res.cls == FrameClass.ACK),
             self.entry_valid.eq(parser.done),
             self.stat_frame.eq(parser.done),
             self.stat_bytes.eq(Mux(parser.done, res.nbytes, 0)),

@@ -44,7 +44,7 @@ from .flow_record import (KEY_WORDS64, RECORD_WORDS, REC_ACK, REC_TS, REC_SACK, 
 from .lib.cells import chain_layout
 from .parser import ack_details_layout, ip_header_layout, seg_info_layout
 from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
-from ..params import ACK_SLOT_BYTES, DATA_CELL_RESERVE, EVENTS, SHARED_CLASSES
+from ..params import ACK_SLOT_BYTES, DATA_CELL_RESERVE, EVENTS, SHARED_CLASSES, param
 
 __all__ = ["Event", "QueueManager", "LUTRAM"]
 
@@ -191,6 +191,8 @@ class QueueManager(wiring.Component):
             "key_wr_data":       In(64),
             "now":               In(48),
             "ack_mode":          In(2),
+            "ack_mode_eff":      Out(2, init=param("ack_mode").default),   # the mode in force (spec §4)
+            "entries_quiet":     In(1),      # no entry in the FIFO, none written this cycle
             "ack_queue_limit":   In(8),
             "data_share":        In(9),
             "chunk_bytes":       In(11),
@@ -250,7 +252,7 @@ class QueueManager(wiring.Component):
         # drops gives its cells back at once.)
         desc_layout = data.StructLayout({"chain": chain_layout(self.cells, MAX_CELLS), "nbytes": 16,
                                          "l3_bytes": 12, "mark": 1, "ip": ip_header_layout,
-                                         "seg": seg_info_layout})
+                                         "seg": seg_info_layout, "ack": 1})
         fqm = self.flow_queues
         if fqm:
             # Flow queues (spec section 12): the queues and their scheduler
@@ -356,6 +358,27 @@ class QueueManager(wiring.Component):
         have_data_q = Signal()
         desc_in_flight = Signal()
         m.d.sync += have_data_q.eq(have_data)
+
+        # Changing ack_mode (spec section 4, "Changing ack_mode"): pure ACKs
+        # queued as data (the filter was off when they came) are counted, and
+        # while any is queued with the filter on, the ACK queue waits (its
+        # newer ACKs must not overtake them); with the filter off, ACKs left
+        # in the ACK queue go first. `aid_nz` is the count's "not zero",
+        # registered with it, off the scheduling decision's path.
+        acks_in_data = Signal(range(self.cells + 1))
+        aid_inc, aid_dec, aid_nz = Signal(), Signal(), Signal()
+        aid_next = acks_in_data + aid_inc - aid_dec
+        m.d.sync += [acks_in_data.eq(aid_next), aid_nz.eq(aid_next != 0)]
+        # The register's mode comes into force at a quiet point (the Idle
+        # state, no entry on its way from the ingress, whose verdicts follow
+        # `ack_mode_eff`), reported as MODE_SWITCH: filter on only once the
+        # ACK queue is empty, off only once no pure ACK waits as data. So at
+        # most one of the two kinds of leftovers exists, and the rules below
+        # send the older first.
+        eff = self.ack_mode_eff
+        ack_hold = (eff != 0) & aid_nz
+        ack_strict = eff == 0
+
         if not fqm:
             m.d.comb += desc_in_flight.eq((desc.level != 0) & ~desc.r_rdy)
 
@@ -363,6 +386,8 @@ class QueueManager(wiring.Component):
         tail = Signal(node_ids)
         qlen = Signal(range(n_slots + 1))
         credit = Signal(signed(28))
+        switch_ok = Mux(self.ack_mode == 0, ~aid_nz, Mux(eff == 0, qlen == 0, 1))
+        mode_switch = (self.ack_mode != eff) & self.entries_quiet & ~self.entry_valid & switch_ok
 
         # The head ACK and its successor, registered every cycle; then, from
         # its flow (registered), whether it is the flow's last queued ACK and
@@ -798,7 +823,8 @@ class QueueManager(wiring.Component):
                 fq.enq_host.eq(meta.host),
                 descs_w.en.eq(1), descs_w.addr.eq(cur.chain.first),
                 dw.chain.eq(cur.chain), dw.nbytes.eq(cur.nbytes), dw.l3_bytes.eq(cur.l3_bytes),
-                dw.ip.eq(cur.ip), dw.seg.eq(seg), dw.mark.eq(mark),
+                dw.ip.eq(cur.ip), dw.seg.eq(seg), dw.mark.eq(mark), dw.ack.eq(cur.pure_ack),
+                aid_inc.eq(cur.pure_ack),
             ]
             m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
             event(kind)
@@ -827,20 +853,26 @@ class QueueManager(wiring.Component):
                 # before `r_rdy` shows it): `backlog` does not show it yet, and
                 # a harness that skips cycles when idle would strand the frame.
                 if fqm:
-                    m.d.comb += [self.idle.eq(~self.entry_valid & go_ok & ~kc_v & ~cam.busy & ~wb_v),
+                    m.d.comb += [self.idle.eq(~self.entry_valid & go_ok & ~kc_v & ~cam.busy & ~wb_v &
+                                              ~mode_switch),
                                  charge_ok.eq(1)]
                     m.d.sync += is_data.eq(0)
                 else:
-                    m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data) & ~wb_v)
+                    m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data) & ~wb_v &
+                                             ~mode_switch)
                 # `cur` (and `key_v6`) follow the FIFO's head while idle,
                 # so their enable waits for no decision; they hold once the
                 # frame is taken, and while its record is still written.
                 with m.If(~wb_v | wb_last):
                     m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
                 # Depart's choice as it will see it: an ACK needs no pick.
-                ack_next = ~(have_data & ((qlen == 0) | credit_pos))
+                ack_next = ~(have_data & ((qlen == 0) | ack_hold | (credit_pos & ~ack_strict)))
                 depart_ok = can_depart & (go_ok | (fq_free & ack_next))
-                with m.If(depart_ok):
+                with m.If(mode_switch):
+                    # (A cycle of its own: the next decision sees the new mode.)
+                    m.d.sync += self.ack_mode_eff.eq(self.ack_mode)
+                    event(Event.MODE_SWITCH)
+                with m.Elif(depart_ok):
                     # (A descriptor on its way, or a count update after
                     # Write-Record, holds the departure a cycle.)
                     with m.If(~desc_in_flight & ~wr_just):
@@ -885,7 +917,7 @@ class QueueManager(wiring.Component):
                     desc_w = data.View(desc_layout, desc.w_data)
                     m.d.comb += [desc_w.chain.eq(cur.chain), desc_w.nbytes.eq(cur.nbytes),
                                  desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
-                                 desc_w.seg.eq(seg)]
+                                 desc_w.seg.eq(seg), desc_w.ack.eq(cur.pure_ack)]
                 with m.If(red.done):
                     m.next = "Idle"
                     m.d.sync += red_started.eq(0)
@@ -912,7 +944,8 @@ class QueueManager(wiring.Component):
                                 m.next = "Overflow"
                     else:
                         with m.Else():
-                            m.d.comb += [desc.w_en.eq(1), desc_w.mark.eq(marked & ~red.ce_already)]
+                            m.d.comb += [desc.w_en.eq(1), desc_w.mark.eq(marked & ~red.ce_already),
+                                         aid_inc.eq(cur.pure_ack)]
                             m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
                             with m.If(marked):
                                 event(Event.ARRIVE_DATA_MARKED)
@@ -955,7 +988,8 @@ class QueueManager(wiring.Component):
                     m.d.sync += drop_pend.eq(fq.drop)
                     with m.If(drop_pend):
                         event(Event.DROP_DATA_OVERFLOW)
-                        m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(desc_r.chain)]
+                        m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(desc_r.chain),
+                                     aid_dec.eq(desc_r.ack)]
                         m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
                     with m.If(fq.done):
                         m.next = "Overflow-Choose"
@@ -1049,7 +1083,7 @@ class QueueManager(wiring.Component):
                     cmp_j.eq(rd_j), cmp_v.eq(rd_v),
                     want.eq(want & ~picked | added),
                     count_q.eq(count_idx.data),
-                    enough_q.eq(Mux((self.ack_mode == 2) | acc_esc, count_q >= 1, count_q >= 2)),
+                    enough_q.eq(Mux((eff == 2) | acc_esc, count_q >= 1, count_q >= 2)),
                     newest_q.eq(newest_idx.data),
                     old_buf_q.eq(node_new.data.buf),
                 ]
@@ -1332,7 +1366,7 @@ class QueueManager(wiring.Component):
 
             with m.State("Depart"):
                 have_ack = qlen != 0
-                pick_data = have_data_q & (~have_ack | credit_pos)
+                pick_data = have_data_q & (~have_ack | ack_hold | (credit_pos & ~ack_strict))
                 with m.If(pick_data & charging):
                     m.next = "Idle"         # (Idle's view was a cycle old: wait for the charge)
                 with m.Elif(pick_data):
@@ -1414,6 +1448,7 @@ class QueueManager(wiring.Component):
                 ]
                 with m.If(leaves):
                     m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
+                    m.d.comb += aid_dec.eq(desc_r.ack)
                 # A cut frame's last chunk ends its progress (a frame sent
                 # whole between its chunks leaves it alone).
                 with m.If(cut & chunk_last):

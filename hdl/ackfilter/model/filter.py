@@ -236,7 +236,9 @@ class FilterModel:
         if flow_entries < 0:
             raise ValueError(f"flow_entries must be >= 0, not {flow_entries!r}")
         self.chunk_bytes = check_chunk_bytes(chunk_bytes)
-        self.ack_mode = ack_mode
+        self.ack_mode = ack_mode     # the mode in force (spec section 4, "Changing ack_mode")
+        self.ack_mode_reg = ack_mode # the register's, in force at the next switch_mode()
+        self.ack_slots = ack_slots
         self.ack_limit = min(ack_queue_limit, ack_slots)
         self.flow_entries = flow_entries
         self.data_share = data_share
@@ -246,7 +248,13 @@ class FilterModel:
         self.data_queue = deque()    # of bytes, head first
         self.data_bytes = 0          # their total length (RED's queue occupancy)
         self.red = red
-        self.acc = acc
+        # ACC's average runs whether it is on or not, as the core's does (so
+        # that turning it on mid-traffic starts from a warm average).
+        self.acc = acc if acc is not None else Acc()
+        self.acc_enable = acc is not None
+        self.acks_in_data = 0        # pure ACKs queued as data (the filter was off when they came)
+        # Departures the ack_mode change rules decided against the credit (for tests).
+        self.mode_rule_decisions = {"acks_first": 0, "data_first": 0}
         self.head_chunks = None      # the data head's chunks still to leave, once its first has left
         self.head_cut = False        # the segmenter cut the data head
         self.entries = [None] * flow_entries   # of _FlowEntry
@@ -281,6 +289,77 @@ class FilterModel:
         if self.fq is None:
             return list(self.data_queue)
         return [f for q in range(len(self.fq.queues)) for f in self.fq.frames_of(q)]
+
+    def _pure_ack(self, frame):
+        """Whether ``frame`` is a pure ACK (class ``ack`` with the filter on),
+        whatever the mode it came in."""
+        return classify(frame, ack_mode=2, slot_bytes=self.slot_bytes, max_frame=self.max_frame).cls == "ack"
+
+    #: The registers :meth:`set` changes live (the shaper's change the DRR's
+    #: quantum and charge, given by the caller).
+    LIVE = ("ack_mode", "ack_queue_limit", "data_share", "chunk_bytes", "acc_enable",
+            "acc_threshold_acks", "acc_wq_shift", "red_enable", "red_min_bytes", "red_max_bytes",
+            "red_max_p", "red_wq_shift", "red_gentle", "red_idle_shift")
+
+    def set(self, name, value=None, *, quantum=None, charge=None):
+        """A register written while frames are queued, as the core takes it:
+        from the next decision on (spec section 4, "Changing ack_mode"; the
+        segmenter keeps a cut frame's chunk size, section 9). ``quantum`` and
+        ``charge``: the flow queues' after a shaper register changed."""
+        if quantum is not None or charge is not None:
+            if self.fq is None:
+                raise ValueError("quantum and charge are the flow queues'")
+            self.fq.quantum = self.fq.quantum if quantum is None else quantum
+            self.fq.charge = self.fq.charge if charge is None else charge
+        if name is None:
+            return
+        if name not in self.LIVE:
+            raise ValueError(f"{name!r} is not a live register of the model; one of {', '.join(self.LIVE)}")
+        if name == "ack_mode":
+            if value not in (0, 1, 2):
+                raise ValueError(f"ack_mode must be 0, 1 or 2, not {value!r}")
+            self.ack_mode_reg = value
+        elif name == "ack_queue_limit":
+            self.ack_limit = min(value, self.ack_slots)
+        elif name == "data_share":
+            self.data_share = value
+        elif name == "chunk_bytes":
+            self.chunk_bytes = check_chunk_bytes(value)
+        elif name == "acc_enable":
+            self.acc_enable = bool(value)
+        elif name.startswith("acc_"):
+            setattr(self.acc, name[len("acc_"):], value)
+        else:
+            if self.red is None:
+                raise ValueError("the model has no RED (give red=Red(..., enable=False))")
+            attr = {"red_enable": "enable", "red_min_bytes": "min_bytes", "red_max_bytes": "max_bytes",
+                    "red_max_p": "max_p", "red_wq_shift": "wq_shift", "red_gentle": "gentle",
+                    "red_idle_shift": "idle_shift"}[name]
+            setattr(self.red, attr, bool(value) if attr in ("enable", "gentle") else value)
+
+    def may_switch_mode(self):
+        """Whether the register's ``ack_mode`` may come into force now (spec
+        section 4): the filter on only once the ACK queue is empty, off only
+        once no pure ACK waits as data."""
+        if self.ack_mode_reg == self.ack_mode:
+            return False
+        if self.ack_mode_reg == 0:
+            return self.acks_in_data == 0
+        return self.ack_mode != 0 or not self.ack_queue
+
+    def switch_mode(self):
+        """The core's MODE_SWITCH: the register's ``ack_mode`` is in force
+        from here (``AssertionError`` if the rules did not allow it)."""
+        if self.ack_mode_reg == self.ack_mode and self.counters["frames_in"] == 0:
+            # A model built with the mode a test wrote before any frame: the
+            # core switched from its reset value then.
+            self.events.append("MODE_SWITCH")
+            return
+        assert self.may_switch_mode(), (
+            f"ack_mode {self.ack_mode} -> {self.ack_mode_reg} with {len(self.ack_queue)} ACKs queued "
+            f"and {self.acks_in_data} pure ACKs queued as data")
+        self.ack_mode = self.ack_mode_reg
+        self.events.append("MODE_SWITCH")
 
     def classify(self, frame):
         """:func:`~ackfilter.model.pktparse.classify` with this model's settings."""
@@ -374,6 +453,7 @@ class FilterModel:
         else:
             for _, victim in fq.overflow(len(frame)):
                 self.data_bytes -= len(victim)
+                self.acks_in_data -= self._pure_ack(victim)
                 self.overflow_dropped.append(victim)
                 self.counters["drop_data_overflow"] += 1
                 events.append("DROP_DATA_OVERFLOW")
@@ -381,6 +461,7 @@ class FilterModel:
             host = host_bucket(p.key, fq.hosts) if fq.hosts else 0
             fq.enqueue(self._data_queue_for(idx, hit, p, allocate=True), frame, tag=p.tag, host=host)
         self.data_bytes += len(frame)
+        self.acks_in_data += self._pure_ack(frame)
         events.append("ARRIVE_DATA_MARKED" if action == "mark" else "ARRIVE_DATA")
         return events
 
@@ -418,7 +499,7 @@ class FilterModel:
         # ACC (spec section 11): the average takes its sample first; an
         # escalated arrival supersedes as aggressive and an ECT ACK leaves CE
         # (compared by the ECN field it leaves with).
-        escalated = self.acc is not None and self.acc.arrive(len(self.ack_queue))
+        escalated = self.acc.arrive(len(self.ack_queue)) and self.acc_enable
         if escalated:
             self.counters["acc_escalated"] += 1
             if p.ecn not in (ECN_NOT_ECT, ECN_CE):
@@ -511,7 +592,14 @@ class FilterModel:
         if not has_ack and not has_data:
             return None
         if has_ack and has_data:
+            # After a change of ack_mode (spec section 4): with the filter
+            # off, ACKs left in the ACK queue go first; with it on, the ACK
+            # queue waits while pure ACKs queued as data are still there.
             take_data = self.credit > 0
+            rule = "acks_first" if self.ack_mode == 0 else "data_first" if self.acks_in_data else None
+            if rule is not None and take_data != (rule == "data_first"):
+                take_data = rule == "data_first"
+                self.mode_rule_decisions[rule] += 1
         else:
             take_data = has_data
             self.credit = 0
@@ -545,6 +633,7 @@ class FilterModel:
                 if not between:
                     self.head_chunks = None
                 self.data_bytes -= len(head)
+                self.acks_in_data -= self._pure_ack(head)
                 if self.red is not None and self.data_queue_frames == 0:
                     if now is None:
                         raise TypeError("with RED, depart() needs now= (the cycle of the departure)")
@@ -582,7 +671,9 @@ class FilterModel:
         # A cut head frame some of whose chunks have left is still queued.
         sent_of_head = 0 if self.head_chunks is None or not self.head_cut else 1
         assert c["frames_in"] == frames_accounted(c) - sent_of_head + queued
-        assert len(self.ack_queue) <= self.ack_limit
+        # (A limit lowered live is reached at the next ACK's arrival.)
+        assert len(self.ack_queue) <= self.ack_slots
+        assert self.acks_in_data == sum(map(self._pure_ack, self.queued_data_frames()))
         counts = {}
         for q in self.ack_queue:
             if q.entry is not None:

@@ -21,13 +21,17 @@ ARRIVALS = ARRIVAL_EVENTS
 ROOM = frozenset({"DROP_ACK_FRONT", "DROP_ACK_COVERED", "DROP_DATA_OVERFLOW"})
 
 
-def check_run(model, sent, events, received, *, counters=None):
+def check_run(model, sent, events, received, *, counters=None, writes=()):
     """Raise ``AssertionError`` at the first disagreement; return the model.
 
     ``sent``: input frames in order; ``events``: ``(cycle, name)`` in order;
     ``received``: output frames in order; ``counters``: hardware counters by
-    name (optional; then every counter of the model is compared).
+    name (optional; then every counter of the model is compared);
+    ``writes``: ``(index, apply)`` of registers written while frames were
+    queued: ``apply(model)`` is called before event ``index`` (the number of
+    events the hardware had reported when the write took effect).
     """
+    writes = sorted(writes, key=lambda w: w[0])
     if not isinstance(model, FilterModel):
         raise TypeError(f"model must be a FilterModel, not {model!r}")
     pending = []
@@ -36,6 +40,9 @@ def check_run(model, sent, events, received, *, counters=None):
     n_in = 0
     expected_out = []
     for i, (cycle, ev) in enumerate(events):
+        while writes and writes[0][0] <= i:
+            assert not pending, f"a register written between an arrival's events ({pending})"
+            writes.pop(0)[1](model)
         if ev == OVERRUN_EVENT:
             raise AssertionError(f"cycle {cycle}: drop_overrun (the core fell behind its input)")
         if ev in ROOM:
@@ -58,6 +65,10 @@ def check_run(model, sent, events, received, *, counters=None):
                 f"hardware did {want}, model says {got}")
             pending = []
             continue
+        if ev == "MODE_SWITCH":
+            assert not pending, f"cycle {cycle}: MODE_SWITCH between an arrival's events ({pending})"
+            model.switch_mode()
+            continue
         assert ev in ("DEPART_ACK", "DEPART_DATA"), f"unknown event {ev!r}"
         got = model.depart(now=cycle)
         assert got is not None, f"cycle {cycle}: hardware sent {ev}, the model has nothing queued"
@@ -68,6 +79,8 @@ def check_run(model, sent, events, received, *, counters=None):
             f"cycle {cycle}, event #{i}: output frame #{n} differs from the model:\n"
             f" hw    {received[n].hex()}\n model {got[1].hex()}")
         expected_out.append(got[1])
+    for _, apply in writes:                  # written after the last event
+        apply(model)
     assert not pending, f"{pending} without the arrival that caused it"
     assert len(received) == len(expected_out), (
         f"{len(received)} frames left, the model expected {len(expected_out)}")
