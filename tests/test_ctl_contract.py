@@ -10,6 +10,7 @@ rate grammar ackfilter-ctl shares with ``ackfilter replay``.
 
 import argparse
 import itertools
+import json
 import math
 import sys
 import time
@@ -49,7 +50,9 @@ class Firmware:
             return [f"{words[1]} {self.values[words[1]]}", "ok"]
         if words == ["stats"]:
             return ([f"{c['name']} 0" for c in REGMAP.counters] + [f"info.{i['name']} 0" for i in REGMAP.info]
-                    + ["uptime_ms 1000", "ared_adjustments 0", "ok"])
+                    + ["uptime_ms 1000", "ared_adjustments 0", "watchdog_restarts 0", "ok"])
+        if words == ["settings"]:
+            return ["source flash", "record 3", "sector 0", "record_regmap 1", "saved yes", "ok"]
         if words == ["save"]:
             return [f"saved {len(self.values)} parameters", "ok"]
         if words == ["load"]:
@@ -475,3 +478,33 @@ def test_bare_integers_are_bit_per_second_as_the_experiments_write_them(capsys):
     rc = cli.main(["--json", "tune", "--up", "1000000", "--down", "16000000", "--rtt", "20"])
     regs = json.loads(capsys.readouterr().out)["registers"]
     assert rc == 0 and regs["shaper_cpb_q16"] == P.cpb_q16_for_rate(0.95 * 10**6)
+
+
+def test_status_says_where_the_settings_came_from_and_refuses_a_bad_settings_reply(board, capsys):
+    """`settings` (firmware/README.md): the record, or the defaults and why,
+    whether the live values are the saved ones, and the watchdog's restarts;
+    a reply missing a field is the device's error, one line."""
+    class Restarted(Firmware):
+        def answer(self, line):
+            if line == "settings":
+                return ["source kept", "reason the watchdog restarted the firmware, the live "
+                        "registers were kept", "saved no", "ok"]
+            if line == "stats":
+                return [x.replace("watchdog_restarts 0", "watchdog_restarts 2")
+                        for x in super().answer(line)]
+            return super().answer(line)
+
+    restarted = Restarted()
+    board.reply = lambda fw, line: wire(restarted.answer(line))
+    rc, out, err = ctl(capsys, "status")
+    assert rc == 0, err
+    assert ("settings     kept through a watchdog restart, not saved (ackfilter-ctl save); the "
+            "watchdog restarted the firmware 2 times\n") in out
+    board.reply = lambda fw, line: wire(fw.answer(line))
+    rc, out, err = ctl(capsys, "--json", "status")
+    assert json.loads(out)["settings"] == {"source": "flash", "record": 3, "sector": 0,
+                                           "record_regmap": 1, "saved": True}
+    board.reply = lambda fw, line: (wire(["source flash", "saved yes", "ok"]) if line == "settings"
+                                    else wire(fw.answer(line)))
+    rc, out, err = ctl(capsys, "status")
+    assert rc == 1 and "unexpected reply to 'settings'" in one_error_line(err)

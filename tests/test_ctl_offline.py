@@ -193,6 +193,8 @@ def test_status_shows_each_ports_speed_and_the_phys_from_the_board_words(capsys)
              "info.board_phy0_status": 1 + 2 + (2 << 2) + (1 << 4) + (3 << 8),
              "info.board_phy0_id": 0x001CC916, "info.board_phy1_status": 0, "info.board_phy1_id": 0xFFFFFFFF}
     dev = SimpleNamespace(get_all=lambda: {p.name: p.default for p in P.PARAMS}, stats=lambda: stats,
+                          settings=lambda: {"source": "defaults", "reason": "no saved parameters",
+                                            "saved": False},
                           version={"firmware": "0.1.0", "regmap": "1", "gateware_id": "0x41434b46"},
                           link=SimpleNamespace(name="fake"), warnings=[])
     regmap = ctl_regmap.load()
@@ -204,6 +206,7 @@ def test_status_shows_each_ports_speed_and_the_phys_from_the_board_words(capsys)
     out = capsys.readouterr().out
     assert "ports        lan 1000 Mb/s, modem 100 Mb/s (the PHYs' RX clocks)" in out
     assert "PHYs (MDIO)  0: id 0x001cc916, link 1000 Mb/s full duplex; 1: none" in out
+    assert "settings     defaults (no saved parameters), not saved (ackfilter-ctl save)\n" in out
 
 
 @pytest.mark.parametrize("queues, hosts, says", [
@@ -217,6 +220,7 @@ def test_status_says_how_the_core_queues_upload_data(capsys, queues, hosts, says
     from types import SimpleNamespace
     for stats in ({"info.data_queues": queues, "info.host_buckets": hosts}, {}):
         dev = SimpleNamespace(get_all=lambda: {p.name: p.default for p in P.PARAMS}, stats=lambda: stats,
+                              settings=lambda: {"source": "kept", "reason": "a restart", "saved": True},
                               version={"firmware": "0.1.0", "regmap": "1", "gateware_id": "0x41434b46"},
                               link=SimpleNamespace(name="fake"), warnings=[])
         assert cli._status(SimpleNamespace(json=False), ctl_regmap.load(), dev) == 0

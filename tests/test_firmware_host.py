@@ -95,7 +95,8 @@ def defaults():
 
 
 def out_of_range(p, value):
-    return [f"error: {p['name']} must be {p['min']}..{p['max']} {p['unit']}, not {value}"]
+    steps = f" in steps of {p['step']}" if p.get("step", 1) > 1 else ""
+    return [f"error: {p['name']} must be {p['min']}..{p['max']} {p['unit']}{steps}, not {value}"]
 
 
 # ---- the RISC-V image ----
@@ -310,6 +311,19 @@ def test_out_of_range_values_are_refused_with_the_range_and_change_nothing(fwhos
     _, replies = session(fwhost, commands + ["get"])
     assert replies[:-1] == want
     assert replies[-1][:-1] == [f"{n} {v}" for n, v in defaults().items()]
+
+
+def test_values_between_the_steps_the_hardware_takes_are_refused(fwhost):
+    """chunk_bytes: the segmenter ignores the low four bits, so 8 would act
+    as 0 (off) and 520 as 512: refused, with the step (register map)."""
+    stepped = [p for p in PARAMS if p.get("step", 1) > 1]
+    assert [p["name"] for p in stepped] == ["chunk_bytes"]
+    p = stepped[0]
+    off = [p["step"] // 2, p["min"] + p["step"] + 1, p["max"] - 1]
+    _, replies = session(fwhost, [f"set {p['name']} {v}" for v in off] +
+                         [f"set {p['name']} {p['step'] * 3}", f"get {p['name']}"])
+    assert replies[:3] == [out_of_range(p, v) for v in off]
+    assert replies[3:] == [[f"{p['name']} {p['step'] * 3}", "ok"]] * 2
 
 
 @pytest.mark.parametrize("typed", ["abc", "0x", "-", "--1", "+1", "12a", "0xg", "1.5", "1e3", "0b1",

@@ -218,6 +218,10 @@ static int c_set(int argc, char **argv)
         put_i64(PARAM_MAX(p));
         put_str(" ");
         put_str(p->unit);
+        if (p->step > 1) {
+            put_str(" in steps of ");
+            put_u64(p->step);
+        }
         put_str(", not ");
         put_str(argv[2]);
         return 0;

@@ -3,9 +3,10 @@
 #include "lib.h"
 
 #define CSR_ROW(name, addr, width, is_signed, def, min, max, unit) \
-    { #name, unit, (uint32_t)(def), (uint32_t)(min), (uint32_t)(max), addr, 1, is_signed, 0 },
+    { #name, unit, (uint32_t)(def), (uint32_t)(min), (uint32_t)(max), addr, 1, is_signed, 0, \
+      ACKFILTER_STEP_##name },
 #define FW_ROW(name, key, def, min, max, unit) \
-    { #name, unit, def, min, max, key, 0, 0, FWP_##name },
+    { #name, unit, def, min, max, key, 0, 0, FWP_##name, 1 },
 
 const param_t params[PARAMS_COUNT] = {
     ACKFILTER_PARAMS(CSR_ROW)
@@ -32,7 +33,7 @@ const param_t *param_by_key(uint32_t key)
 
 int param_in_range(const param_t *p, int64_t v)
 {
-    return v >= PARAM_MIN(p) && v <= PARAM_MAX(p);
+    return v >= PARAM_MIN(p) && v <= PARAM_MAX(p) && (v & (p->step - 1)) == 0;
 }
 
 /* A signed CSR reads back sign-extended to 32 bits. */

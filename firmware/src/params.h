@@ -14,6 +14,7 @@ typedef struct {
     uint8_t is_csr;
     uint8_t is_signed;
     uint8_t slot;            /* firmware parameter: its index in fw_values[] */
+    uint8_t step;            /* a value is a multiple of it (the hardware ignores the bits below) */
 } param_t;
 
 #define PARAM_COUNT_ONE(...) + 1

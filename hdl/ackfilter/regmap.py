@@ -109,6 +109,12 @@ def c_header():
     out += [f"    X({p.name}, {p.addr:#04x}u, {p.width}, {int(p.signed)}, {_c_int(p.default, p.signed)}, "
             f"{_c_int(p.minimum, p.signed)}, {_c_int(p.maximum, p.signed)}, \"{p.unit}\") \\"
             for p in P.PARAMS]
+    out += ["", "/* A parameter's step: the hardware ignores the bits below it (a power of two). */"]
+    for p in P.PARAMS:
+        if p.step & (p.step - 1) or p.step > 128:
+            raise ValueError(f"{p.name}: the firmware takes steps that are powers of two up to 128, "
+                             f"not {p.step}")
+        out.append(f"#define ACKFILTER_STEP_{p.name} {p.step}u")
     out += ["", "/* X(name, addr) */", "#define ACKFILTER_INFO(X) \\"]
     out += [f"    X({name}, {addr:#04x}u) \\" for name, addr in P.INFO.items()]
     out += ["", "/* X(name, addr_lo, is_drop) */", "#define ACKFILTER_COUNTERS(X) \\"]

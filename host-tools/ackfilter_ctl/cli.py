@@ -96,18 +96,25 @@ def _value(regmap, name, text):
 def _status(args, regmap, dev):
     values = dev.get_all()
     stats = dev.stats()
+    settings = dev.settings()
     f_sys = regmap.raw["f_sys_hz"]
     rate = rate_from_cpb(values.get("shaper_cpb_q16", 0), f_sys)
     modes = {v: k for k, v in regmap.param("ack_mode").get("values", {}).items()}
     ports = _board(regmap, stats)
     out = {"device": dev.link.name, "version": dev.version, "params": values, "stats": stats,
-           "shaper_rate_bps": round(rate), **ports}
+           "settings": settings, "shaper_rate_bps": round(rate), **ports}
     if args.json:
         _print_json(out)
         return 0
     v = dev.version
     print(f"{dev.link.name}: firmware {v.get('firmware')}, register map {v.get('regmap')}, "
           f"gateware id {v.get('gateware_id')}, up {stats.get('uptime_ms', 0) / 1000:.0f} s")
+    where = {"flash": lambda: f"flash record {settings['record']}",
+             "defaults": lambda: f"defaults ({settings['reason']})",
+             "kept": lambda: "kept through a watchdog restart"}[settings["source"]]()
+    print(f"  settings     {where}, {'saved' if settings['saved'] else 'not saved (ackfilter-ctl save)'}"
+          + (f"; the watchdog restarted the firmware {stats['watchdog_restarts']} times"
+             if stats.get("watchdog_restarts") else ""))
     print(f"  ACK filter   {modes.get(values['ack_mode'], values['ack_mode'])}, "
           f"data share {values['data_share']}/256")
     print(f"  shaper       {'off (unshaped)' if not rate else f'{rate / 1e3:.1f} kb/s'}")

@@ -260,6 +260,33 @@ class Device:
         counters = [c["name"] for c in self.regmap.counters] if self.regmap else []
         return self._values("stats", required=counters + ["uptime_ms"], what="counter and uptime_ms")
 
+    def settings(self):
+        """Where the live parameters came from (firmware/README.md,
+        ``settings``): ``{"source": "flash" | "defaults" | "kept", ...,
+        "saved": bool}``; ``record``, ``sector`` and ``record_regmap`` as
+        numbers with ``source`` flash, ``reason`` otherwise."""
+        expected = "'source flash|defaults|kept', its details, then 'saved yes|no'"
+        lines = self.command("settings")
+        out = {}
+        for line in lines:
+            key, _, value = line.partition(" ")
+            if not value or key in out:
+                raise self._bad("settings", line, expected)
+            out[key] = value
+        source, saved = out.get("source"), out.get("saved")
+        need = {"flash": ("record", "sector", "record_regmap")}.get(source, ("reason",))
+        if source not in ("flash", "defaults", "kept") or saved not in ("yes", "no") or \
+                set(out) != {"source", "saved", *need}:
+            raise self._bad("settings", " / ".join(lines) or None, expected)
+        out["saved"] = saved == "yes"
+        for key in ("record", "sector", "record_regmap"):
+            if key in out:
+                try:
+                    out[key] = int(out[key])
+                except ValueError:
+                    raise self._bad("settings", f"{key} {out[key]}", expected) from None
+        return out
+
     def listing(self):
         rows = []
         for line in self.command("list"):

@@ -1314,7 +1314,8 @@ def plots(rows, out_dir, name):
                 if rs:
                     err = _yerr(rs, "probe.added_ms.median", 1)
                     err = [[max(0.0, min(e, y - 0.05)) for e, y in zip(err[0], (r["_y"] for r in rs))], err[1]]
-                    ax.bar(xs, [r["_y"] for r in rs], width=width, yerr=err, capsize=2, label=v)
+                    ax.bar(xs, [r["_y"] for r in rs], width=width, yerr=err, capsize=2, label=v,
+                           color=f"C{i % 10}")     # a variant's colour in every panel
             for bound, g in GRADES[1:]:
                 ax.axhline(bound, color="gray", linestyle=":", linewidth=0.8)
                 ax.text(len(loads) - 0.45, bound, f" {g}/", fontsize=6, va="bottom", color="gray")
@@ -1323,7 +1324,10 @@ def plots(rows, out_dir, name):
             ax.set_title(f"{format_rate(link[0])} / {format_rate(link[1])}, RTT {link[2]} ms", fontsize=9)
             ax.grid(True, axis="y", alpha=0.3)
         axes[0][0].set_ylabel("probe's added round trip, median (ms, log)")
-        axes[0][-1].legend(fontsize=6)
+        # Every variant in the legend, whichever panels it ran in.
+        from matplotlib.patches import Patch
+        axes[0][-1].legend(handles=[Patch(color=f"C{i % 10}", label=v) for i, v in enumerate(lvars)],
+                           fontsize=6)
         fig.suptitle("Latency under load: LU upload, LD download, LB both, LP page during an upload "
                      "(dotted: the grades' bounds)", fontsize=9)
         fig.tight_layout()
