@@ -54,9 +54,9 @@ class Firmware:
         if words == ["settings"]:
             return ["source flash", "record 3", "sector 0", "record_regmap 1", "saved yes", "ok"]
         if words == ["save"]:
-            return [f"saved {len(self.values)} parameters", "ok"]
+            return [f"saved {len(self.values)} parameters as flash record 4", "ok"]
         if words == ["load"]:
-            return [f"loaded {len(self.values)} parameters", "ok"]
+            return [f"loaded {len(self.values)} parameters from flash record 4", "ok"]
         if words in (["defaults"], ["reset-counters"]):
             return ["ok"]
         return [f"error: no command '{words[0]}'"]

@@ -299,29 +299,35 @@ class Device:
                          "unit": " ".join(words[5:])})
         return rows
 
-    def _reply(self, command, verb=None, *, timeout=None):
-        """The reply lines of ``command``: the one line ``<verb> N
-        parameters``, or no line if ``verb`` is None."""
+    #: The one line ``save`` and ``load`` answer (firmware/README.md, "Commands").
+    SAVE_LINE = re.compile(r"saved [0-9]+ parameters as flash record [0-9]+|"
+                           r"unchanged: flash record [0-9]+ holds these values, nothing written")
+    LOAD_LINE = re.compile(r"loaded [0-9]+ parameters from flash record [0-9]+")
+
+    def _reply(self, command, pattern=None, expected=None, *, timeout=None):
+        """The reply lines of ``command``: one line matching ``pattern``, or
+        no line if ``pattern`` is None."""
         lines = self.command(command, timeout=timeout)
-        if verb is None:
+        if pattern is None:
             if lines:
                 raise self._bad(command, lines[0], "no output line")
             return lines
-        expected = f"one line '{verb} N parameters'"
         if not lines:
             raise self._bad(command, None, expected)
         for line in lines:
-            if not re.fullmatch(f"{verb} [0-9]+ parameters", line):
+            if not pattern.fullmatch(line):
                 raise self._bad(command, line, expected)
         if len(lines) > 1:
             raise self._bad(command, lines[1], expected)
         return lines
 
     def save(self):
-        return self._reply("save", "saved", timeout=max(self.timeout, FLASH_TIMEOUT_S))
+        return self._reply("save", self.SAVE_LINE, "one line 'saved N parameters as flash record S' "
+                           "or 'unchanged: ...'", timeout=max(self.timeout, FLASH_TIMEOUT_S))
 
     def load(self):
-        return self._reply("load", "loaded", timeout=max(self.timeout, FLASH_TIMEOUT_S))
+        return self._reply("load", self.LOAD_LINE, "one line 'loaded N parameters from flash record S'",
+                           timeout=max(self.timeout, FLASH_TIMEOUT_S))
 
     def defaults(self):
         return self._reply("defaults")
