@@ -242,7 +242,7 @@ def live_writes(tb):
     apply(model))``. A shaper register changes the flow queues' quantum and
     link charge (as the core derives them); the others are the model's own."""
     out = []
-    for index, name, value, written in tb.live_writes:
+    for index, name, value, written in getattr(tb, "live_writes", ()):   # (or a view of a TB)
         params = {**{p.name: p.default for p in P.PARAMS}, **written}
         if name.startswith("shaper_"):
             kw = {}

@@ -409,7 +409,9 @@ def expected_event(cls, mode):
 
 
 def arrivals(tb):
-    return [e for _, e in tb.events if e not in DEPARTURES]
+    """The events of the frames that came in (not the departures, nor the
+    written ack_mode's MODE_SWITCH, which comes before the first frame)."""
+    return [e for _, e in tb.events if e not in DEPARTURES and e != "MODE_SWITCH"]
 
 
 def describe(name, frame):
