@@ -16,7 +16,7 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test demo bench fuzz captures experiments experiments-quick verilog regmap firmware sim-soc reports bitstream flash clean
+.PHONY: help venv test formal demo bench fuzz captures experiments experiments-quick verilog regmap firmware sim-soc reports bitstream flash clean
 
 BOARD ?= colorlight-5a-75b
 CABLE ?= ft232
@@ -49,6 +49,9 @@ flash: venv ## load the bitstream with openFPGALoader (SRAM; SPI=1 writes the SP
 
 SEED   ?= 1
 FRAMES ?= 1000000
+formal: venv ## prove the safety invariants by k-induction, check their covers, and show each proof fails on its mutations (yowasp-sby, yices; seconds)
+	$(ENV) $(PY) -m ackfilter.formal
+
 fuzz: venv ## mutation campaign through the RTL, model + independent checker (SEED=1 FRAMES=1000000; ~5 min per million) -> build/fuzz/
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter fuzz --seed $(SEED) --frames $(FRAMES)
 

@@ -44,12 +44,12 @@ class BufferPool(wiring.Component):
             "free_b_id":   In(ids),
             "ready":       Out(1),
         })
+        # The two stacks, here before elaboration for the proofs (ackfilter.formal).
+        self.stacks = (FreeStack(count=count, initial=count - 1), FreeStack(count=count, initial=0))
 
     def elaborate(self, platform):
         m = Module()
-        n = self.count
-        m.submodules.a = a = FreeStack(count=n, initial=n - 1)
-        m.submodules.b = b = FreeStack(count=n, initial=0)
+        m.submodules.a, m.submodules.b = a, b = self.stacks
         from_a = a.alloc_valid
         m.d.comb += [
             self.alloc_valid.eq(a.alloc_valid | b.alloc_valid),
@@ -102,22 +102,27 @@ class FreeStack(wiring.Component):
             "free_id":     In(ids),
             "ready":       Out(1),
         })
+        # The stack, and where its top is: here before elaboration so that a
+        # proof (ackfilter.formal) can read every word and state it about.
+        self.stack = Memory(shape=range(count), depth=count, init=list(range(initial)),
+                            attrs={"ram_style": "distributed"})
+        self.depth = Signal(range(count + 1), init=initial)        # free ids on the stack
+        self.top = Signal(ids, init=max(initial - 1, 0))           # depth - 1 when depth > 0
+        self.building = Signal(init=initial > 0)
+        self.build_i = Signal(range(max(initial, 1)))
 
     def elaborate(self, platform):
         m = Module()
         n, k = self.count, self.initial
-        m.submodules.stack = stack = Memory(shape=range(n), depth=n, init=list(range(k)),
-                                            attrs={"ram_style": "distributed"})
+        m.submodules.stack = stack = self.stack
         w = stack.write_port()
         r = stack.read_port(domain="comb")
-        depth = Signal(range(n + 1), init=k)            # free ids on the stack
-        top = Signal(range(n), init=max(k - 1, 0))      # the top's address (depth - 1 when depth > 0)
+        depth, top = self.depth, self.top
         up = Mux(depth == 0, 0, top + 1)
         take = self.take & (depth != 0)
         m.d.comb += [r.addr.eq(top), self.alloc_id.eq(r.data), self.alloc_valid.eq(depth != 0)]
         # After a reset: ids 0 .. k - 1 written again, one a cycle.
-        building = Signal(init=k > 0)
-        build_i = Signal(range(max(k, 1)))
+        building, build_i = self.building, self.build_i
         m.d.comb += self.ready.eq(~building)
         with m.If(building):
             m.d.comb += [w.en.eq(1), w.addr.eq(build_i), w.data.eq(build_i)]

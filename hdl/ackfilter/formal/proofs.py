@@ -1,0 +1,217 @@
+"""The proofs and their mutations (``python -m ackfilter.formal``).
+
+A mutation is a textual change to a copy of a block's source, loaded as a
+module of its own (the repository's file is never touched): the proof must
+fail on it, which shows the proof can see the fault it is about.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from amaranth.hdl import *
+from amaranth.hdl._ast import AnySeq   # (amaranth.asserts is deprecated; 0.5 keeps them here)
+
+from ..gateware.lib import buffer_pool
+from . import Proof
+
+__all__ = ["PROOFS", "mutant"]
+
+
+def mutant(module, old, new):
+    """A copy of ``module`` with the text ``old`` (exactly once in it)
+    replaced by ``new``, imported under a name of its own."""
+    path = Path(module.__file__)
+    text = path.read_text()
+    if text.count(old) != 1:
+        raise ValueError(f"a mutation of {path.name} must match exactly once, it matches "
+                         f"{text.count(old)} times: {old!r}")
+    name = f"{module.__name__}__mutant{abs(hash((old, new)))}"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    mod.__package__ = module.__package__
+    mod.__file__ = str(path)
+    sys.modules[name] = mod
+    exec(compile(text.replace(old, new), f"{path} (mutant)", "exec"), mod.__dict__)
+    return mod
+
+
+def _popcount(v, n):
+    return sum((v >> i) & 1 for i in range(n))
+
+
+def stack_facts(m, stack, used):
+    """Assert what a :class:`~ackfilter.gateware.lib.buffer_pool.FreeStack`
+    keeps, against ``used`` (the ids in use, a shadow): while it is built
+    after a reset, nothing is offered and the words written so far are the
+    ids ``0, 1, ...``; then an offered id is never in use, the stack's words
+    below its depth are free and distinct, and its top is right. Returns the
+    stack's words and whether it is built."""
+    n, k = stack.count, stack.initial
+    words = []
+    for i in range(n):
+        rp = stack.stack.read_port(domain="comb")
+        m.d.comb += rp.addr.eq(i)
+        words.append(rp.data)
+    depth, top = stack.depth, stack.top
+    with m.If(stack.building):
+        m.d.comb += [
+            Assert(~stack.ready),
+            Assert((depth == k) & (top == k - 1) & (stack.build_i < k)),
+        ]
+        for i in range(n):
+            with m.If(i < stack.build_i):
+                m.d.comb += Assert(words[i] == i)
+    with m.Else():
+        m.d.comb += [
+            Assert(stack.ready),
+            Assert(stack.alloc_valid == (depth != 0)),
+            Assert(~stack.alloc_valid | (used.bit_select(stack.alloc_id, 1) == 0)),   # never twice
+            Assert(Mux(depth == 0, top == 0, top == depth - 1)),
+        ]
+        for i in range(n):
+            with m.If(i < depth):
+                m.d.comb += [Assert(words[i] < n),                                 # an id
+                             Assert(used.bit_select(words[i], 1) == 0)]            # never both
+                for j in range(i + 1, n):
+                    with m.If(j < depth):
+                        m.d.comb += Assert(words[i] != words[j])
+    return words
+
+
+class FreeStackProof(Elaboratable):
+    """:class:`~ackfilter.gateware.lib.buffer_pool.FreeStack` of ``n`` ids
+    (:func:`stack_facts`). Shadow: ``used``, the ids handed out and not
+    given back. The neighbours take and give nothing before ``ready``, and
+    give back only ids in use. Also proven: the free ids on the stack and
+    the ids in use are ``n`` together (none lost)."""
+
+    def __init__(self, *, n=4, initial=None, block=buffer_pool.FreeStack):
+        self.dut = block(count=n, initial=initial)
+
+    def elaborate(self, platform):
+        m = Module()
+        dut = self.dut
+        n, k = dut.count, dut.initial
+        m.submodules.dut = dut
+        take, free_en, free_id = AnySeq(1), AnySeq(1), AnySeq(range(n))
+        m.d.comb += [dut.take.eq(take), dut.free_en.eq(free_en), dut.free_id.eq(free_id)]
+        used = Signal(n, init=((1 << n) - 1) & ~((1 << k) - 1))      # ids k.. start in use
+        m.d.comb += [
+            Assume(~ResetSignal()),
+            Assume(dut.ready | (~take & ~free_en)),
+            Assume(~free_en | (used.bit_select(free_id, 1) == 1)),
+        ]
+        taken = Mux(take & dut.alloc_valid, 1 << dut.alloc_id, 0)
+        freed = Mux(free_en, 1 << free_id, 0)
+        m.d.sync += used.eq((used | taken) & ~freed)
+        stack_facts(m, dut, used)
+        with m.If(dut.building):
+            m.d.comb += Assert(used == used.init)
+        with m.Else():
+            m.d.comb += [
+                Assert(dut.depth + _popcount(used, n) == n),                          # never lost
+                Cover(dut.depth == 0),
+                Cover((dut.depth == 1) & take & free_en),
+                Cover(used == 0b1010),
+            ]
+        return m
+
+
+class BufferPoolProof(Elaboratable):
+    """:class:`~ackfilter.gateware.lib.buffer_pool.BufferPool` of ``n`` ACK
+    buffers, two stacks (:func:`stack_facts` each) with a give-back port
+    each. Shadow: ``used``; buffer ``n - 1`` starts in use (the ingress's
+    first staging buffer). The neighbours give back only buffers in use, two
+    different ones when both ports give in one cycle. Proven besides: no id
+    is on both stacks, and the free ids on them and those in use are ``n``
+    together; the one offered comes from the first stack while it has one."""
+
+    def __init__(self, *, n=5, block=buffer_pool.BufferPool):
+        self.dut = block(count=n)
+
+    def elaborate(self, platform):
+        m = Module()
+        dut = self.dut
+        n = dut.count
+        m.submodules.dut = dut
+        take = AnySeq(1)
+        fa, fa_id, fb, fb_id = AnySeq(1), AnySeq(range(n)), AnySeq(1), AnySeq(range(n))
+        m.d.comb += [dut.take.eq(take), dut.free_a_en.eq(fa), dut.free_a_id.eq(fa_id),
+                     dut.free_b_en.eq(fb), dut.free_b_id.eq(fb_id)]
+        used = Signal(n, init=1 << (n - 1))
+        m.d.comb += [
+            Assume(~ResetSignal()),
+            Assume(dut.ready | (~take & ~fa & ~fb)),
+            Assume(~fa | (used.bit_select(fa_id, 1) == 1)),
+            Assume(~fb | (used.bit_select(fb_id, 1) == 1)),
+            Assume(~(fa & fb) | (fa_id != fb_id)),
+        ]
+        taken = Mux(take & dut.alloc_valid, 1 << dut.alloc_id, 0)
+        freed = Mux(fa, 1 << fa_id, 0) | Mux(fb, 1 << fb_id, 0)
+        m.d.sync += used.eq((used | taken) & ~freed)
+        a, b = dut.stacks
+        wa = stack_facts(m, a, used)
+        wb = stack_facts(m, b, used)
+        m.d.comb += Assert(a.depth + b.depth + _popcount(used, n) == n)               # never lost
+        with m.If(~dut.ready):
+            m.d.comb += Assert(used == used.init)
+        with m.Else():
+            m.d.comb += [
+                Assert(dut.alloc_valid == ((a.depth != 0) | (b.depth != 0))),
+                Assert(~dut.alloc_valid | (used.bit_select(dut.alloc_id, 1) == 0)),   # never twice
+            ]
+            for i in range(n):
+                for j in range(n):
+                    with m.If((i < a.depth) & (j < b.depth)):
+                        m.d.comb += Assert(wa[i] != wb[j])                            # never on both
+            m.d.comb += [
+                Cover(~dut.alloc_valid),
+                Cover(fa & fb & take),
+                Cover((a.depth == 0) & (b.depth == 2)),
+            ]
+        return m
+
+
+def _free_stack(**kw):
+    return lambda: FreeStackProof(**kw)
+
+
+def _free_stack_mutant(old, new):
+    return lambda: FreeStackProof(block=mutant(buffer_pool, old, new).FreeStack)
+
+
+def _pool_mutant(old, new):
+    return lambda: BufferPoolProof(block=mutant(buffer_pool, old, new).BufferPool)
+
+
+PROOFS = [
+    Proof("free_stack", "the ACK queue's list nodes (FreeStack of 4): an offered id is never in use, "
+          "the free ids on the stack and those in use are 4 together, the stack's are distinct; "
+          "rebuilt after a reset before anything is offered", _free_stack(), depth=10,
+          mutations={
+              "a give-back written over the top (an id lost)": _free_stack_mutant(
+                  "m.d.comb += [w.en.eq(1), w.addr.eq(up), w.data.eq(self.free_id)]",
+                  "m.d.comb += [w.en.eq(1), w.addr.eq(top), w.data.eq(self.free_id)]"),
+              "a take that does not pop (an id handed out twice)": _free_stack_mutant(
+                  "m.d.sync += [depth.eq(depth - 1), top.eq(Mux(top == 0, 0, top - 1))]",
+                  "m.d.sync += []"),
+              "a take and a give-back in one cycle push (an id twice on the stack)": _free_stack_mutant(
+                  "with m.Elif(self.free_en & take):",
+                  "with m.Elif(self.free_en & take & 0):"),
+          }),
+    Proof("free_stack_partial", "FreeStack of 4 with 2 ids free after a reset (the ACK buffers' "
+          "second stack starts empty, the first with all but one): as above", _free_stack(initial=2),
+          depth=10),
+    Proof("buffer_pool", "the ACK buffers (BufferPool of 5, two stacks, two give-back ports): a "
+          "buffer offered is never in use, none is lost or on both stacks, both give-backs of a cycle "
+          "kept", lambda: BufferPoolProof(), depth=12,
+          mutations={
+              "both give-backs into one stack (one lost)": _pool_mutant(
+                  "b.free_en.eq(self.free_b_en), b.free_id.eq(self.free_b_id),",
+                  "b.free_en.eq(0), b.free_id.eq(self.free_b_id),"),
+              "the take goes to the other stack (a buffer handed out twice)": _pool_mutant(
+                  "a.take.eq(self.take & from_a),",
+                  "a.take.eq(self.take & ~from_a),"),
+          }),
+]
