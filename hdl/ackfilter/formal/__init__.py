@@ -68,6 +68,8 @@ def run(proof_name, top, *, depth, mode, workdir):
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     il = workdir / f"{proof_name}.il"
+    # (proc -norom below: a table of constants must stay logic; as a ROM its
+    # contents would be state, free in the induction step.)
     il.write_text(rtlil.convert(top, name="top", ports=[]))
     sby = workdir / f"{proof_name}-{mode}.sby"
     sby.write_text(textwrap.dedent(f"""\
@@ -81,6 +83,7 @@ def run(proof_name, top, *, depth, mode, workdir):
 
         [script]
         read_rtlil {il.name}
+        proc -norom
         prep -top top
 
         [files]

@@ -12,6 +12,8 @@ from pathlib import Path
 from amaranth.hdl import *
 from amaranth.hdl._ast import AnySeq   # (amaranth.asserts is deprecated; 0.5 keeps them here)
 
+from .. import params as P
+from ..gateware import csr
 from ..gateware.lib import buffer_pool
 from . import Proof
 
@@ -173,6 +175,43 @@ class BufferPoolProof(Elaboratable):
         return m
 
 
+class CSRParamsProof(Elaboratable):
+    """The parameter registers of :class:`~ackfilter.gateware.csr.CSRBank`:
+    whatever the bus writes, whenever, every parameter holds a value of its
+    range (``params.PARAMS``), from reset on; and a write sets it, two
+    cycles after the strobe, to the written word clamped to that range (a
+    signed parameter reading the word as signed). Covers: each parameter at
+    its maximum and at its minimum."""
+
+    def __init__(self, *, block=None):
+        self.dut = (block or csr.CSRBank)()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        bus = dut.bus
+        m.d.comb += [bus.addr.eq(AnySeq(len(bus.addr))), bus.w_stb.eq(AnySeq(1)),
+                     bus.w_data.eq(AnySeq(len(bus.w_data))), bus.r_stb.eq(AnySeq(1)),
+                     Assume(~ResetSignal())]
+        # The writes, two cycles on: when the bank's value must show them.
+        stb = [Signal(name=f"w_stb_{i}") for i in range(2)]
+        addr = [Signal.like(bus.addr, name=f"w_addr_{i}") for i in range(2)]
+        word = [Signal.like(bus.w_data, name=f"w_data_{i}") for i in range(2)]
+        m.d.sync += [stb[0].eq(bus.w_stb), addr[0].eq(bus.addr), word[0].eq(bus.w_data),
+                     stb[1].eq(stb[0]), addr[1].eq(addr[0]), word[1].eq(word[0])]
+        init = Signal(2, init=0b11)              # the first two cycles: no write seen yet
+        m.d.sync += init.eq(init >> 1)
+        for p in P.PARAMS:
+            v = dut.params[p.name]
+            w = word[1].as_signed() if p.signed else word[1]
+            want = Mux(w < p.minimum, p.minimum, Mux(w > p.maximum, p.maximum, w))
+            m.d.comb += [Assert((v >= p.minimum) & (v <= p.maximum)),
+                         Cover(v == p.maximum), Cover(v == p.minimum)]
+            with m.If(~init[0] & stb[1] & (addr[1] == p.addr)):
+                m.d.comb += Assert(v == want)
+        return m
+
+
 def _free_stack(**kw):
     return lambda: FreeStackProof(**kw)
 
@@ -213,5 +252,15 @@ PROOFS = [
               "the take goes to the other stack (a buffer handed out twice)": _pool_mutant(
                   "a.take.eq(self.take & from_a),",
                   "a.take.eq(self.take & ~from_a),"),
+          }),
+    Proof("csr_params", "the CSR bank's parameters: every one in its range (params.PARAMS) whatever "
+          "the bus writes, signed ones sign-extended", lambda: CSRParamsProof(), depth=3,
+          mutations={
+              "writes not clamped": lambda: CSRParamsProof(block=mutant(csr, 
+                  "w_clamped.eq(Mux(w_value < w_min, w_min, Mux(w_value > w_max, w_max, w_value))),",
+                  "w_clamped.eq(Mux(w_value > w_max, w_max, w_value)),").CSRBank),
+              "a signed write read unsigned": lambda: CSRParamsProof(block=mutant(csr,
+                  "w_value.eq(Mux(w_signed, w_data.as_signed(), w_data)),",
+                  "w_value.eq(w_data),").CSRBank),
           }),
 ]
