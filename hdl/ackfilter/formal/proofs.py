@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from amaranth.hdl import *
-from amaranth.hdl._ast import AnySeq   # (amaranth.asserts is deprecated; 0.5 keeps them here)
+from amaranth.hdl._ast import AnyConst, AnySeq   # (amaranth.asserts is deprecated; 0.5 keeps them here)
 
 from .. import params as P
-from ..gateware import csr
+from ..gateware import csr, shaper
 from ..gateware.lib import buffer_pool
 from . import Proof
 
@@ -212,6 +212,68 @@ class CSRParamsProof(Elaboratable):
         return m
 
 
+class ShaperProof(Elaboratable):
+    """The :class:`~ackfilter.gateware.shaper.Shaper`'s rate: from any cycle
+    ``t1`` on (chosen freely), the frames that start cost the link, all
+    but the one starting now, at most ``(now - t1)`` cycles plus the burst:
+    ``sum(charge * cpb_q16) <= (now - t1) * 2^16 + burst_bytes * cpb_q16``
+    at every start. The registers are any constants (the rate not 0), the
+    egress starts a frame only when ``eligible``, frames are at most
+    ``MAX_FRAME_BYTES``, and ``now`` counts cycles (below 2^44: 4 days)."""
+
+    def __init__(self, *, block=None):
+        self.dut = (block or shaper.Shaper)()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        now = Signal(48)
+        m.d.sync += now.eq(now + 1)
+        cpb, burst = AnyConst(32), AnyConst(16)
+        base, ovh, mpu, layer = (AnyConst(len(dut.charge_base)), AnyConst(signed(len(dut.overhead_bytes))),
+                                 AnyConst(len(dut.mpu_bytes)), AnyConst(len(dut.link_layer)))
+        charge, nbytes, l3 = AnySeq(1), AnySeq(16), AnySeq(16)
+        o, mp = P.param("shaper_overhead_bytes"), P.param("shaper_mpu_bytes")
+        m.d.comb += [
+            dut.now.eq(now), dut.cpb_q16.eq(cpb), dut.burst_bytes.eq(burst),
+            dut.charge_base.eq(base), dut.overhead_bytes.eq(ovh), dut.mpu_bytes.eq(mpu),
+            dut.link_layer.eq(layer), dut.charge.eq(charge), dut.charge_bytes.eq(nbytes),
+            dut.charge_l3_bytes.eq(l3),
+            Assume(~ResetSignal()), Assume(now < (1 << 44)), Assume(cpb != 0),
+            Assume((ovh >= o.minimum) & (ovh <= o.maximum) & (mpu <= mp.maximum)),
+            Assume(base <= P.param("shaper_charge_base").maximum),
+            Assume(layer <= P.param("shaper_link_layer").maximum),
+            Assume(~charge | dut.eligible),
+            Assume((nbytes <= P.MAX_FRAME_BYTES) & (l3 <= nbytes)),
+        ]
+        # The window: charges started at t1 or later, and their costs as the
+        # shaper applies them to `tat` (a step after it tells the charge).
+        t1 = AnyConst(48)
+        lat = shaper.LinkCharge.LATENCY
+        inwin = Signal(lat + 2)
+        cost = Signal(64)
+        spent = Signal(64)                   # the window's costs applied so far
+        m.d.sync += inwin.eq(Cat(charge & (now >= t1), inwin[:-1]))
+        with m.If(dut.charged):
+            m.d.sync += cost.eq(dut.charged_bytes * cpb)
+        with m.If(inwin[lat]):
+            m.d.sync += spent.eq(spent + cost)
+        t1_q16 = Cat(C(0, 16), t1)
+        burst_q16 = burst * cpb
+        first = Signal(init=1)               # the cycle after reset: registers still filling
+        m.d.sync += first.eq(0)
+        m.d.comb += [
+            Assert((inwin & ~dut.step) == 0),
+            Assert((spent == 0) | (now >= t1)),
+            Assert((spent == 0) | (dut.tat >= t1_q16 + spent)),                 # tat owes the window
+            Cover((spent != 0) & (inwin != 0)),
+            Cover(charge & (now > t1) & (spent > burst_q16)),
+        ]
+        with m.If(charge & (now >= t1) & ~first):
+            m.d.comb += Assert(spent <= Cat(C(0, 16), now - t1) + burst_q16)    # the rate
+        return m
+
+
 def _free_stack(**kw):
     return lambda: FreeStackProof(**kw)
 
@@ -262,5 +324,16 @@ PROOFS = [
               "a signed write read unsigned": lambda: CSRParamsProof(block=mutant(csr,
                   "w_value.eq(Mux(w_signed, w_data.as_signed(), w_data)),",
                   "w_value.eq(w_data),").CSRBank),
+          }),
+    Proof("shaper_rate", "the shaper (GCRA): from any cycle on, the frames that start cost at most "
+          "the elapsed cycles plus the burst (all but the one starting), for any registers and frames",
+          lambda: ShaperProof(), depth=14,
+          mutations={
+              "a start allowed while the charge is still in the pipeline": lambda: ShaperProof(
+                  block=mutant(shaper, "self.eligible.eq(~self.charge & ~step.any() & ",
+                               "self.eligible.eq(~self.charge & ").Shaper),
+              "the burst counted twice": lambda: ShaperProof(block=mutant(shaper,
+                  "m.d.sync += due.eq(Mux(tat > burst_q16, tat - burst_q16, 0))",
+                  "m.d.sync += due.eq(Mux(tat > (burst_q16 << 1), tat - (burst_q16 << 1), 0))").Shaper),
           }),
 ]

@@ -198,9 +198,16 @@ class Shaper(wiring.Component):
     charged:        Out(1)
     charged_bytes:  Out(CHARGE_BITS)
 
+    def __init__(self):
+        super().__init__()
+        # The state a proof states things about (ackfilter.formal): here
+        # before elaboration.
+        self.tat = Signal(64)                           # cycles, 16 fraction bits
+        self.step = Signal(LinkCharge.LATENCY + 2)      # the charge in each step
+
     def elaborate(self, platform):
         m = Module()
-        tat       = Signal(64)
+        tat       = self.tat
         burst_q16 = Signal(48)
         now_q16   = Signal(64)
         m.d.sync += burst_q16.eq(self.burst_bytes * self.cpb_q16)
@@ -224,7 +231,7 @@ class Shaper(wiring.Component):
         # it drives only `step` and `eligible`. The charge's `now` is taken a
         # cycle later from a copy of `now`, so no wide enable hangs on it.
         latency = LinkCharge.LATENCY
-        step     = Signal(latency + 2)          # the charge in each step
+        step     = self.step
         now_q    = Signal.like(self.now)        # `now` of the previous cycle
         t_charge = Signal(64)
         cost     = Signal(64)
