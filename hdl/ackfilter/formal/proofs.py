@@ -212,6 +212,60 @@ class CSRParamsProof(Elaboratable):
         return m
 
 
+class CSRCounterReadProof(Elaboratable):
+    """A 64-bit counter read through the 32-bit bus of
+    :class:`~ackfilter.gateware.csr.CSRBank` (the whole bank): the low
+    word's read returns the counter's value in block RAM as it was when
+    read, and latches its high word; a later read of a high word returns
+    that latched word, whatever the sweep adds meanwhile, so low then high
+    is one 64-bit value (atomic). The bus strobes a read at most every
+    other cycle, as its contract says; increments, writes and reads are
+    otherwise free."""
+
+    def __init__(self, *, block=None):
+        self.dut = (block or csr.CSRBank)()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        bus = dut.bus
+        addr, r_stb = AnySeq(len(bus.addr)), AnySeq(1)
+        prev_r = Signal()
+        m.d.sync += prev_r.eq(r_stb)
+        m.d.comb += [bus.addr.eq(addr), bus.r_stb.eq(r_stb), bus.w_stb.eq(AnySeq(1)),
+                     bus.w_data.eq(AnySeq(len(bus.w_data))),
+                     Assume(~ResetSignal()), Assume(~(r_stb & prev_r))]
+        for c in P.COUNTERS:
+            m.d.comb += dut.inc[c.name].eq(AnySeq(c.inc_bits))
+        # The harness's own read of the RAM, at the bus's counter reads.
+        counters = {(c.addr - P.COUNTER_BASE) // 2 for c in P.COUNTERS}
+        is_counter = Array([C(int(i in counters), 1) for i in range(32)])[addr[1:6]]
+        counter_region = addr[6:8] == 1          # 0x40 .. 0x7f
+        lo_read = r_stb & counter_region & ~addr[0]
+        hi_read = r_stb & counter_region & addr[0]
+        rp = dut.values.read_port(transparent_for=())
+        m.d.comb += [rp.addr.eq(addr[1:6]), rp.en.eq(lo_read)]
+        lo_q, lo_q2, hi_q, hi_q2, at_q = Signal(), Signal(), Signal(), Signal(), Signal()
+        hi_at_q, hi_at_q2 = Signal(), Signal()
+        m.d.sync += [lo_q.eq(lo_read), at_q.eq(is_counter), lo_q2.eq(lo_q), hi_q.eq(hi_read),
+                     hi_q2.eq(hi_q), hi_at_q.eq(is_counter), hi_at_q2.eq(hi_at_q)]
+        word = Signal(64)                    # the RAM word the last low read got
+        want_lo = Signal(32)
+        with m.If(lo_q & at_q):
+            m.d.sync += [word.eq(rp.data), want_lo.eq(rp.data[:32])]
+        with m.Elif(lo_q):
+            m.d.sync += [word.eq(0), want_lo.eq(0)]
+        m.d.comb += Assert(dut.hi_latch == word[32:])
+        with m.If(lo_q2):
+            m.d.comb += Assert(bus.r_data == want_lo)
+        with m.If(hi_q2):
+            m.d.comb += Assert(bus.r_data == Mux(hi_at_q2, word[32:], 0))
+        # (The values are 0 until the first sweep has cleared the RAM, 23
+        # counters on: the covers show the reads, not their values.)
+        m.d.comb += [Cover(hi_q2 & hi_at_q2), Cover(lo_q2 & at_q), Cover(lo_q2 & hi_read)]
+        return m
+
+
 class ShaperProof(Elaboratable):
     """The :class:`~ackfilter.gateware.shaper.Shaper`'s rate: from any cycle
     ``t1`` on (chosen freely), the frames that start cost the link, all
@@ -335,5 +389,16 @@ PROOFS = [
               "the burst counted twice": lambda: ShaperProof(block=mutant(shaper,
                   "m.d.sync += due.eq(Mux(tat > burst_q16, tat - burst_q16, 0))",
                   "m.d.sync += due.eq(Mux(tat > (burst_q16 << 1), tat - (burst_q16 << 1), 0))").Shaper),
+          }),
+    Proof("csr_counter_read", "the CSR bank's counters: a low word's read returns the value in RAM "
+          "then and latches its high word; the high word's read returns the latch: low then high is "
+          "one 64-bit value, whatever the sweep adds between", lambda: CSRCounterReadProof(), depth=4,
+          mutations={
+              "the high word read live from the RAM (torn)": lambda: CSRCounterReadProof(
+                  block=mutant(csr, "word_q.eq(Mux(counter_at & bus.addr[0], hi_latch, 0)),",
+                               "word_q.eq(Mux(counter_at & bus.addr[0], rd.data[32:64], 0)),").CSRBank),
+              "the latch not taken (a stale high word)": lambda: CSRCounterReadProof(
+                  block=mutant(csr, "hi_latch.eq(Mux(lo_at_q, rd.data[32:64], 0))]",
+                               "hi_latch.eq(hi_latch)]").CSRBank),
           }),
 ]

@@ -86,6 +86,21 @@ class CSRBank(wiring.Component):
             "info":   In(info_layout()),
             "busy":   Out(1),
         })
+        # The counters' state, here before elaboration for the proofs
+        # (ackfilter.formal): their values in block RAM, each counter's
+        # registered increment and pending sum (by counter index; a counter
+        # waits at most 2N + 2 cycles for the sweep), the sweep's place, and
+        # whether it is still clearing after a reset.
+        n = len(P.COUNTERS)
+        self.values = Memory(shape=64, depth=1 << (n - 1).bit_length(), init=[],
+                             attrs={"ram_style": "block"})
+        self.incs = [Signal(c.inc_bits, name=f"inc_{c.name}_q") for c in P.COUNTERS]
+        self.pends = [Signal(c.inc_bits + (2 * n + 2).bit_length(), name=f"pend_{c.name}")
+                      for c in P.COUNTERS]
+        self.upd = Signal(range(n))                  # the counter whose value is out of the RAM
+        self.upd_valid = Signal()                    # ... read by the sweep (not by the bus)
+        self.clearing = Signal(init=1)
+        self.hi_latch = Signal(32)
 
     def elaborate(self, platform):
         m = Module()
@@ -129,22 +144,14 @@ class CSRBank(wiring.Component):
         # increments by at most 2N + 2 cycles (N counters). After a reset
         # the first sweep writes zeros.
         n = len(P.COUNTERS)
-        values = Memory(shape=64, depth=1 << (n - 1).bit_length(), init=[], attrs={"ram_style": "block"})
-        m.submodules.values = values
+        m.submodules.values = values = self.values
         rd = values.read_port(transparent_for=())
         wr = values.write_port()
         ptr = Signal(range(n))                  # the counter the sweep reads next
-        upd = Signal(range(n))                  # the counter whose value is out of the RAM
-        upd_valid = Signal()                    # ... read by the sweep (not by the bus)
-        clearing = Signal(init=1)
-        incs, pends = [], []
-        for c in P.COUNTERS:
-            inc = Signal(c.inc_bits, name=f"inc_{c.name}_q")
-            # A counter waits at most 2N + 2 cycles for the sweep.
-            pend = Signal(c.inc_bits + (2 * n + 2).bit_length(), name=f"pend_{c.name}")
+        upd, upd_valid, clearing = self.upd, self.upd_valid, self.clearing
+        incs, pends = self.incs, self.pends
+        for c, inc in zip(P.COUNTERS, incs):
             m.d.sync += inc.eq(self.inc[c.name])
-            incs.append(inc)
-            pends.append(pend)
         pend_now = Array(pends)[upd]
         counter_index = {c.name: (c.addr - P.COUNTER_BASE) // 2 for c in P.COUNTERS}
         assert sorted(counter_index.values()) == list(range(n))
@@ -185,7 +192,7 @@ class CSRBank(wiring.Component):
         param_word = region_word({p.addr: self.params[p.name] for p in P.PARAMS}, 0)
         info_word = region_word({addr - P.INFO_BASE: (P.ID_VALUE if name == "id" else self.info[name])
                                  for name, addr in P.INFO.items()}, 0)
-        hi_latch = Signal(32)
+        hi_latch = self.hi_latch
         # An odd address reads the latched high word only where a counter is
         # (the rest of the region reads 0, as every unused address does).
         counter_at = Array([C(int(any((c.addr - P.COUNTER_BASE) // 2 == i for c in P.COUNTERS)), 1)
