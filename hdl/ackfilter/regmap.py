@@ -160,6 +160,8 @@ TUNE_LINKS = {
     "vdsl-pppoe": ("pppoe-ptm", "VDSL2 with PPPoE, PTM"),
     "vdsl-bridged": ("bridged-ptm", "VDSL2, bridged Ethernet, PTM"),
     "unknown": ("conservative", "not known: more overhead than any common link (ATM cell rounding)"),
+    "raw": ("raw", "the frame as stored, nothing added (a link that charges no framing, as the "
+                   "simulated links of ackfilter experiments)"),
 }
 
 

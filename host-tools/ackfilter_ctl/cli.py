@@ -447,7 +447,7 @@ def _parser():
                         "number is ms; default 50)")
     p.add_argument("--link", default="ethernet", metavar="TYPE",
                    help="ethernet, docsis, adsl-pppoe, adsl-pppoa, adsl-bridged, vdsl-pppoe, "
-                        "vdsl-bridged, unknown (default ethernet)")
+                        "vdsl-bridged, unknown, raw (default ethernet)")
     p.add_argument("--red", action="store_true",
                    help="RED on the upload queue too (off by default: with the flow queues it "
                         "shortened no wait in the measured runs and cost upload rate)")
