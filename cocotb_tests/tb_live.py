@@ -127,6 +127,10 @@ async def run(dut, *, seed, chunks):
     cnt = await tb.counters()
     model = scoreboard(tb, model, counters=cnt)
     model.check_invariants()
+    # Every written mode came into force (the drain empties the queues the
+    # switch waits for): the last one is the one in force.
+    assert model.ack_mode == model.ack_mode_reg == tb.params["ack_mode"], \
+        (model.ack_mode, model.ack_mode_reg, tb.params["ack_mode"])
     written = {name for _, name, _, _ in tb.live_writes}
     every = {p.name for p in P.PARAMS} - ({"chunk_bytes"} if not chunks else set())
     assert written == every, sorted(every - written)
