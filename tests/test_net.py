@@ -696,10 +696,12 @@ def test_the_tuned_variant_applies_what_the_tool_prints():
     from ackfilter_ctl import regmap as ctl_regmap, tune as T
     rm = ctl_regmap.load()
     for up, down, rtt in ((1e6, 16e6, 0.02), (10e6, 100e6, 0.05), (28800, 10e6, 0.05)):
-        regs, _ = T.tune(rm, up_bps=up, down_bps=down, rtt_ms=rtt * 1e3, link="ethernet")
+        regs, _ = T.tune(rm, up_bps=up, down_bps=down, rtt_ms=rtt * 1e3, link="raw")
         assert E.VARIANTS["tuned"].csr(up, down, rtt) == regs
+        eth, _ = T.tune(rm, up_bps=up, down_bps=down, rtt_ms=rtt * 1e3, link="ethernet")
+        assert E.VARIANTS["tuned-ethernet"].csr(up, down, rtt) == eth != regs
         red, _ = T.tune(rm, up_bps=up, down_bps=down, rtt_ms=rtt * 1e3, link="ethernet", red=True)
-        assert E.VARIANTS["tuned-red"].csr(up, down, rtt) == red != regs
+        assert E.VARIANTS["tuned-red"].csr(up, down, rtt) == red != eth
     assert E.VARIANTS["tuned"].csr(1e6, 16e6, 0.02)["red_enable"] == 0
     assert E.VARIANTS["tuned"].csr(1e6, 16e6, 0.02)["chunk_bytes"] == 512
     assert E.VARIANTS["tuned"].csr(10e6, 100e6, 0.02)["chunk_bytes"] == 0
@@ -818,9 +820,30 @@ def test_repeat_runs_every_experiment_in_rounds_and_resume_keeps_each_run(tmp_pa
     calls.clear()
     assert EX.main(args + ["--repeat", "2", "--resume"]) == 0
     assert calls == [("LB", "modem-fifo", 2)]           # the one invalid run, again
+    # a smaller plan resumed into the same file keeps the rows outside it
+    calls.clear()
+    assert EX.main(["--only", "LB", "--variants", "modem-fifo", "--out", str(tmp_path), "--name", "r",
+                    "--resume"]) == 0
+    assert calls == []
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert sorted((r["variant"], r["run"]) for r in rows) == [("aggressive-fq", 1), ("aggressive-fq", 2),
+                                                              ("modem-fifo", 1), ("modem-fifo", 2)]
     with pytest.raises(SystemExit):
         EX.main(["--repeat", "0"])
     assert "--repeat must be 1 or more" in capsys.readouterr().err
+
+
+def test_uplink_picks_the_plans_scenarios_at_that_rate(capsys):
+    """``--uplink 1mbit --list``: only today's 1/16 links; a rate no
+    scenario has, or a bad rate, is an argument error."""
+    import ackfilter.sim.net.experiments as EX
+    assert EX.main(["--only", "LU", "--variants", "tuned", "--uplink", "1mbit", "--list"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("LU")]
+    assert len(lines) == len(E.MODERN_RTTS) and all("1mbit/16mbit" in ln for ln in lines)
+    for bad, why in (("3mbit", "no scenario of the plan has an uplink of 3mbit"), ("1M", "--uplink")):
+        with pytest.raises(SystemExit):
+            EX.main(["--only", "LU", "--uplink", bad, "--list"])
+        assert why in capsys.readouterr().err
 
 
 @root_only

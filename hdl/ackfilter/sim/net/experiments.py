@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ... import params
 from ...model.red import registers_for_rate
-from ...units import format_rate
+from ...units import format_rate, parse_rate
 from ..verilog import REPO_ROOT, normal_sizes
 from .bridge import FULL_FRAME_BYTES, BridgeError, Link, build_bridge
 from .testbed import CLIENT_IPS, SERVER_IP, Testbed, TestbedError, require_root
@@ -58,6 +58,8 @@ class Variant:
                                     # (the board's is params.HOST_BUCKETS)
     tuned: bool = False             # every register `ackfilter-ctl tune` prints for the link,
                                     # the rest at its reset value (the other fields unused)
+    link: str = "raw"               # for a tuned variant: `tune --link` (raw: the frame as stored,
+                                    # what the simulated links charge)
 
     def elab(self):
         """The core's build options for this variant: which data path and
@@ -76,13 +78,14 @@ class Variant:
         The shaper *is* the modem's link here: its rate, no burst (a frame
         starts when the one before it has left), and each frame charged its
         length as stored, as the bridge's links and tc-cake's default charge
-        it. The ``tuned`` variant instead takes what ``ackfilter-ctl tune``
+        it. A ``tuned`` variant instead takes what ``ackfilter-ctl tune``
         prints for the link (:func:`tune_registers`): a shaper at 95 % of the
-        uplink, Ethernet framing charged, as a user who follows the tool has."""
+        uplink charging the variant's link type (``raw``, as the simulated
+        links charge, for ``tuned``), as a user who follows the tool has."""
         if self.uplink != "core":
             return {}
         if self.tuned:
-            return tune_registers(uplink_bps, downlink_bps, rtt_s, red=self.red)
+            return tune_registers(uplink_bps, downlink_bps, rtt_s, link=self.link, red=self.red)
         red = registers_for_rate(uplink_bps) if self.red else {}
         return {"ack_mode": self.ack_mode, "data_share": self.data_share,
                 "shaper_cpb_q16": params.cpb_q16_for_rate(uplink_bps),
@@ -141,14 +144,17 @@ def _variants():
                      ack_mode="aggressive", data_share=128, red=True, flow_queues=True, host_buckets=hb))
     # What `ackfilter-ctl tune` advises for each scenario's link, applied as
     # it prints it: the tool's advice, measured.
-    v.append(Variant("tuned", "every register `ackfilter-ctl tune` prints for the scenario's link "
-                     "(rates, RTT, Ethernet), the rest at reset; the board's core",
-                     tuned=True, flow_queues=params.FLOW_QUEUES,
-                     host_buckets=params.HOST_BUCKETS if params.FLOW_QUEUES else 0))
-    v.append(Variant("tuned-red", "what `ackfilter-ctl tune --red` prints for the scenario's link "
-                     "(its advice with RED on, as it was before the runs turned RED off)",
-                     tuned=True, red=True, flow_queues=params.FLOW_QUEUES,
-                     host_buckets=params.HOST_BUCKETS if params.FLOW_QUEUES else 0))
+    board = dict(tuned=True, flow_queues=params.FLOW_QUEUES,
+                 host_buckets=params.HOST_BUCKETS if params.FLOW_QUEUES else 0)
+    v.append(Variant("tuned", "every register `ackfilter-ctl tune --link raw` prints for the "
+                     "scenario's link (rates, RTT, the frame charged as stored, as the simulated "
+                     "link charges it), the rest at reset; the board's core", **board))
+    v.append(Variant("tuned-ethernet", "what `tune --link ethernet` prints (the Ethernet wire's 38 "
+                     "bytes a frame charged, which the simulated link does not charge)",
+                     link="ethernet", **board))
+    v.append(Variant("tuned-red", "what `tune --link ethernet --red` prints (the advice with RED "
+                     "on, as it was before the runs turned RED off)", link="ethernet", red=True,
+                     **board))
     for mode in ("conservative", "aggressive"):
         for share in (0, 64, 192):
             v.append(Variant(f"{mode}-share{share}", f"{mode} supersession, data share {share}",
@@ -1387,6 +1393,8 @@ def main(argv=None):
                          "is invalid or a gate check fails")
     ap.add_argument("--only", metavar="S1,S3,...", help=f"scenarios to run (of {' '.join(SCENARIOS)})")
     ap.add_argument("--variants", metavar="V1,V2,...", help=f"variants to run (of {' '.join(VARIANTS)})")
+    ap.add_argument("--uplink", metavar="RATE",
+                    help="only the scenarios whose uplink is RATE (tc's grammar: 1mbit, 64kbit)")
     ap.add_argument("--out", default=str(REPO_ROOT / "build" / "experiments"), help="output directory")
     ap.add_argument("--name", help="output name (default: quick or full)")
     ap.add_argument("--list", action="store_true", help="print the plan and exit")
@@ -1420,6 +1428,14 @@ def main(argv=None):
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r}; known: {' '.join(VARIANTS)}")
     todo = plan(quick=args.quick, only=only, variants=variants)
+    if args.uplink:
+        try:
+            up = parse_rate(args.uplink)
+        except ValueError as e:
+            ap.error(f"--uplink: {e}")
+        todo = [(sc, v) for sc, v in todo if sc.uplink_bps == up]
+        if not todo:
+            ap.error(f"no scenario of the plan has an uplink of {args.uplink}")
     runs = [(n, sc, v) for n in range(1, args.repeat + 1) for sc, v in todo]
     total_s = sum(_nominal_s(sc) for _, sc, _ in runs)
     if args.list:
@@ -1466,11 +1482,17 @@ def main(argv=None):
     if todo:
         binary_for(todo[0][1])
     kept = {}
+    others = []                 # the earlier file's rows of experiments outside this plan
     if args.resume and (out_dir / f"{name}.json").exists():
+        planned = {(_scenario_key(sc, v), n) for n, sc, v in runs}
         for r in json.loads((out_dir / f"{name}.json").read_text()):
-            if r.get("valid"):
-                kept[(_key(r), r.get("run", 1))] = r
-        print(f"experiments: keeping {len(kept)} valid rows of {out_dir / (name + '.json')}", flush=True)
+            k = (_key(r), r.get("run", 1))
+            if k not in planned:
+                others.append(r)
+            elif r.get("valid"):
+                kept[k] = r
+        print(f"experiments: keeping {len(kept)} valid rows of {out_dir / (name + '.json')}"
+              + (f" and {len(others)} of experiments outside this plan" if others else ""), flush=True)
     rows = []
     t_start = time.monotonic()
     done_s = 0.0
@@ -1510,7 +1532,9 @@ def main(argv=None):
         # Rows still to come that an earlier run left are kept in the file too,
         # so that stopping this run loses nothing.
         later = [kept[k] for k in keys[i:] if k in kept]
-        (out_dir / f"{name}.json").write_text(json.dumps(rows + later, indent=1) + "\n")
+        (out_dir / f"{name}.json").write_text(json.dumps(rows + later + others, indent=1) + "\n")
+    rows += others
+    (out_dir / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     return _report(rows, out_dir, name, quick=args.quick)
 
 
