@@ -1,5 +1,5 @@
 """scripts/slowdown.c, the tool that measures CI on a machine twice as slow
-(README, "Quick start"): it passes its command's exit status through, refuses
+(docs/testing.md, "CI"): it passes its command's exit status through, refuses
 bad arguments, and leaves the command the share of each CPU it was given."""
 
 import os
