@@ -16,7 +16,7 @@ TEST_DIRS := $(wildcard tests cocotb_tests)
 # no library deprecation noise unless the caller asks (PYTHONWARNINGS=...).
 RUN_WARN := PYTHONWARNINGS=$${PYTHONWARNINGS:-ignore::DeprecationWarning}
 
-.PHONY: help venv test formal demo bench fuzz captures experiments experiments-quick verilog regmap firmware sim-soc reports bitstream flash clean
+.PHONY: help venv test formal gatesim demo bench fuzz captures experiments experiments-quick verilog regmap firmware sim-soc reports bitstream flash clean
 
 BOARD ?= colorlight-5a-75b
 CABLE ?= ft232
@@ -30,7 +30,7 @@ venv: ## install system packages (if root) and the pinned .venv
 	@bash scripts/bootstrap.sh
 
 test: venv ## run every test (tests/ and cocotb_tests/)
-	$(ENV) $(PY) -m pytest -q $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadgroup) $(PYTEST_ARGS) $(TEST_DIRS)
+	$(ENV) $(PY) -m pytest -q --durations=15 $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadgroup) $(PYTEST_ARGS) $(TEST_DIRS)
 
 demo: venv ## replay the built-in scenario through the RTL and report
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter demo
@@ -51,6 +51,9 @@ SEED   ?= 1
 FRAMES ?= 1000000
 formal: venv ## prove the safety invariants by k-induction, check their covers, and show each proof fails on its mutations (yowasp-sby, yices; seconds)
 	$(ENV) $(PY) -m ackfilter.formal
+
+gatesim: venv ## the board's cocotb bench on the synthesized gates: the bitstream's synthesis, ECP5 cell models (every test; make test runs two of them)
+	ACKFILTER_GATESIM=all $(ENV) $(PY) -m pytest -q $(if $(filter-out 1,$(JOBS)),-n $(JOBS)) cocotb_tests/test_gatesim.py
 
 fuzz: venv ## mutation campaign through the RTL, model + independent checker (SEED=1 FRAMES=1000000; ~5 min per million) -> build/fuzz/
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter fuzz --seed $(SEED) --frames $(FRAMES)
