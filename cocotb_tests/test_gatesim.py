@@ -21,6 +21,9 @@ CI_CASES = [
     ("test_mixed_speeds_cross_both_ways_and_the_link_registers_read_them", "lan100_modem1000"),
 ]
 ALL = os.environ.get("ACKFILTER_GATESIM") == "all"
+#: One pytest worker builds the gates and runs them (``--dist loadgroup``);
+#: the repository's conftest.py collects them first.
+pytestmark = pytest.mark.xdist_group("gates")
 
 
 def _cases():
