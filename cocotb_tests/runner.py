@@ -202,12 +202,14 @@ def run_cocotb(
     extra_env: Mapping[str, str] | None = None,
     seed: int | None = None,
     build_args: Sequence[str] | None = None,
+    make_args: Sequence[str] = (),
 ) -> Path:
     """Build ``verilog_sources`` (once per ``build_name``) with Verilator and run
     the cocotb tests of ``test_module`` (importable module name, e.g. a
     ``tb_*.py`` file in cocotb_tests/) against ``toplevel``.
 
-    ``testcase`` restricts to those cocotb test names. Returns the results xml
+    ``make_args`` go to the make that compiles Verilator's C++ (e.g.
+    ``OPT_FAST=-O0``). ``testcase`` restricts to those cocotb test names. Returns the results xml
     path. Under pytest, any failed/errored cocotb test, a simulator crash or no
     test run at all fails the calling test via ``pytest.fail``; outside pytest it
     raises ``AssertionError``.
@@ -224,6 +226,8 @@ def run_cocotb(
                 if "--public-flat-rw" in c:
                     i = c.index("--public-flat-rw")
                     c[i:i + 1] = PUBLIC
+                if c[0] == "make":
+                    c += list(make_args)
             return cmds
 
     sources = [Path(s).resolve() for s in verilog_sources]
@@ -240,6 +244,7 @@ def run_cocotb(
         "sources": [[str(s), _sha(s.read_bytes())] for s in sources],
         "toplevel": toplevel,
         "build_args": bargs,
+        **({"make_args": list(make_args)} if make_args else {}),
         "parameters": {k: str(v) for k, v in sorted(params.items())},
         "waves": waves,
         "timescale": TIMESCALE,

@@ -37,4 +37,5 @@ def test_board_on_gates(name, param):
     pattern = rf"^tb_board\.{name}" + (rf"/speeds={param}$" if param else r"(/.*)?$")
     runner.run_cocotb("tb_board", toplevel="board_top", verilog_sources=gatesim.sources("board"),
                       build_name="board-gates", build_args=gatesim.build_args(runner.BUILD_ARGS),
+                      make_args=gatesim.MAKE_ARGS,
                       extra_env={"COCOTB_TEST_FILTER": pattern})

@@ -96,6 +96,12 @@ def sources(top="board", **sizes):
             MODELS / "ecp5_mult18x18d.v"]
 
 
+#: The make that compiles the gate model's C++ (115 MB of it): unoptimized.
+#: With Verilator's -Os a fresh build took 13.5 minutes of one core in the
+#: half-speed CI rehearsal, which decided when `make test` ended.
+MAKE_ARGS = ("OPT_FAST=-O0",)
+
+
 def build_args(base):
     """Verilator's options for the netlist: ``base`` (the benches' own) plus
     Yosys's cell library on the include path, quiet about what a flat
