@@ -6,7 +6,6 @@ about). ``make formal`` prints the same as a table."""
 import pytest
 
 from ackfilter.formal import run
-from ackfilter.formal.__main__ import COVER_DEPTH
 from ackfilter.formal.proofs import PROOFS
 
 # SymbiYosys runs in its own directories; one worker runs them all.
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.xdist_group("formal")
 def test_the_proof_holds_and_its_covers_are_reached(proof, tmp_path):
     proven = run(proof.name, proof.make(), depth=proof.depth, mode="prove", workdir=tmp_path)
     assert proven.passed, proven.log[-3000:]
-    covered = run(proof.name, proof.make(), depth=COVER_DEPTH, mode="cover", workdir=tmp_path)
+    covered = run(proof.name, proof.make(), depth=proof.cover_depth, mode="cover", workdir=tmp_path)
     assert covered.passed, covered.log[-3000:]
 
 
@@ -31,7 +30,7 @@ def test_the_proof_fails_on_a_mutation_of_its_block(proof, name, make, tmp_path)
 
 
 def test_a_mutation_must_match_its_text_once():
-    from ackfilter.formal.proofs import mutant
+    from ackfilter.formal.harness import mutant
     from ackfilter.gateware.lib import buffer_pool
     with pytest.raises(ValueError, match="exactly once"):
         mutant(buffer_pool, "no such text", "x")

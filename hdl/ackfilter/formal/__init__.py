@@ -39,6 +39,7 @@ class Proof:
     make: object               # () -> Elaboratable
     depth: int
     mutations: dict = field(default_factory=dict)   # name -> () -> Elaboratable that must fail
+    cover_depth: int = 16      # cycles the cover run looks for each cover statement
 
 
 @dataclass

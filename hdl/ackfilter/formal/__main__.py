@@ -10,9 +10,6 @@ import time
 from . import FormalError, run
 from .proofs import PROOFS
 
-#: Cycles the cover run looks for each cover statement.
-COVER_DEPTH = 16
-
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m ackfilter.formal", description=__doc__)
@@ -30,7 +27,7 @@ def main(argv=None):
         for p in proofs:
             try:
                 proven = run(p.name, p.make(), depth=p.depth, mode="prove", workdir=work)
-                covered = run(p.name, p.make(), depth=COVER_DEPTH, mode="cover", workdir=work)
+                covered = run(p.name, p.make(), depth=p.cover_depth, mode="cover", workdir=work)
                 killed = {name: not run(f"{p.name}-m{i}", make(), depth=p.depth, mode="prove",
                                          workdir=work).passed
                           for i, (name, make) in enumerate(p.mutations.items())}

@@ -1,13 +1,5 @@
-"""The proofs and their mutations (``python -m ackfilter.formal``).
-
-A mutation is a textual change to a copy of a block's source, loaded as a
-module of its own (the repository's file is never touched): the proof must
-fail on it, which shows the proof can see the fault it is about.
-"""
-
-import importlib.util
-import sys
-from pathlib import Path
+"""The proofs and their mutations (``python -m ackfilter.formal``): the
+small blocks' here, the queue manager's in :mod:`.queue`."""
 
 from amaranth.hdl import *
 from amaranth.hdl._ast import AnyConst, AnySeq   # (amaranth.asserts is deprecated; 0.5 keeps them here)
@@ -16,69 +8,10 @@ from .. import params as P
 from ..gateware import csr, shaper
 from ..gateware.lib import buffer_pool
 from . import Proof
+from .harness import popcount, mutant, stack_facts
+from .queue import QUEUE_PROOFS
 
-__all__ = ["PROOFS", "mutant"]
-
-
-def mutant(module, old, new):
-    """A copy of ``module`` with the text ``old`` (exactly once in it)
-    replaced by ``new``, imported under a name of its own."""
-    path = Path(module.__file__)
-    text = path.read_text()
-    if text.count(old) != 1:
-        raise ValueError(f"a mutation of {path.name} must match exactly once, it matches "
-                         f"{text.count(old)} times: {old!r}")
-    name = f"{module.__name__}__mutant{abs(hash((old, new)))}"
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    mod = importlib.util.module_from_spec(spec)
-    mod.__package__ = module.__package__
-    mod.__file__ = str(path)
-    sys.modules[name] = mod
-    exec(compile(text.replace(old, new), f"{path} (mutant)", "exec"), mod.__dict__)
-    return mod
-
-
-def _popcount(v, n):
-    return sum((v >> i) & 1 for i in range(n))
-
-
-def stack_facts(m, stack, used):
-    """Assert what a :class:`~ackfilter.gateware.lib.buffer_pool.FreeStack`
-    keeps, against ``used`` (the ids in use, a shadow): while it is built
-    after a reset, nothing is offered and the words written so far are the
-    ids ``0, 1, ...``; then an offered id is never in use, the stack's words
-    below its depth are free and distinct, and its top is right. Returns the
-    stack's words and whether it is built."""
-    n, k = stack.count, stack.initial
-    words = []
-    for i in range(n):
-        rp = stack.stack.read_port(domain="comb")
-        m.d.comb += rp.addr.eq(i)
-        words.append(rp.data)
-    depth, top = stack.depth, stack.top
-    with m.If(stack.building):
-        m.d.comb += [
-            Assert(~stack.ready),
-            Assert((depth == k) & (top == k - 1) & (stack.build_i < k)),
-        ]
-        for i in range(n):
-            with m.If(i < stack.build_i):
-                m.d.comb += Assert(words[i] == i)
-    with m.Else():
-        m.d.comb += [
-            Assert(stack.ready),
-            Assert(stack.alloc_valid == (depth != 0)),
-            Assert(~stack.alloc_valid | (used.bit_select(stack.alloc_id, 1) == 0)),   # never twice
-            Assert(Mux(depth == 0, top == 0, top == depth - 1)),
-        ]
-        for i in range(n):
-            with m.If(i < depth):
-                m.d.comb += [Assert(words[i] < n),                                 # an id
-                             Assert(used.bit_select(words[i], 1) == 0)]            # never both
-                for j in range(i + 1, n):
-                    with m.If(j < depth):
-                        m.d.comb += Assert(words[i] != words[j])
-    return words
+__all__ = ["PROOFS"]
 
 
 class FreeStackProof(Elaboratable):
@@ -112,7 +45,7 @@ class FreeStackProof(Elaboratable):
             m.d.comb += Assert(used == used.init)
         with m.Else():
             m.d.comb += [
-                Assert(dut.depth + _popcount(used, n) == n),                          # never lost
+                Assert(dut.depth + popcount(used, n) == n),                          # never lost
                 Cover(dut.depth == 0),
                 Cover((dut.depth == 1) & take & free_en),
                 Cover(used == 0b1010),
@@ -155,7 +88,7 @@ class BufferPoolProof(Elaboratable):
         a, b = dut.stacks
         wa = stack_facts(m, a, used)
         wb = stack_facts(m, b, used)
-        m.d.comb += Assert(a.depth + b.depth + _popcount(used, n) == n)               # never lost
+        m.d.comb += Assert(a.depth + b.depth + popcount(used, n) == n)               # never lost
         with m.If(~dut.ready):
             m.d.comb += Assert(used == used.init)
         with m.Else():
@@ -402,3 +335,6 @@ PROOFS = [
                                "hi_latch.eq(hi_latch)]").CSRBank),
           }),
 ]
+
+#: The queue manager's, last (the longest).
+PROOFS += QUEUE_PROOFS

@@ -89,12 +89,15 @@ class FlowCAM(wiring.Component):
             "ending":      Out(1),
             "used":        Out(range(entries + 1)),
         })
+        # The valid bits, here before elaboration so that a proof
+        # (ackfilter.formal) can state what they keep.
+        self.valid = Signal(entries)
 
     def elaborate(self, platform):
         m = Module()
         n = self.entries
         digits = self.tag_bits // DIGIT_BITS
-        valid = Signal(n)
+        valid = self.valid
 
         # The write in progress: the entry, its tag, the word being rewritten.
         w_index = Signal(range(n))

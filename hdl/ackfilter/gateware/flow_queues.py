@@ -64,6 +64,8 @@ manager's choices need, combinationally, and ``shared_empty`` tells whether
 the shared queue holds frames.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import *
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
@@ -380,7 +382,7 @@ class FlowQueues(wiring.Component):
         # entry a cycle.
         n_init = max(SHARED_CLASSES, nh, nq)
         init_i = Signal(range(n_init))
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("Init"):
                 m.d.comb += [cls_w.en.eq(init_i < SHARED_CLASSES), cls_w.addr.eq(init_i), cls_w.data.eq(0),
                              qs_w.en.eq(init_i < nq), qs_w.addr.eq(init_i), qs_w.data.eq(0)]
@@ -557,4 +559,7 @@ class FlowQueues(wiring.Component):
             with m.State("Drop-Done"):
                 m.d.comb += self.done.eq(1)
                 m.next = "Idle"
+
+        # Every name above, for the proofs (ackfilter.formal.queue).
+        self.internals = SimpleNamespace(**locals())
         return m

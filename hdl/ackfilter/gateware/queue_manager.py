@@ -24,6 +24,8 @@ reads a word at a time beside the record, and from which it loads the
 option values into registers as the frame's handling starts.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -1494,4 +1496,9 @@ class QueueManager(wiring.Component):
                 m.d.sync += kc_w.eq(kc_w + 1)
                 with m.If(kc_w == REC_ACK - 1):
                     m.d.sync += kc_v.eq(0)
+
+        # Every name above (memories, registers, the state machine), for the
+        # proofs (ackfilter.formal.queue), which elaborate this and then
+        # state facts about them.
+        self.internals = SimpleNamespace(**locals())
         return m
