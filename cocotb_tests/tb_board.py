@@ -249,7 +249,10 @@ async def test_uplink_data_leaves_unchanged_and_queued_acks_are_filtered(dut):
     """LAN -> modem: 20 pure ACKs of one flow interleaved with TCP data and
     UDP frames (60..1514 bytes). Data: all out, byte-identical, in order.
     ACKs: those out are byte-identical, an in-order subsequence of those
-    sent, and include the newest (supersession only replaces older ones)."""
+    sent, and include the newest (supersession only replaces older ones);
+    and some were filtered: an ACK that waits behind a full-size data frame
+    is superseded by the next one (the reset mode, aggressive, supersedes a
+    flow's one queued ACK)."""
     tb = TB(dut)
     await tb.reset()
     acks = [pure_ack(n, ack_base=5_000_000) for n in range(20)]
@@ -275,6 +278,7 @@ async def test_uplink_data_leaves_unchanged_and_queued_acks_are_filtered(dut):
     assert out == sorted(set(out)), f"ACKs out of order or repeated: {out}"
     assert out and out[-1] == len(acks) - 1, f"the newest ACK did not leave: {out}"
     dut._log.info("ACKs out: %d of %d (%s)", len(out), len(acks), out)
+    assert len(out) < len(acks), "no queued ACK was superseded"
     assert tb.lan_sink.empty(), "uplink frames leaked to the LAN port"
 
 

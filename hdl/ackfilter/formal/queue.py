@@ -10,6 +10,7 @@ before the list's node stack is built after a reset.
 """
 
 from functools import reduce
+from types import SimpleNamespace
 from operator import or_
 
 from amaranth.hdl import *
@@ -17,6 +18,10 @@ from amaranth.hdl._ast import AnySeq
 from amaranth.lib import wiring
 
 from ..gateware import queue_manager
+from ..gateware.flow_record import (KEY_WORDS64, REC_ACK, REC_FLOOR_ACK, REC_FLOOR_TS, REC_NEWEST_END,
+                                     REC_TS, RECORD_WORDS, SLOT_TAKE_AT, SLOT_WRITE_ORDER)
+from ..gateware.ingress import KEY_SLOTS
+from ..model.flowkey import KEY_V6_BIT
 from ..params import PARAMS
 from . import Proof
 from .harness import mutant, stack_facts
@@ -24,10 +29,10 @@ from .harness import mutant, stack_facts
 __all__ = ["AckListProof", "QUEUE_PROOFS"]
 
 
-def _drive_inputs(m, dut):
-    """Every input of ``dut`` free in every cycle."""
+def _drive_inputs(m, dut, skip=()):
+    """Every input of ``dut`` but those named in ``skip`` free in every cycle."""
     for name, member in dut.signature.members.items():
-        if member.is_port and member.flow == wiring.In:
+        if member.is_port and member.flow == wiring.In and name not in skip:
             port = Value.cast(getattr(dut, name))
             m.d.comb += port.eq(AnySeq(len(port)))
 
@@ -68,14 +73,13 @@ class AckListProof(Elaboratable):
         # (Elaborated here, so that the harness can add read ports to its
         # memories; its submodules are elaborated with the harness.)
         m.submodules.dut = dut.elaborate(platform)
-        _drive_inputs(m, dut)
+        self.drive(m)
         m.d.comb += [
             Assume(~ResetSignal()),
             # (The parameters in their ranges, as the CSR bank keeps them:
             # the csr_params proof.)
             *[Assume((port >= p.minimum) & (port <= p.maximum))
               for p in PARAMS if (port := getattr(dut, p.name, None)) is not None],
-            Assume(~dut.entries_quiet | ~dut.entry_valid),
         ]
         # The egress is busy in the cycle after it starts a frame.
         started = Signal()
@@ -222,7 +226,179 @@ class AckListProof(Elaboratable):
             Cover(ongoing("Write-Record") & v.grow),
             Cover(ongoing("Depart") & (qlen == 1) & ~v.have_data_q),
         ]
+        self.more(m, SimpleNamespace(v=v, reads=reads, queued=queued, node=node, field=field,
+                                     effs=effs, ongoing=ongoing))
         return m
+
+    def drive(self, m):
+        """The inputs: every one free in every cycle."""
+        _drive_inputs(m, self.dut)
+        m.d.comb += Assume(~self.dut.entries_quiet | ~self.dut.entry_valid)
+
+    def more(self, m, ctx):
+        """More to prove, with the list's facts (a subclass's)."""
+
+
+class AckKeyProof(AckListProof):
+    """A queued ACK is overwritten only by an ACK whose full flow key (all
+    six 64-bit words, not the CAM's 16-bit tag) equals its own.
+
+    The ingress is modelled as it writes key slots: a frame is pushed with a
+    key chosen freely (the shape of `flow_key_words`: an IPv4 key's words 2
+    and 4 zero, word 5's high half zero), into the next of the KEY_SLOTS
+    slots, its 14 slot words written one a cycle in SLOT_WRITE_ORDER; it is
+    offered to the manager SLOT_TAKE_AT cycles after its push until popped,
+    and the next push comes once it is popped and its words are written.
+    The harness keeps the key of the frame being handled and of the frame in
+    each node; every other input is free.
+
+    What makes it inductive, besides the list's facts: the key memory holds
+    each frame's words once written; the record of a flow with a tracked ACK
+    queued holds that ACK's key (or, while a new entry's record is written,
+    will); the record words read and compared in Read-Record are those of
+    the flow's record and the frame's slot, and ``key_eq`` is the AND of the
+    compares made so far."""
+
+    def drive(self, m):
+        dut = self.dut
+        _drive_inputs(m, dut, skip={"entry_valid", "entries_quiet", "key_wr_en", "key_wr_addr", "key_wr_data"})
+        n_w = len(SLOT_WRITE_ORDER)
+        # The last frame pushed: its slot, key and age (its words are
+        # written at ages 0 .. n_w - 1); a frame being handled, popped.
+        self.pend = pend = Signal()
+        self.age = age = Signal(range(n_w + 1), init=n_w)
+        self.slot = slot = Signal(range(KEY_SLOTS))
+        self.pkey = pkey = [Signal(64, name=f"pkey{w}") for w in range(KEY_WORDS64)]
+        self.cslot = cslot = Signal(range(KEY_SLOTS))
+        self.ckey = ckey = [Signal(64, name=f"ckey{w}") for w in range(KEY_WORDS64)]
+        push = Signal()
+        new = [AnySeq(64) for _ in range(KEY_WORDS64)]
+        m.d.comb += [push.eq(AnySeq(1) & ~pend & (age == n_w)), Assume(_key_shape(new))]
+        with m.If(push):
+            m.d.sync += [pend.eq(1), age.eq(0), slot.eq(slot + 1), *[pkey[w].eq(new[w]) for w in range(KEY_WORDS64)]]
+        with m.Else():
+            with m.If(age != n_w):
+                m.d.sync += age.eq(age + 1)
+            with m.If(dut.entry_ready):
+                m.d.sync += [pend.eq(0), cslot.eq(slot), *[ckey[w].eq(pkey[w]) for w in range(KEY_WORDS64)]]
+        word = Array(C(j, 4) for j in SLOT_WRITE_ORDER)[age]
+        m.d.comb += [
+            dut.key_wr_en.eq(age != n_w),
+            dut.key_wr_addr.eq(Cat(word, slot)),
+            dut.key_wr_data.eq(Mux(word < KEY_WORDS64, Array(pkey)[word], AnySeq(64))),
+            dut.entry_valid.eq(pend & (age >= SLOT_TAKE_AT)),
+            dut.entry.key_slot.eq(slot),
+            dut.entry.key_v6.eq(pkey[0][KEY_V6_BIT]),
+            dut.entries_quiet.eq(~pend & ~push),
+        ]
+
+    def more(self, m, ctx):
+        dut, v, reads, ongoing = self.dut, ctx.v, ctx.reads, ctx.ongoing
+        n, nf = dut.ack_slots, dut.flow_entries
+        kw = range(KEY_WORDS64)
+        pend, age, slot, pkey, cslot, ckey = self.pend, self.age, self.slot, self.pkey, self.cslot, self.ckey
+        at = {j: c for c, j in enumerate(SLOT_WRITE_ORDER)}      # the age at which word j is written
+
+        # The ingress model's frames, in the key memory.
+        m.d.comb += [Assert(_key_shape(pkey)), Assert(_key_shape(ckey))]
+        p_slot = reads(v.keys, [Cat(C(w, 4), slot) for w in kw])
+        c_slot = reads(v.keys, [Cat(C(w, 4), cslot) for w in kw])
+        for w in kw:
+            with m.If(age > at[w]):
+                m.d.comb += Assert(p_slot[w] == pkey[w])
+        with m.If(pend):
+            m.d.comb += [Assert(cslot == slot - 1), *[Assert(c_slot[w] == ckey[w]) for w in kw]]
+        with m.Else():
+            m.d.comb += [Assert(cslot == slot), *[Assert(ckey[w] == pkey[w]) for w in kw]]
+        # The record writes behind the state machine (a record's words
+        # after Write-Record, a new data entry's key) go on while it
+        # departs frames, one at a time.
+        departing = (ongoing("Idle") | ongoing("Depart") | ongoing("Pick-Wait") | ongoing("Pick-Chunk") |
+                     ongoing("Depart-Data"))
+        with m.If(v.wb_v | v.kc_v):
+            m.d.comb += Assert(departing & ~(v.wb_v & v.kc_v))
+        # Write-Record's words: a new entry's all 16 (first 0), an append's
+        # or a supersession's the newest ACK's from REC_ACK to its last,
+        # then with `wk_floor` the floor's (REC_FLOOR_ACK, and REC_FLOOR_TS
+        # with TS); `wb_last` marks the last.
+        with m.If(ongoing("Write-Record") | v.wb_v):
+            nl, last, wk = v.wk_newest_last, v.wk_last, v.wk
+            m.d.comb += [
+                Assert((nl >= REC_TS) & (nl < REC_NEWEST_END)),
+                Assert(Mux(v.wk_floor, (last == REC_FLOOR_ACK) | (last == REC_FLOOR_TS), last == nl)),
+                Assert((wk <= nl) | (v.wk_floor & (wk >= REC_FLOOR_ACK) & (wk <= last))),
+                Assert((wk >= REC_ACK) | ((nl == REC_NEWEST_END - 1) & v.wk_floor & (last == REC_FLOOR_TS))),
+            ]
+        with m.If(ongoing("Write-Record")):
+            m.d.comb += Assert((v.wk == 0) | (v.wk == REC_ACK))
+        with m.If(v.wb_v):
+            m.d.comb += Assert(v.wb_last == (v.wk == v.wk_last))
+        # The frame the manager handles is the one popped last.
+        # (In Arrive it is popped: the harness's copy follows a cycle on.)
+        handling = (~ongoing("Idle") & ~ongoing("Arrive")) | (v.wb_v & ~v.wb_last)
+        with m.If(handling):
+            m.d.comb += Assert(v.cur.key_slot == cslot)
+        with m.If(v.kc_v):
+            m.d.comb += Assert(v.kc_slot == cslot)
+
+        # The key each node's ACK was queued with.
+        nkey = [[Signal(64, name=f"nkey{k}_{w}") for w in kw] for k in range(n)]
+        with m.If(v.node_w.en):
+            with m.Switch(v.node_w.addr):
+                for k in range(n):
+                    with m.Case(k):
+                        m.d.sync += [nkey[k][w].eq(ckey[w]) for w in kw]
+
+        # Each flow's record holds the key of its tracked queued ACKs (a
+        # new entry's record is written over Write-Record and after: its
+        # words from `wk` on are still to come, from the frame's slot).
+        rec = [reads(v.records, [f * RECORD_WORDS + w for w in kw]) for f in range(nf)]
+        writing = (ongoing("Write-Record") | v.wb_v) & (v.wk < KEY_WORDS64)
+        copying = v.kc_v
+        rec_eff = [[Mux(writing & (v.idx == f) & (v.wk <= w), ckey[w],
+                        Mux(copying & (v.kc_idx == f) & (v.kc_w <= w), ckey[w], rec[f][w]))
+                    for w in kw] for f in range(nf)]
+        with m.If(writing):
+            m.d.comb += Assert(v.key_r.data == Array(ckey)[v.wk])
+        with m.If(copying):
+            m.d.comb += Assert(v.key_r.data == Array(ckey)[v.kc_w])
+        for f in range(nf):
+            with m.If(v.cam.valid[f]):
+                m.d.comb += Assert(_key_shape(rec_eff[f]))
+            for k in range(n):
+                with m.If(ctx.queued[k] & ctx.node[k].tracked & (ctx.node[k].flow == f)):
+                    m.d.comb += [Assert(nkey[k][w] == rec_eff[f][w]) for w in kw]
+
+        # Read-Record's compares: word w (read at rc = w, word 0 in
+        # Await-Lookup) is compared at rc = w + 2; `key_eq` has seen the
+        # words up to rc - 3 (an IPv4 key's words 2 and 4 are not read).
+        rec_i = Array(Array(r) for r in rec)[v.idx]
+        ack = ~v.is_data
+        with m.If(ongoing("Read-Record") & ack):
+            with m.If(v.cmp_v & (v.cmp_j < KEY_WORDS64)):
+                m.d.comb += [Assert(v.rec_word == rec_i[v.cmp_j]), Assert(v.key_word == Array(ckey)[v.cmp_j])]
+            with m.If(v.rd_v & (v.rd_j < KEY_WORDS64)):
+                m.d.comb += [Assert(v.rec_r.data == rec_i[v.rd_j]), Assert(v.key_r.data == Array(ckey)[v.rd_j])]
+            for w in kw:
+                read = v.key_v6 | (w not in (2, 4))
+                with m.If(v.key_eq & read & (w + 3 <= v.rc)):
+                    m.d.comb += Assert(rec_i[w] == ckey[w])
+        decided = ongoing("Decide-Prep") | ongoing("Decide-Hit") | ongoing("Settle")
+        with m.If(decided & ack & v.key_eq):
+            m.d.comb += [Assert(rec_i[w] == ckey[w]) for w in kw]
+        with m.If(ongoing("Await-Lookup") | ongoing("Read-Record") | decided):
+            m.d.comb += Assert(v.key_v6 == ckey[0][KEY_V6_BIT])
+
+        # The property.
+        with m.If(v.node_w.en & v.sel_newest_q):
+            m.d.comb += [Assert(Array(nkey)[v.newest_q][w] == ckey[w]) for w in kw]
+        m.d.comb += Cover(v.node_w.en & ongoing("Decide-Miss"))
+
+
+def _key_shape(words):
+    """A flow key's words as the ingress writes them (`flow_key_words`):
+    word 5's high half 0; an IPv4 key's words 2 and 4 0."""
+    return (words[5][32:] == 0) & (words[0][KEY_V6_BIT] | ((words[2] == 0) & (words[4] == 0)))
 
 
 def _mutant(old, new):

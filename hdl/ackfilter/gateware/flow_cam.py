@@ -1,4 +1,5 @@
-"""Content-addressable table of the flows that have an ACK waiting.
+"""Content-addressable table of the flows the queue manager tracks: those
+with an ACK queued and, with the flow queues, those with data queued.
 
 Holds a short tag (a hash of the flow key) per entry, so the match stays
 small enough to route (docs/design.md, "Flow table": a 64 x 96-bit register CAM congests the
