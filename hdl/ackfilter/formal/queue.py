@@ -243,6 +243,12 @@ class AckKeyProof(AckListProof):
     """A queued ACK is overwritten only by an ACK whose full flow key (all
     six 64-bit words, not the CAM's 16-bit tag) equals its own.
 
+    Not proven yet, so not in :data:`QUEUE_PROOFS`: the base case holds,
+    and the induction step still finds states the facts below allow and
+    the manager cannot reach (the last: a state's lower bound on the age of
+    the frame it handles). Run it with ``AckKeyProof()`` and
+    :func:`ackfilter.formal.run`.
+
     The ingress is modelled as it writes key slots: a frame is pushed with a
     key chosen freely (the shape of `flow_key_words`: an IPv4 key's words 2
     and 4 zero, word 5's high half zero), into the next of the KEY_SLOTS
@@ -307,7 +313,7 @@ class AckKeyProof(AckListProof):
             with m.If(age > at[w]):
                 m.d.comb += Assert(p_slot[w] == pkey[w])
         with m.If(pend):
-            m.d.comb += [Assert(cslot == slot - 1), *[Assert(c_slot[w] == ckey[w]) for w in kw]]
+            m.d.comb += [Assert(cslot == (slot - 1)[:len(slot)]), *[Assert(c_slot[w] == ckey[w]) for w in kw]]
         with m.Else():
             m.d.comb += [Assert(cslot == slot), *[Assert(ckey[w] == pkey[w]) for w in kw]]
         # The record writes behind the state machine (a record's words
@@ -333,9 +339,42 @@ class AckKeyProof(AckListProof):
             m.d.comb += Assert((v.wk == 0) | (v.wk == REC_ACK))
         with m.If(v.wb_v):
             m.d.comb += Assert(v.wb_last == (v.wk == v.wk_last))
+        # A miss takes a free entry, which stays free until the decision
+        # sets it (an ACK's in Decide-Miss, a data frame's as it is queued).
+        valid = v.cam.valid
+        with m.If(ongoing("Await-Lookup") & v.cam.free):
+            m.d.comb += Assert(~valid.bit_select(v.cam.free_index, 1))
+        after_miss = (ongoing("Decide-Miss") | ongoing("Decide-Data") | ongoing("Data-Red") | ongoing("Red") |
+                      ongoing("Overflow") | ongoing("Overflow-Choose") | ongoing("Overflow-End"))
+        with m.If(after_miss & ~v.from_hit & v.cam.free):
+            m.d.comb += Assert(~valid.bit_select(v.idx, 1))
+        with m.If(v.dq_new & (ongoing("Data-Red") | ongoing("Red") | ongoing("Overflow") | ongoing("Overflow-Choose") |
+                              ongoing("Overflow-End"))):
+            m.d.comb += Assert(~v.from_hit & v.cam.free)
+        # How far the manager can be with the frame last pushed (at least a
+        # cycle a step from its take, SLOT_TAKE_AT cycles after the push),
+        # so that the words it reads are written.
+        def at_least(lo):
+            return age >= Mux(lo > n_w, n_w, lo)
+        n_w = len(SLOT_WRITE_ORDER)
+        with m.If(~pend):
+            for state, lo in (("Arrive", 6), ("Lookup", 7), ("Await-Lookup", 8), ("Decide-Miss", 9),
+                              ("Decide-Data", 9), ("Data-Red", 10), ("Red", 10), ("Decide-Prep", 10),
+                              ("Decide-Hit", 10), ("Write-Record", 10), ("Overflow", 11),
+                              ("Overflow-Choose", 11), ("Overflow-End", 11)):
+                with m.If(ongoing(state)):
+                    m.d.comb += Assert(at_least(lo))
+            with m.If(ongoing("Read-Record")):
+                m.d.comb += Assert(at_least(8 + v.rc))
+            with m.If(v.wb_v & (v.wk < KEY_WORDS64)):
+                m.d.comb += Assert(at_least(10 + v.wk))
+            with m.If(v.kc_v):
+                m.d.comb += Assert(at_least(11 + v.kc_w))
         # The frame the manager handles is the one popped last.
-        # (In Arrive it is popped: the harness's copy follows a cycle on.)
-        handling = (~ongoing("Idle") & ~ongoing("Arrive")) | (v.wb_v & ~v.wb_last)
+        # (In Arrive it is popped: the harness's copy follows a cycle on. In
+        # Idle `cur` follows the entry offered, and keeps what it has while
+        # frames depart.)
+        handling = ~departing & ~ongoing("Arrive") | (v.wb_v & ~v.wb_last)
         with m.If(handling):
             m.d.comb += Assert(v.cur.key_slot == cslot)
         with m.If(v.kc_v):
@@ -358,10 +397,15 @@ class AckKeyProof(AckListProof):
         rec_eff = [[Mux(writing & (v.idx == f) & (v.wk <= w), ckey[w],
                         Mux(copying & (v.kc_idx == f) & (v.kc_w <= w), ckey[w], rec[f][w]))
                     for w in kw] for f in range(nf)]
+        # (The CAM writes a new entry's tag beside its record's words, or
+        # its key's copy: the next frame waits for the CAM.)
         with m.If(writing):
-            m.d.comb += Assert(v.key_r.data == Array(ckey)[v.wk])
+            m.d.comb += [Assert(v.key_r.data == Array(ckey)[v.wk]),
+                         Assert(v.cam.busy & (v.cam.w_word == v.wk))]
         with m.If(copying):
-            m.d.comb += Assert(v.key_r.data == Array(ckey)[v.kc_w])
+            m.d.comb += Assert(v.cam.busy & (v.cam.w_word == v.kc_w))
+        with m.If(copying):
+            m.d.comb += [Assert(v.kc_w < KEY_WORDS64), Assert(v.key_r.data == Array(ckey)[v.kc_w])]
         for f in range(nf):
             with m.If(v.cam.valid[f]):
                 m.d.comb += Assert(_key_shape(rec_eff[f]))

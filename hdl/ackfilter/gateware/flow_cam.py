@@ -90,9 +90,10 @@ class FlowCAM(wiring.Component):
             "ending":      Out(1),
             "used":        Out(range(entries + 1)),
         })
-        # The valid bits, here before elaboration so that a proof
-        # (ackfilter.formal) can state what they keep.
+        # The valid bits and the word a set is at, here before elaboration
+        # so that a proof (ackfilter.formal) can state what they keep.
         self.valid = Signal(entries)
+        self.w_word = Signal(DIGIT_BITS)
 
     def elaborate(self, platform):
         m = Module()
@@ -103,7 +104,7 @@ class FlowCAM(wiring.Component):
         # The write in progress: the entry, its tag, the word being rewritten.
         w_index = Signal(range(n))
         w_tag = Signal(self.tag_bits)
-        w_word = Signal(DIGIT_BITS)
+        w_word = self.w_word
         with m.If(self.set_en):
             m.d.sync += [self.busy.eq(1), w_index.eq(self.set_index), w_tag.eq(self.set_tag),
                          w_word.eq(0)]
