@@ -69,7 +69,7 @@ experiments-quick: venv ## (root) S1, S3 at 64k, S5 at 28.8k (modem FIFO, defaul
 
 verilog: venv ## generate build/verilog/ackfilter_core.v
 	mkdir -p build/verilog
-	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.gateware.gen_verilog -o build/verilog/ackfilter_core.v
+	$(ENV) $(RUN_WARN) $(PY) -m ackfilter.sim.gen_verilog -o build/verilog/ackfilter_core.v
 
 regmap: venv ## regenerate the register map: firmware/include/ackfilter_regs.h, host-tools/ackfilter_ctl/regmap.json and units.py
 	$(ENV) $(PY) -m ackfilter.regmap

@@ -38,7 +38,7 @@ HDL = REPO / "hdl"
 BUILD = REPO / "build"
 COCOTB_DIR = Path(__file__).resolve().parent
 
-__all__ = ["run_cocotb", "run_core", "core_cases", "board_build", "CORE_BUILDS", "core_verilog", "setup_verilator_env",
+__all__ = ["run_cocotb", "run_core", "tb_tests", "core_cases", "board_build", "CORE_BUILDS", "core_verilog", "setup_verilator_env",
            "BUILD_ARGS", "REPO", "BUILD"]
 
 #: Verilator flags for every build: quiet about Amaranth's lint-unclean output,
@@ -120,6 +120,23 @@ def board_build() -> str:
     _ensure_sys_path()
     from ackfilter import params
     return "fq" if params.FLOW_QUEUES else "fifo"
+
+
+def tb_tests(module: str) -> list[str]:
+    """The names of the ``@cocotb.test`` coroutines of ``cocotb_tests/<module>.py``,
+    in file order, read from its source (importing it needs the simulator):
+    a wrapper parametrized with them cannot forget a test the bench gains."""
+    import ast
+    path = COCOTB_DIR / f"{module}.py"
+    names = []
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.AsyncFunctionDef) and any(
+                ast.unparse(d.func if isinstance(d, ast.Call) else d) == "cocotb.test"
+                for d in node.decorator_list):
+            names.append(node.name)
+    if not names:
+        raise ValueError(f"{path} has no @cocotb.test coroutine")
+    return names
 
 
 def core_cases(tests, data_path_tests):
@@ -215,7 +232,7 @@ def run_cocotb(
     raises ``AssertionError``.
     """
     vroot = setup_verilator_env()
-    from ackfilter.sim.verilog import file_lock
+    from ackfilter.paths import file_lock
     from cocotb_tools.runner import Verilator
 
     class _PublicTop(Verilator):

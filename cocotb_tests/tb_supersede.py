@@ -32,7 +32,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from ackfilter import params as P
 from ackfilter.model import classify
-from ackfilter.model.flowkey import flow_tag
+from ackfilter.flowkey import flow_tag
 from ackfilter.sim.traces import Flow, MSS, tcp_frame
 from ackfilter_tb import FLOW_QUEUES, TB, scoreboard
 from ackfilter.params import ARRIVAL_EVENTS

@@ -7,14 +7,8 @@ import pytest
 import runner
 from ackfilter.sim.verilog import verilog
 
-TESTS = [
-    "test_uplink_ack_burst_leaves_the_modem_port_unchanged",
-    "test_uplink_data_leaves_unchanged_and_queued_acks_are_filtered",
-    "test_downlink_passes_unchanged_while_uplink_is_busy",
-    "test_mixed_speeds_cross_both_ways_and_the_link_registers_read_them",
-    "test_the_shaper_holds_a_100_mbps_modem_port_to_its_rate",
-    "test_a_port_that_renegotiates_mid_traffic_recovers",
-]
+#: Every test of the bench.
+TESTS = runner.tb_tests("tb_board")
 
 
 @pytest.mark.parametrize("name", TESTS)

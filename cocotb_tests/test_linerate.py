@@ -7,17 +7,10 @@ FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 
 import pytest
 
-from runner import core_cases, run_core
+from runner import core_cases, run_core, tb_tests
 
-TESTS = [
-    "test_min_size_data_frames_at_line_rate_lose_nothing",
-    "test_min_size_acks_of_many_flows_at_line_rate_lose_nothing",
-    "test_mixed_trace_at_line_rate_loses_nothing",
-    "test_full_ack_queue_at_line_rate_drops_from_front_without_overrun",
-    "test_frame_sizes_pass_intact_with_idle_and_backpressure",
-    "test_full_data_buffer_drops_excess_1514_byte_frames_and_keeps_the_rest_intact",
-    "test_full_buffer_drops_min_size_frames_beyond_its_cells",
-]
+#: Every test of the bench.
+TESTS = tb_tests("tb_linerate")
 
 
 #: On the data FIFO's build as well (``runner.core_cases``): all of them

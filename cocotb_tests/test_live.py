@@ -7,12 +7,10 @@ ACKs wait."""
 
 import pytest
 
-from runner import core_cases, run_core
+from runner import core_cases, run_core, tb_tests
 
-TESTS = [
-    "test_every_register_written_mid_traffic",
-    "test_every_register_written_mid_traffic_with_the_segmenter",
-]
+#: Every test of the bench.
+TESTS = tb_tests("tb_live")
 DATA_PATH_TESTS = ["test_every_register_written_mid_traffic"]
 
 

@@ -7,13 +7,10 @@ FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 
 import pytest
 
-from runner import core_cases, run_core
+from runner import core_cases, run_core, tb_tests
 
-TESTS = [
-    "test_each_frame_gets_its_class_and_neighbours_pass_intact",
-    "test_frame_leaves_no_parser_state_behind",
-    "test_parsed_fields_decide_supersession",
-]
+#: Every test of the bench.
+TESTS = tb_tests("tb_parser")
 
 
 #: On the data FIFO's build as well (``runner.core_cases``): the tests whose

@@ -8,13 +8,10 @@ so (``runner.core_cases``); each takes about a minute.
 
 import pytest
 
-from runner import core_cases, run_core
+from runner import core_cases, run_core, tb_tests
 
-TESTS = [
-    "test_random_trace_conservative_shaped",
-    "test_random_trace_aggressive_backpressured",
-    "test_random_trace_small_ack_queue_drops_from_front",
-]
+#: Every test of the bench.
+TESTS = tb_tests("tb_random")
 
 
 #: On the data FIFO's build as well (``runner.core_cases``): one of the

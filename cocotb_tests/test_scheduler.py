@@ -8,14 +8,10 @@ FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 
 import pytest
 
-from runner import core_cases, run_core
+from runner import core_cases, run_core, tb_tests
 
-TESTS = [
-    "test_data_share_under_contention",
-    "test_shaper_departures_follow_gcra_at_10_mbps",
-    "test_shaper_departures_follow_gcra_at_a_fractional_rate",
-    "test_shaper_departures_follow_gcra_with_cake_accounting",
-]
+#: Every test of the bench.
+TESTS = tb_tests("tb_scheduler")
 
 
 #: On the data FIFO's build as well (``runner.core_cases``): all of them

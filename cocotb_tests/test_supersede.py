@@ -7,22 +7,10 @@ FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 
 import pytest
 
-from runner import core_cases, run_core
+from runner import core_cases, run_core, tb_tests
 
-TESTS = [
-    "test_dup_acks_are_never_superseded",
-    "test_supersession_rules",
-    "test_conservative_keeps_two_queued_per_flow_aggressive_one",
-    "test_only_the_newest_is_overwritten_in_its_place",
-    "test_mode_off_is_a_plain_fifo",
-    "test_ipv6_vlan_and_pppoe_flows_are_keyed_separately",
-    "test_vlan_tag_type_is_part_of_the_flow_key_priority_is_not",
-    "test_three_vlan_tags_make_a_frame_data",
-    "test_tag_collision_never_supersedes_another_flow",
-    "test_more_flows_than_entries_everything_still_leaves",
-    "test_drop_from_front_with_a_small_queue_limit",
-    "test_a_full_queue_drops_covered_acks_before_the_front",
-]
+#: Every test of the bench.
+TESTS = tb_tests("tb_supersede")
 
 
 #: On the data FIFO's build as well (``runner.core_cases``): the tests whose

@@ -24,7 +24,7 @@ from ackfilter.sim import traces
 from ackfilter.sim.fuzz import mutate
 from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
 from ackfilter.gateware.flow_cam import SET_CYCLES, FlowCAM
-from ackfilter.model.flowkey import HOST_BITS, flow_tag, host_bucket
+from ackfilter.flowkey import HOST_BITS, flow_tag, host_bucket
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ecn_codepoint, ip_header as red_ip_header
 from ackfilter.model.segmenter import SegInfo, lane_block_sums, seg_info, why_whole

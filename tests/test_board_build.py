@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ackfilter.board import build as B, pnr_guard as G
-from ackfilter.reports.nextpnr import parse_nextpnr_log
+from ackfilter.board.nextpnr import parse_nextpnr_log
 
 # The tail of a real nextpnr-ecp5 log of this board (post-route figures come last).
 LOG = """
@@ -33,9 +33,9 @@ TARGETS = {"sync": 62.5e6, "lan_rx": 125e6, "modem_rx": 125e6, "tx": 125e6}
 def no_firmware_build(monkeypatch):
     """The build makes the firmware first; these tests replace the toolchain, so
     the firmware too (the tests that build it are tests/test_firmware_*.py)."""
-    from ackfilter.soc import soc
-    monkeypatch.setattr(soc, "build_firmware", lambda: soc.FIRMWARE_BIN)
-    monkeypatch.setattr(soc, "firmware_image", lambda path=None: b"\x13\x00\x00\x00")
+    from ackfilter import firmware
+    monkeypatch.setattr(firmware, "build_firmware", lambda: firmware.FIRMWARE_BIN)
+    monkeypatch.setattr(firmware, "firmware_image", lambda path=None: b"\x13\x00\x00\x00")
 
 
 def fake_toolchain(monkeypatch, platform, run):

@@ -1,4 +1,4 @@
-"""The soft-core evaluation script (ackfilter.soc.cpu_eval): its wrappers and
+"""The soft-core evaluation script (ackfilter.reports.cpu_eval): its wrappers and
 its candidates' files. Nothing is synthesized; the checks that read a
 pythondata-cpu-* package are skipped where it is not installed."""
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ackfilter.soc import cpu_eval as E
+from ackfilter.reports import cpu_eval as E
 
 
 @pytest.mark.parametrize("name", sorted(E.CANDIDATES))

@@ -20,9 +20,10 @@ import pytest
 from ackfilter import cli as hdl_cli
 from ackfilter import params as P
 from ackfilter import units as hdl_units
-from ackfilter.regmap import _REPO, TUNE_LINKS
+from ackfilter.paths import REPO_ROOT
+from ackfilter.regmap import TUNE_LINKS
 
-sys.path.insert(0, str(_REPO / "host-tools"))     # the tool as shipped, not installed
+sys.path.insert(0, str(REPO_ROOT / "host-tools"))     # the tool as shipped, not installed
 from ackfilter_ctl import cli, device, regmap as ctl_regmap, tune as T, units as ctl_units  # noqa: E402
 
 REGMAP = ctl_regmap.load()

@@ -12,9 +12,10 @@ import pytest
 from ackfilter import params as P
 from ackfilter.model.cake import cake_accounting
 from ackfilter.model.red import registers_for_rate
-from ackfilter.regmap import _REPO, TUNE_LINKS
+from ackfilter.paths import REPO_ROOT
+from ackfilter.regmap import TUNE_LINKS
 
-sys.path.insert(0, str(_REPO / "host-tools"))     # the tool as shipped, not installed
+sys.path.insert(0, str(REPO_ROOT / "host-tools"))     # the tool as shipped, not installed
 from ackfilter_ctl import cli, regmap as ctl_regmap, tune as T, units as ctl_units  # noqa: E402
 
 REGMAP = ctl_regmap.load()

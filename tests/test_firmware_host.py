@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ackfilter.soc import memmap as M
-from ackfilter.soc.soc import make_firmware
+from ackfilter.firmware import make_firmware
 
 import fwrecord
 

@@ -360,7 +360,7 @@ def host_fold_by_hand(words):
 
 @pytest.mark.parametrize("src", ["192.168.1.10", "10.0.0.1", "2001:db8::42", "fe80::1:2:3:4"])
 def test_a_hosts_bucket_is_its_source_address_folded(src):
-    from ackfilter.model.flowkey import host_bucket
+    from ackfilter.flowkey import host_bucket
     words = FilterModel().classify(tcp_frame(Flow(src=src, dst="2001:db8::1" if ":" in src else "203.0.113.5"),
                                              seq=1, flags="S")).key
     assert host_bucket(words, 64) == host_fold_by_hand(words)
@@ -370,7 +370,7 @@ def test_a_hosts_bucket_is_its_source_address_folded(src):
 def test_a_dhcp_pools_hosts_have_buckets_of_their_own():
     """The 64 addresses of an aligned block share no bucket (the last byte's
     low six bits are the fold's, the rest adds a constant)."""
-    from ackfilter.model.flowkey import flow_key_words, host_bucket
+    from ackfilter.flowkey import flow_key_words, host_bucket
     for base in (0, 64, 128, 192):
         buckets = {host_bucket(flow_key_words(ip=True, src=bytes([192, 168, 1, base + i])), 64) for i in range(64)}
         assert len(buckets) == 64

@@ -53,7 +53,7 @@ import pytest
 from blocksim import frame_words, nwords, simulate
 from ackfilter.gateware.flow_record import SLOT_WORDS as KEY_SLOT_WORDS, SLOT_WRITE_ORDER
 from ackfilter.gateware.ingress import CELL_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, Verdict
-from ackfilter.model.flowkey import KEY_V6_BIT
+from ackfilter.flowkey import KEY_V6_BIT
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.segmenter import lane_block_sums, seg_info
 from ackfilter.params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES

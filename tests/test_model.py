@@ -508,7 +508,7 @@ def _colliding_flows():
     """Two ``(flow, sport)`` of :func:`mk_ack` whose keys differ and tags agree
     (searched with the tag function; the model must find it from the bytes)."""
     from ipaddress import IPv4Address
-    from ackfilter.model.flowkey import flow_key_words, flow_tag
+    from ackfilter.flowkey import flow_key_words, flow_tag
     seen = {}
     dst = IPv4Address("198.51.100.1").packed
     for flow in range(256):
@@ -696,7 +696,7 @@ def test_pure_ack_fields_are_parsed():
 
 @pytest.mark.parametrize("name", sorted(flowkeys.CASES))
 def test_every_frame_gets_the_flow_key_the_spec_gives_it(name):
-    from ackfilter.model.flowkey import flow_tag
+    from ackfilter.flowkey import flow_tag
     frame, words = flowkeys.CASES[name]
     for mode in (0, 1, 2):
         p = classify(frame, ack_mode=mode)

@@ -55,7 +55,7 @@ from ackfilter.gateware.flow_record import SLOT_TAKE_AT, SLOT_WORDS, SLOT_WRITE_
 from ackfilter.gateware.ingress import KEY_SLOTS, MAX_CELLS, Verdict, ingress_entry_layout
 from ackfilter.gateware.queue_manager import QueueManager
 from ackfilter.model import FilterModel
-from ackfilter.model.flowkey import KEY_V6_BIT
+from ackfilter.flowkey import KEY_V6_BIT
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ECN_CE, Red, ecn_codepoint, ip_header
 from ackfilter.gateware.shaper import CHARGED_LATENCY

@@ -9,8 +9,9 @@ import pytest
 
 from ackfilter import params as P
 from ackfilter import regmap
+from ackfilter.paths import REPO_ROOT
 
-HOST_TOOLS = regmap._REPO / "host-tools"
+HOST_TOOLS = REPO_ROOT / "host-tools"
 
 
 def test_the_generated_files_are_up_to_date():

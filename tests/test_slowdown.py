@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ackfilter.sim.verilog import REPO_ROOT
+from ackfilter.paths import REPO_ROOT
 
 SOURCE = REPO_ROOT / "scripts" / "slowdown.c"
 

@@ -19,10 +19,10 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from ackfilter import params as P
-from ackfilter.regmap import _REPO
+from ackfilter.paths import REPO_ROOT
 from ackfilter.sim.socsim import SimSoC, build
 
-sys.path.insert(0, str(_REPO / "host-tools"))
+sys.path.insert(0, str(REPO_ROOT / "host-tools"))
 from ackfilter_ctl import cli  # noqa: E402
 
 #: Seconds an answer may take: a guard against a hang, not a speed

@@ -115,6 +115,6 @@ def test_size_and_time():
 
 def test_cam_tag_is_the_crc16_xmodem_of_the_fold():
     import binascii
-    from ackfilter.model.flowkey import tag_of_fold
+    from ackfilter.flowkey import tag_of_fold
     for fold in (0, 1, 0x12345678, 0xFFFFFFFF, 0x80000000, 0xDEADBEEF):
         assert tag_of_fold(fold) == binascii.crc_hqx(fold.to_bytes(4, "big"), 0)

@@ -15,7 +15,7 @@ from fractions import Fraction
 import pytest
 
 from ackfilter.sim import wire
-from ackfilter.sim.verilog import REPO_ROOT
+from ackfilter.paths import REPO_ROOT
 
 HEADER_DIR = REPO_ROOT / "sim" / "common"
 

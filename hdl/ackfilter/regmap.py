@@ -26,16 +26,16 @@ from pathlib import Path
 
 from . import __version__
 from . import params as P
+from .paths import REPO_ROOT
 from .soc import memmap as M
 
 __all__ = ["C_HEADER", "JSON_MAP", "c_header", "json_map", "main"]
 
-_REPO = Path(__file__).resolve().parents[2]
-C_HEADER = _REPO / "firmware" / "include" / "ackfilter_regs.h"
-LD_MEMORY = _REPO / "firmware" / "include" / "ackfilter_mem.ld"
-JSON_MAP = _REPO / "host-tools" / "ackfilter_ctl" / "regmap.json"
+C_HEADER = REPO_ROOT / "firmware" / "include" / "ackfilter_regs.h"
+LD_MEMORY = REPO_ROOT / "firmware" / "include" / "ackfilter_mem.ld"
+JSON_MAP = REPO_ROOT / "host-tools" / "ackfilter_ctl" / "regmap.json"
 UNITS_SOURCE = Path(__file__).resolve().parent / "units.py"
-UNITS_COPY = _REPO / "host-tools" / "ackfilter_ctl" / "units.py"
+UNITS_COPY = REPO_ROOT / "host-tools" / "ackfilter_ctl" / "units.py"
 
 #: Version of the register map's layout; the host tool refuses a map (or a
 #: firmware) of another major version.
@@ -232,14 +232,14 @@ def main(argv=None):
     if args.check:
         old = stale()
         for path in old:
-            print(f"{path.relative_to(_REPO)} is stale: run `python -m ackfilter.regmap` "
+            print(f"{path.relative_to(REPO_ROOT)} is stale: run `python -m ackfilter.regmap` "
                   "(or `make regmap`) and commit it", file=sys.stderr)
         return 1 if old else 0
     for path, text in _outputs().items():
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file() or path.read_text() != text:
             path.write_text(text)
-            print(f"wrote {path.relative_to(_REPO)}")
+            print(f"wrote {path.relative_to(REPO_ROOT)}")
     return 0
 
 

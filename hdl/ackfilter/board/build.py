@@ -32,13 +32,14 @@ import sys
 import time
 from pathlib import Path
 
-from ..reports.nextpnr import parse_nextpnr_log
+from ..paths import REPO_ROOT
+from .nextpnr import parse_nextpnr_log
 from ..soc.memmap import FLASH_PARAMS_OFFSET
 from .pnr_guard import gave_up_reason, guarded, router_passes
 
 __all__ = ["BOARDS", "PNR_SEEDS", "build", "domain_of_clock", "check_timing", "flash", "main"]
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = REPO_ROOT
 
 #: --board name -> the board revision (``board/revisions.py``) and the
 #: constraints appended to the LPF (the same clock constraints for every
@@ -74,7 +75,7 @@ def domain_of_clock(net, swap_ports=False):
 
 def check_timing(fmax, targets_hz, *, swap_ports=False):
     """Rows ``(domain, net, fmax_mhz, target_mhz, margin_pct, ok)`` from the
-    ``fmax`` of :func:`~ackfilter.reports.nextpnr.parse_nextpnr_log`; the target
+    ``fmax`` of :func:`~ackfilter.board.nextpnr.parse_nextpnr_log`; the target
     is the larger of nextpnr's constraint and ``targets_hz[domain]``. A domain
     of ``targets_hz`` missing from ``fmax`` is a failed row (Fmax 0)."""
     rows = []
@@ -183,7 +184,7 @@ def build(board, *, swap_ports=False, out_root=None, seeds=PNR_SEEDS, router="ro
     from amaranth.build.run import LocalBuildProducts  # noqa: F401 (fails early if amaranth is missing)
     from .revisions import platform_class
     from .top import CLOCK_TARGETS_HZ, BoardTop
-    from ..soc.soc import FirmwareError, build_firmware, firmware_image
+    from ..firmware import FirmwareError, build_firmware, firmware_image
 
     if board not in BOARDS:
         raise ValueError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")

@@ -20,7 +20,7 @@ from .ingress import CELL_WORDS, KEY_SLOTS, MAX_CELLS, Ingress, ingress_entry_la
 from .lib.buffer_pool import BufferPool
 from .lib.cells import CellList
 from .lib.stream import FrameStream, WORD_BYTES
-from ..model.flowkey import check_host_buckets
+from ..flowkey import check_host_buckets
 from .queue_manager import Event, QueueManager
 from .red import RED_PARAM_PORTS
 from .shaper import Shaper

@@ -7,8 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from ..model.pktparse import TCP_FIN, TCP_PSH
-from ..model.segmenter import MAX_CHUNK_BYTES, MIN_FRAME_BYTES, SEGMENT_BLOCK_BYTES, TCP_PROTOCOL
+from ..protocol import MAX_CHUNK_BYTES, MIN_FRAME_BYTES, SEGMENT_BLOCK_BYTES, TCP_FIN, TCP_PROTOCOL, TCP_PSH
 from .ingress import CELL_WORDS, MAX_CELLS
 from .lib.cells import chain_layout
 from .lib.stream import FrameStream, WORD_BYTES

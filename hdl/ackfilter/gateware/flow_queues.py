@@ -71,8 +71,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..model.flowkey import HOST_BITS, check_host_buckets
-from ..model.flowq import QUANTUM_MAX
+from ..flowkey import HOST_BITS, check_host_buckets
+from ..protocol import QUANTUM_MAX
 from ..params import OVERFLOW_BATCH, SHARED_CLASSES
 from .ingress import MAX_CELLS
 from .shaper import CHARGE_BITS

@@ -23,7 +23,7 @@ with it (:func:`unpack_slot_word`).
 
 from amaranth.hdl import Cat, C
 
-from ..model.flowkey import KEY_WORDS
+from ..flowkey import KEY_WORDS
 
 __all__ = ["KEY_WORDS64", "RECORD_WORDS", "REC_ACK", "REC_TS", "REC_SACK", "REC_AECN",
            "REC_FLOOR_ACK", "REC_FLOOR_TS", "REC_NEWEST_END", "SLOT_WORDS", "SLOT_WRITTEN",

@@ -26,7 +26,7 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
-from ..model.flowkey import KEY_V6_BIT
+from ..flowkey import KEY_V6_BIT
 from .flow_record import SLOT_TAKE_AT, SLOT_WORDS, SLOT_WRITE_ORDER, SLOT_WRITTEN, slot_word
 from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout
 from .lib.cells import chain_layout

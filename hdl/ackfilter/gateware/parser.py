@@ -3,7 +3,7 @@
 The parser watches the words of a frame go by and, two cycles after the
 frame's last word, presents one :data:`parse_result_layout`
 record: the frame's class, its flow key and tag (every frame's,
-``model.flowkey``) and, for a pure ACK, whether it is eligible for
+``ackfilter.flowkey``) and, for a pure ACK, whether it is eligible for
 supersession and everything the queue manager needs to decide about it. The
 rules are those of ``docs/spec.md`` section 2; a frame the parser cannot
 prove to be a zero-payload ACK-flagged TCP segment is ``DATA``, and a pure
@@ -31,7 +31,7 @@ from amaranth.hdl import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..model.flowkey import HOST_BITS, KEY_WORDS, PORT_PROTOCOLS, TPID_CODES, host_fold_bits, tag_matrix
+from ..flowkey import HOST_BITS, KEY_WORDS, PORT_PROTOCOLS, TPID_CODES, host_fold_bits, tag_matrix
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .lib.stream import WORD_BYTES
 
@@ -271,7 +271,7 @@ class FrameParser(wiring.Component):
         ip_frag  = Signal()                 # IPv4 MF or fragment offset
         l4_ports = Signal()                 # ports follow the IP header (registered off ip_proto)
         src     = Array(Signal(32, name=f"src{i}") for i in range(4))
-        # The host's fold of the source address (``model.flowkey.host_bucket``),
+        # The host's fold of the source address (``flowkey.host_bucket``),
         # gathered as its words arrive: the fold is linear, so each word's
         # own fold XORed in gives the address's (from the 32 bits on the
         # datapath, not from the 128 of the key: 86 LUT4 that way).
@@ -447,7 +447,7 @@ class FrameParser(wiring.Component):
                     with m.Elif(hw + 1 == doff):
                         m.d.sync += state.eq(_S.DONE)
 
-        # The transport header's ports are key word 10 (model.flowkey) for
+        # The transport header's ports are key word 10 (ackfilter.flowkey) for
         # these protocols, not in a fragment (an IPv6 extension header is
         # another next header). ip_proto is read at least two words before
         # the IP header's last (IPv4 word 2 of 5, IPv6 word 1 of 10).
@@ -707,13 +707,13 @@ class FrameParser(wiring.Component):
 
         key = [Signal(32, name=f"key{i}") for i in range(KEY_WORDS)]
         m.d.comb += [
-            key[0].eq(Cat(vid[0], vid[1], ntags, pppoe, ipv6, tpid[0], tpid[1])),   # model.flowkey
+            key[0].eq(Cat(vid[0], vid[1], ntags, pppoe, ipv6, tpid[0], tpid[1])),   # ackfilter.flowkey
             key[1].eq(Cat(pppoe_sid, ip_proto, ip_ok)),
             *[key[2 + i].eq(src[i]) for i in range(4)],
             *[key[6 + i].eq(dst[i]) for i in range(4)],
             key[10].eq(ports),
         ]
-        # The CAM tag (``model.flowkey``): fold the key to 32 bits, then hash
+        # The CAM tag (``ackfilter.flowkey``): fold the key to 32 bits, then hash
         # so structured keys (neighbouring addresses and ports) spread over
         # all tags. Collisions are only a missed chance to supersede: the
         # queue manager compares full keys.

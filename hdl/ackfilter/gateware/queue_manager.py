@@ -45,7 +45,7 @@ from .flow_record import (KEY_WORDS64, RECORD_WORDS, REC_ACK, REC_TS, REC_SACK, 
                           unpack_slot_word)
 from .lib.cells import chain_layout
 from .parser import ack_details_layout, ip_header_layout, seg_info_layout
-from ..model.pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
+from ..protocol import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN
 from ..params import ACK_SLOT_BYTES, DATA_CELL_RESERVE, EVENTS, SHARED_CLASSES, param
 
 __all__ = ["Event", "QueueManager", "LUTRAM"]

@@ -13,8 +13,8 @@ from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import params as P
-from ..model.red import (AVG_FRAC_BITS, COUNT_MAX, ECN_CE, ECN_NOT_ECT, MAX_QLEN_BYTES, P_FRAC_BITS,
-                         RED_PRNG_SEED)
+from ..protocol import (AVG_FRAC_BITS, COUNT_MAX, ECN_CE, ECN_NOT_ECT, MAX_QLEN_BYTES, P_FRAC_BITS,
+                        RED_PRNG_SEED)
 
 __all__ = ["RedAction", "RedUnit", "RED_LATENCY", "RED_PARAM_PORTS"]
 

@@ -9,7 +9,7 @@ The gateware is checked against this model frame by frame.
 """
 
 from .pktparse import ACK_SLOT_BYTES, MAX_FRAME_BYTES, Parsed, after, before, classify, serial_lt
-from .flowkey import flow_tag
+from ..flowkey import flow_tag
 from .filter import EVENTS, MODEL_COUNTERS, FilterModel, may_supersede
 from .shaper import GcraShaper, LinkAccounting, charged_bytes, gcra_departures
 

@@ -42,7 +42,7 @@ from ..params import (ACK_SLOT_BYTES, ACK_SLOTS, COUNTERS, DATA_CELL_RESERVE, DA
 from .pktparse import ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN, Parsed, after, before, classify, sack_block_sane, serial_lt
 from .acc import Acc
 from .red import ECN_CE, ECN_NOT_ECT, Red, ecn_codepoint, set_ce
-from .flowkey import host_bucket
+from ..flowkey import host_bucket
 from .flowq import QUANTUM_MAX, FlowQueues
 from .segmenter import check_chunk_bytes, segment
 

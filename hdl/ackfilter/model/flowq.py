@@ -15,7 +15,7 @@ charged (the shaper's link accounting), so a flow of small frames gets as
 many bytes on the wire as a flow of large ones.
 
 With ``hosts`` (CAKE's ``dual-srchost``), LAN hosts share the link by host
-first: each frame names its host's bucket (:func:`.flowkey.host_bucket`), a
+first: each frame names its host's bucket (:func:`ackfilter.flowkey.host_bucket`), a
 queue takes its host from the frame that makes it join a list, a host's
 *bulk* queues are its queues on the old list, and a frame a queue sends costs
 its credit the link's charge times its host's bulk queues (at least 1). Per
@@ -37,13 +37,12 @@ flow table, RED and the choice between the ACK class and data.
 from collections import deque
 from dataclasses import dataclass, field
 
-from .flowkey import check_host_buckets
+from ..flowkey import check_host_buckets
 from ..params import DATA_CELL_BYTES, DATA_CELL_RESERVE, F_SYS_HZ, OVERFLOW_BATCH, SHARED_CLASSES
+from ..protocol import QUANTUM_MAX, QUANTUM_MIN
 
 __all__ = ["QUANTUM_MIN", "QUANTUM_MAX", "quantum_for_cpb", "cells_of", "FlowQueues"]
 
-#: The quantum's bounds (sch_cake.c, cake_set_rate: ``max(min(rate >> 12, 1514), 300)``).
-QUANTUM_MIN, QUANTUM_MAX = 300, 1514
 
 
 def quantum_for_cpb(cpb_q16, f_sys_hz=F_SYS_HZ):

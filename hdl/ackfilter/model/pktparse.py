@@ -13,7 +13,9 @@ Frames are given without preamble and FCS, exactly as the core sees them.
 from dataclasses import dataclass, field
 
 from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
-from .flowkey import PORT_PROTOCOLS, TPID_CODES, flow_key_words, flow_tag
+from ..protocol import (ACCECN_HI_SPAN, ACE_LIMIT, SANE_SPAN, TCP_ACK, TCP_CWR, TCP_ECE, TCP_FIN, TCP_PSH,
+                        TCP_RST, TCP_SYN, TCP_URG)
+from ..flowkey import PORT_PROTOCOLS, TPID_CODES, flow_key_words, flow_tag
 
 __all__ = [
     "MAX_FRAME_BYTES", "ACK_SLOT_BYTES", "VLAN_TPIDS", "Parsed", "classify",
@@ -31,8 +33,6 @@ ETH_PPPOE_SESSION = 0x8864
 PPP_IPV4 = 0x0021
 PPP_IPV6 = 0x0057
 
-# TCP flag bits of byte 13 and the low nibble of byte 12 (RFC 9293, RFC 9768 "AE").
-TCP_FIN, TCP_SYN, TCP_RST, TCP_PSH, TCP_ACK, TCP_URG, TCP_ECE, TCP_CWR = (1 << i for i in range(8))
 
 OPT_EOL, OPT_NOP, OPT_SACK, OPT_TS = 0, 1, 5, 8
 SACK_LENGTHS = (10, 18, 26, 34)
@@ -48,21 +48,6 @@ ACCECN_LENGTHS = (2, 5, 8, 11)
 ACCECN_FIELDS = ("e0b", "ceb", "e1b")
 _ACCECN_ORDER = {OPT_ACCECN0: (0, 1, 2), OPT_ACCECN1: (2, 1, 0)}
 
-#: A SACK block is *sane* when it lies wholly within this many bytes above
-#: its ACK's cumulative ack (spec section 3): then every sequence number a
-#: supersession compares lies within 2^31 of the flow's floor, where serial
-#: arithmetic orders them as integers (so coverage is transitive).
-SANE_SPAN = 1 << 30
-
-#: AccECN (spec section 3, "AccECN"): a chain's byte counters stay within
-#: this many steps of 2^16 of the floor's, compared on their top 8 bits (so
-#: the chain advances each counter by less than 2^22).
-ACCECN_HI_SPAN = 63
-
-#: The ACE field of two ACKs of a flow that leave one after the other
-#: advances by less than this (a sender could not tell an advance of 8 from
-#: none).
-ACE_LIMIT = 8
 
 
 def before(a, b):

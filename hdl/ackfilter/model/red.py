@@ -22,6 +22,8 @@ Frames are given without preamble and FCS, exactly as the core sees them.
 import math
 
 from ..params import COUNTERS, F_SYS_HZ, PARAMS, param
+from ..protocol import (AVG_FRAC_BITS, COUNT_MAX, ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT, MAX_QLEN_BYTES,
+                        P_FRAC_BITS, RED_PRNG_SEED)
 from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, PPP_IPV4, PPP_IPV6, VLAN_TPIDS,
                        ones_complement_sum)
 
@@ -34,21 +36,7 @@ __all__ = [
     "registers_for_rate", "Red",
 ]
 
-#: Fraction bits of the average: ``avg_q16`` is the average queue length in
-#: bytes times 2^16. With ``wq_shift`` <= 15 the rounding of
-#: :func:`ewma_step` keeps it less than 2^wq_shift / 2^16 < 0.5 byte below
-#: the exact average (spec section 10, "Average").
-AVG_FRAC_BITS = 16
-#: Fraction bits of a probability: ``max_p`` and the random number are in
-#: units of 1/65536.
-P_FRAC_BITS = 16
 P_ONE = 1 << P_FRAC_BITS
-#: Largest queue occupancy and threshold in bytes (20-bit registers: room for
-#: any data ring the board's block RAM can hold; the default ring is 32768).
-MAX_QLEN_BYTES = param("red_max_bytes").maximum
-#: ``count`` (unmarked packets since the last notification) is a 16-bit
-#: counter that saturates here.
-COUNT_MAX = (1 << 16) - 1
 #: ``wq_shift`` range: w_q = 2^-wq_shift. Floyd and Jacobson recommend
 #: w_q >= 0.001 (section 6); 2^-9 = 0.00195 is near their 0.002.
 MIN_WQ_SHIFT, MAX_WQ_SHIFT = param("red_wq_shift").minimum, param("red_wq_shift").maximum
@@ -57,12 +45,6 @@ MIN_WQ_SHIFT, MAX_WQ_SHIFT = param("red_wq_shift").minimum, param("red_wq_shift"
 #: one step per cycle, and steps that fell due while a decision was being
 #: taken must be caught up faster than new ones fall due (spec section 10).
 MIN_IDLE_SHIFT, MAX_IDLE_SHIFT = param("red_idle_shift").minimum, param("red_idle_shift").maximum
-#: Reset value of the xorshift32 state: Marsaglia's example seed
-#: (Marsaglia 2003, "Xorshift RNGs", J. Stat. Softw. 8(14), section 3).
-RED_PRNG_SEED = 2463534242
-#: ECN codepoints, the two low bits of the IPv4 TOS / IPv6 traffic class
-#: (RFC 3168 section 5).
-ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
 #: "Typical small packet" for :func:`idle_shift_for_rate` (Floyd and
 #: Jacobson section 11: s is the transmission time of a small packet; 500
 #: bytes is ns-2's RED ``mean_pktsize_``).

@@ -25,6 +25,7 @@ Frames are given without preamble and FCS, exactly as the core sees them.
 
 from dataclasses import dataclass
 
+from ..protocol import MAX_CHUNK_BYTES, MIN_FRAME_BYTES, SEGMENT_BLOCK_BYTES, TCP_PROTOCOL
 from .pktparse import (ETH_IPV4, ETH_IPV6, ETH_PPPOE_SESSION, OPT_NOP, PPP_IPV4, PPP_IPV6, TCP_CWR,
                        TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN, TCP_URG, VLAN_TPIDS, MalformedOption,
                        ones_complement_sum, tcp_options)
@@ -35,19 +36,8 @@ __all__ = [
     "SegInfo", "seg_info", "swap16", "lane_block_sums",
 ]
 
-#: Payload bytes per partial sum the hardware keeps (four words of the 32-bit
-#: datapath). ``chunk_bytes`` must be a multiple of it.
-SEGMENT_BLOCK_BYTES = 16
-#: Largest ``chunk_bytes``: 91 blocks, the largest multiple of the block below
-#: 1460 (the payload of a full-size IPv4 segment without options, 1500-byte MTU).
-MAX_CHUNK_BYTES = 1456
-assert MAX_CHUNK_BYTES % SEGMENT_BLOCK_BYTES == 0 and SEGMENT_BLOCK_BYTES % 2 == 0
 
-#: A chunk frame shorter than this is padded with zeros to it, as a MAC pads
-#: it (IEEE 802.3 minimum frame of 64 bytes, less the 4-byte FCS).
-MIN_FRAME_BYTES = 60
 
-TCP_PROTOCOL = 6                  # IANA protocol number; RFC 9293 section 3.1 pseudo-header
 TCP_OPT_MD5 = 19                  # RFC 2385: signature over the segment and its payload
 TCP_OPT_AO = 29                   # RFC 5925: MAC over the segment and its payload
 

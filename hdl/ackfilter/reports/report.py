@@ -78,7 +78,7 @@ import time
 from .. import params as P
 from ..board.build import PNR_SEED, PNR_SEEDS
 from ..board.pnr_guard import MAX_ROUTER_ITER, gave_up_reason, guarded, router_passes
-from .nextpnr import parse_nextpnr_log
+from ..board.nextpnr import parse_nextpnr_log
 
 __all__ = [
     "DEVICE", "Design", "Target", "TARGETS", "register_target",
@@ -202,7 +202,7 @@ def _build_colorlight(*, ack_slots=P.ACK_SLOTS, flow_entries=P.FLOW_ENTRIES,
     from ..board.build import BOARDS, REPO, domain_of_clock
     from ..board.revisions import platform_class
     from ..board.top import CLOCK_TARGETS_HZ, BoardTop
-    from ..soc.soc import build_firmware, firmware_image
+    from ..firmware import build_firmware, firmware_image
     extra = (REPO / "constraints" / BOARDS[board]["lpf"]).read_text()
     top = BoardTop(ack_slots=ack_slots, flow_entries=flow_entries,
                    data_buffer_bytes=data_buffer_bytes, flow_queues=flow_queues,

@@ -1,6 +1,6 @@
 """Gate-level simulation: a simulation top as Yosys maps it to ECP5 cells.
 
-:func:`netlist` synthesizes a top of :mod:`ackfilter.gateware.gen_verilog`
+:func:`netlist` synthesizes a top of :mod:`ackfilter.sim.gen_verilog`
 (the board's datapath, ``board``, by default) with the bitstream build's own
 script (Amaranth's ECP5 template: ``read_rtlil``, then ``synth_ecp5 -top``
 with no options, :data:`SYNTH`) and writes the flat netlist of LUT4s,
@@ -23,7 +23,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from .verilog import REPO_ROOT, file_lock, normal_sizes, verilog_path
+from ..paths import REPO_ROOT, file_lock
+from .verilog import normal_sizes, verilog_path
 
 __all__ = ["SYNTH", "netlist", "sources", "build_args", "GatesimError"]
 
@@ -52,7 +53,7 @@ def yosys_cells():
 
 def _rtlil(top, sizes):
     from amaranth.back import rtlil
-    from ..gateware.gen_verilog import TOPS, _top
+    from .gen_verilog import TOPS, _top
     return rtlil.convert(_top(top, sizes), name=TOPS[top], emit_src=False)
 
 
@@ -60,7 +61,7 @@ def netlist(top="board", **sizes):
     """Path of ``top``'s gate-level Verilog with these sizes, synthesized when
     not cached (``build/gatesim/<top>-<hash>/``: the hash of the RTL's key,
     the script and the Yosys version, so any change remakes it)."""
-    from ..gateware.gen_verilog import TOPS
+    from .gen_verilog import TOPS
     from ..reports.report import _tool
     sizes = normal_sizes(sizes)
     name = TOPS[top]

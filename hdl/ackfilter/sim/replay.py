@@ -26,7 +26,8 @@ from pathlib import Path
 
 from .. import params
 from ..model.shaper import LinkAccounting
-from .verilog import REPO_ROOT, VerilogError, build_dir, file_lock, verilator_env, verilog, verilog_path
+from ..paths import REPO_ROOT, build_dir, file_lock
+from .verilog import VerilogError, verilator_env, verilog, verilog_path
 from .wire import OVERHEAD_BYTES, cycles_per_byte
 
 __all__ = [

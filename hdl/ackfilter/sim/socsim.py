@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 from .replay import HARNESS_HEADERS
-from .verilog import REPO_ROOT, build_dir, file_lock, rtl_digest, verilator_env, VerilogError
+from ..paths import REPO_ROOT, build_dir, file_lock
+from .verilog import rtl_digest, verilator_env, VerilogError
 
 __all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "HARNESS_CPP"]
 
@@ -43,7 +44,7 @@ class SoCSimError(RuntimeError):
 
 def build_firmware():
     """``firmware/build/firmware.bin``, built when its sources changed."""
-    from ..soc.soc import FirmwareError, build_firmware as make
+    from ..firmware import FirmwareError, build_firmware as make
     try:
         return make()
     except FirmwareError as e:

@@ -8,40 +8,35 @@ The key hashes the top, its sizes and the text of every source the gateware
 is made from (:func:`rtl_sources`), so a file is regenerated exactly when one
 of them changes, also across branch switches; parallel callers (pytest-xdist
 workers) wait for one another on a lock instead of generating twice.
-Generation runs ``python -m ackfilter.gateware.gen_verilog`` in a child process.
+Generation runs ``python -m ackfilter.sim.gen_verilog`` in a child process.
 """
 
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["PKG_DIR", "REPO_ROOT", "build_dir", "rtl_sources", "rtl_digest", "verilog", "normal_sizes",
-           "verilog_path", "verilator_env", "file_lock", "VerilogError"]
+from ..paths import PKG_DIR, build_dir, file_lock
 
-PKG_DIR = Path(__file__).resolve().parents[1]
-REPO_ROOT = PKG_DIR.parents[1]
+__all__ = ["RTL_PARTS", "rtl_sources", "rtl_digest", "verilog", "normal_sizes",
+           "verilog_path", "verilator_env", "VerilogError"]
 
-#: Parts of the package that never feed the gateware (their edits do not
-#: regenerate Verilog).
-_NOT_RTL = ("sim", "reports", "cli.py", "regmap.py", "model/cake.py", "model/scoreboard.py",
-            "soc/cpu_eval.py")
+#: What the simulation tops are elaborated from: the hardware's own files and
+#: the definitions it imports (the tops' registry, the parameters, the flow
+#: key, the protocol's numbers). An edit of anything else (the model, the
+#: tools, the board's build) regenerates no Verilog.
+RTL_PARTS = ("gateware", "soc", "board/__init__.py", "board/top.py", "board/sim_top.py", "board/regs.py",
+             "board/revisions.py",
+             "params.py", "units.py", "flowkey.py", "protocol.py", "sim/gen_verilog.py")
 
 _KEEP = 12
 
 
 class VerilogError(RuntimeError):
     """Generating the Verilog failed."""
-
-
-def build_dir():
-    """``$ACKFILTER_BUILD_DIR`` or ``build/`` of the repository."""
-    return Path(os.environ.get("ACKFILTER_BUILD_DIR", REPO_ROOT / "build"))
 
 
 def verilator_env():
@@ -72,10 +67,11 @@ def verilator_env():
 
 
 def rtl_sources():
-    """The package's Python files the gateware is elaborated from, sorted."""
-    skip = [PKG_DIR / n for n in _NOT_RTL]
+    """The package's Python files the simulation tops are elaborated from
+    (:data:`RTL_PARTS`), sorted."""
+    parts = [PKG_DIR / n for n in RTL_PARTS]
     return sorted(p for p in PKG_DIR.rglob("*.py")
-                  if not any(p == s or s in p.parents for s in skip))
+                  if any(p == s or s in p.parents for s in parts))
 
 
 def rtl_digest():
@@ -106,24 +102,12 @@ def _sizes_args(sizes):
 
 def verilog_path(top="core", **sizes):
     """Where :func:`verilog` keeps this top's file (it may not exist yet)."""
-    from ..gateware.gen_verilog import TOPS
+    from .gen_verilog import TOPS
     if top not in TOPS:
         raise ValueError(f"unknown top {top!r}; known: {', '.join(TOPS)}")
     args = _sizes_args(normal_sizes(sizes))
     key = hashlib.sha256(json.dumps([top, args, rtl_digest()]).encode()).hexdigest()[:16]
     return build_dir() / "verilog" / f"{top}-{key}" / f"{TOPS[top]}.v"
-
-
-@contextmanager
-def file_lock(path):
-    """An inter-process lock on ``path`` (pytest-xdist workers share builds)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _prune(parent, keep):
@@ -148,7 +132,7 @@ def verilog(top="core", **sizes):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(PKG_DIR.parent)] +
                                             [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        cmd = [sys.executable, "-m", "ackfilter.gateware.gen_verilog", "-o", str(tmp), "--top", top,
+        cmd = [sys.executable, "-m", "ackfilter.sim.gen_verilog", "-o", str(tmp), "--top", top,
                *_sizes_args(sizes)]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:

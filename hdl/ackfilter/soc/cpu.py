@@ -2,7 +2,7 @@
 ``pythondata-cpu-serv`` (Verilog, instantiated as it is).
 
 Chosen by measured area on the LFE5U-25F-6 (``python -m
-ackfilter.soc.cpu_eval``; ``docs/design.md``, "Control plane"): 247 LUT4,
+ackfilter.reports.cpu_eval``; ``docs/design.md``, "Control plane"): 247 LUT4,
 162 FF and one block RAM (the register file) without CSRs, against 1453 LUT4
 for PicoRV32 and 1600 for VexRiscv's smallest; the firmware needs neither
 interrupts nor speed. Configuration: RV32I, no compressed instructions, no

@@ -3,12 +3,8 @@
 
 ``csr`` goes to the uplink core's CSR bank; ``pins`` are the UART's and the
 SPI flash's (:data:`.periph.PinsSignature`). ``firmware`` is the image the RAM
-starts with (``firmware/build/firmware.bin``, :func:`firmware_image`).
+starts with (``firmware/build/firmware.bin``, :func:`ackfilter.firmware.firmware_image`).
 """
-
-import os
-import subprocess
-from pathlib import Path
 
 from amaranth.hdl import *
 from amaranth.lib import wiring
@@ -22,47 +18,7 @@ from .cpu import SERV
 from .fabric import Fabric
 from .periph import PinsSignature
 
-__all__ = ["SoC", "firmware_image", "build_firmware", "make_firmware", "FirmwareError", "FIRMWARE_DIR",
-           "FIRMWARE_BIN"]
-
-FIRMWARE_DIR = Path(__file__).resolve().parents[3] / "firmware"
-FIRMWARE_BIN = FIRMWARE_DIR / "build" / "firmware.bin"
-
-
-class FirmwareError(RuntimeError):
-    """The firmware could not be built or read."""
-
-
-def make_firmware(*targets):
-    """``make -C firmware TARGETS...`` under a lock shared by every process of
-    this checkout (pytest-xdist workers), so no one runs a file another is
-    still writing. Returns the ``CompletedProcess``."""
-    from ..sim.verilog import build_dir, file_lock
-    # Not the variables of a make that runs us (`make bitstream BOARD=...`
-    # passes BOARD down through MAKEFLAGS): the firmware's make has its own.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    with file_lock(build_dir() / "firmware.lock"):
-        return subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), *targets],
-                              capture_output=True, text=True, env=env)
-
-
-def build_firmware():
-    """``make -C firmware`` (it rebuilds only what changed); the image's path."""
-    proc = make_firmware()
-    if proc.returncode != 0:
-        raise FirmwareError(f"`make -C firmware` failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    if not FIRMWARE_BIN.is_file():
-        raise FirmwareError(f"`make -C firmware` made no {FIRMWARE_BIN}")
-    return FIRMWARE_BIN
-
-
-def firmware_image(path=FIRMWARE_BIN):
-    """The firmware image's bytes; a clear error when it has not been built."""
-    path = Path(path)
-    if not path.is_file():
-        raise FirmwareError(f"no firmware image at {path}: run `make firmware`")
-    return path.read_bytes()
-
+__all__ = ["SoC"]
 
 class SoC(wiring.Component):
     csr: Out(CSRBusSignature)

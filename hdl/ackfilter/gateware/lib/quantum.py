@@ -7,7 +7,7 @@ from amaranth.hdl import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ...model.flowq import QUANTUM_MAX, QUANTUM_MIN
+from ...protocol import QUANTUM_MAX, QUANTUM_MIN
 from ...params import F_SYS_HZ
 
 __all__ = ["Quantum", "DIVIDEND"]

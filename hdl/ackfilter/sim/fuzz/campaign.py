@@ -36,7 +36,8 @@ from pathlib import Path
 from ... import params
 from .. import traces
 from ..pcap import read_pcap, write_pcap
-from ..replay import DATA_FIFO, FLOW_QUEUES, REPO_ROOT, ReplayError, replay
+from ...paths import REPO_ROOT
+from ..replay import DATA_FIFO, FLOW_QUEUES, ReplayError, replay
 from . import checker, mutate
 
 __all__ = ["Settings", "Chunk", "ChunkResult", "load_captures", "make_chunk", "ack_slot_bytes",

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 
 from ... import params
-from ..replay import REPO_ROOT, build_harness, generate_verilog
+from ...paths import REPO_ROOT
+from ..replay import build_harness, generate_verilog
 
 __all__ = ["BRIDGE_CPP", "Link", "Bridge", "BridgeStats", "BridgeError", "ValidityBounds",
            "build_bridge", "validity_bounds", "FULL_FRAME_BYTES", "MIN_MAX_LATE_S", "MIN_LATE_S",

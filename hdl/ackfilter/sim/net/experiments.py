@@ -26,7 +26,8 @@ from pathlib import Path
 from ... import params
 from ...model.red import registers_for_rate
 from ...units import format_rate, parse_rate
-from ..verilog import REPO_ROOT, normal_sizes
+from ...paths import HDL_DIR, REPO_ROOT
+from ..verilog import normal_sizes
 from .bridge import FULL_FRAME_BYTES, BridgeError, Link, build_bridge
 from .testbed import CLIENT_IPS, SERVER_IP, Testbed, TestbedError, require_root
 
@@ -565,7 +566,7 @@ S7_RULES = {"triple-isolate": _s7_rule([1 / len(S7_HOSTS)] * len(S7_HOSTS)),
 
 def _agent_env():
     env = dict(os.environ)
-    hdl = str(Path(__file__).resolve().parents[3])
+    hdl = str(HDL_DIR)
     env["PYTHONPATH"] = os.pathsep.join([hdl] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 

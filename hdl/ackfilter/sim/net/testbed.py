@@ -9,9 +9,16 @@ off (every frame at most 1514 bytes, with its own checksums); SACK and
 timestamps are on, classic ECN off unless asked; TCP metrics are not cached
 between connections. Namespace names carry this process's id; names left
 behind by a process that no longer runs are removed at the next start.
+
+One run at a time on a machine: a testbed holds :data:`REALTIME_LOCK` from
+its start to its end (a second one, of `ackfilter experiments` or of the
+tests, waits for it), since two real-time bridges delay each other.
 """
 
+import fcntl
 import os
+import sys
+import tempfile
 import re
 import shutil
 import signal
@@ -32,6 +39,9 @@ SERVER_IP = "10.79.0.2"
 CLIENT_IPS = (CLIENT_IP, "10.79.0.3")
 CLIENT_MAC = "02:00:00:79:00:01"
 SERVER_MAC = "02:00:00:79:00:02"
+#: The lock every testbed holds while it runs (machine-wide: the testbeds
+#: of every checkout and process share the machine's cores).
+REALTIME_LOCK = Path(tempfile.gettempdir()) / "ackfilter-realtime.lock"
 _PREFIX = "afnet"
 _NAME = re.compile(rf"^{_PREFIX}(\d+)-(\d+)([cs])$")
 
@@ -104,6 +114,7 @@ class Testbed:
         self.bridge = None
         self.stats = None
         self.procs = []
+        self._lock = None
 
     def exec(self, side, *cmd, check=True):
         return _run("ip", "netns", "exec", self.ns[side], *cmd, check=check)
@@ -113,10 +124,19 @@ class Testbed:
         self.procs.append(p)
         return p
 
+    def _take_lock(self):
+        self._lock = open(REALTIME_LOCK, "a")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another real-time run to end ({REALTIME_LOCK})", file=sys.stderr, flush=True)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+
     def __enter__(self):
         require_root()
-        cleanup_stale()
+        self._take_lock()
         try:
+            cleanup_stale()
             for ns in self.ns.values():
                 _run("ip", "netns", "add", ns)
             self.bridge = Bridge((self.ns["client"], "lan0"), (self.ns["server"], "wan0"), self.link,
@@ -175,3 +195,6 @@ class Testbed:
             for ns in self.ns.values():
                 if ns in _namespaces():
                     _kill_ns(ns)
+            if self._lock is not None:
+                self._lock.close()          # (the lock goes with the file)
+                self._lock = None

@@ -1,6 +1,6 @@
 """Write a simulation top as Verilog for Verilator and other tools.
 
-    python -m ackfilter.gateware.gen_verilog -o build/verilog/ackfilter_core.v [--top core] [--ack-slots N] ...
+    python -m ackfilter.sim.gen_verilog -o build/verilog/ackfilter_core.v [--top core] [--ack-slots N] ...
 
 Tops (``--top``), each with the module name its harnesses use:
 
@@ -31,10 +31,10 @@ TOPS = {"core": "ackfilter_core", "core-replay": "ackfilter_core", "mac": "mac_t
 
 def _top(top, sizes):
     if top in ("core", "core-replay"):
-        from .core import UplinkCoreTop
+        from ..gateware.core import UplinkCoreTop
         return UplinkCoreTop(registered_reset=top == "core-replay", **sizes)
     if top == "mac":
-        from .mac.sim_top import MACSimTop
+        from ..gateware.mac.sim_top import MACSimTop
         return MACSimTop()
     if top == "board":
         from ..board.sim_top import BoardSimTop
@@ -55,7 +55,7 @@ def generate(path, *, top="core", **sizes):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m ackfilter.gateware.gen_verilog",
+    ap = argparse.ArgumentParser(prog="python -m ackfilter.sim.gen_verilog",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("-o", "--output", required=True, help="Verilog file to write")
     ap.add_argument("--top", choices=TOPS, default="core", help="which top (default core)")

