@@ -48,6 +48,24 @@ def _imports(name, path):
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
+def _dangling(name, path):
+    """The package's modules ``name`` imports that do not exist (``from P
+    import x`` is fine when P exists: x may be a name in it)."""
+    is_pkg = path.name == "__init__.py"
+    here = name.split(".") if is_pkg else name.split(".")[:-1]
+    missing = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = here[:len(here) - node.level + 1] if node.level else []
+            targets = [".".join(base + (node.module.split(".") if node.module else []))]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            continue
+        missing |= {t for t in targets if t.split(".")[0] == "ackfilter" and t not in MODULES}
+    return missing
+
+
 def _package(name):
     """``ackfilter.gateware.mac.rx`` -> ``ackfilter.gateware``; a top-level module is its own."""
     return ".".join(name.split(".")[:2])
@@ -91,6 +109,13 @@ def test_the_graph_reader_sees_the_imports_it_must():
     assert "ackfilter.soc.soc" in GRAPH["ackfilter.board.top"]              # inside elaborate()
     assert "ackfilter.reports.report" in GRAPH["ackfilter.reports.cpu_eval"]  # from . import report
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_import_of_the_package_names_a_module_it_has():
+    # (A module imported only inside a function is not loaded until called:
+    # one that was moved away fails here, not at the first call.)
+    dangling = {name: sorted(d) for name, path in MODULES.items() if (d := _dangling(name, path))}
+    assert not dangling, dangling
 
 
 def test_no_module_imports_itself_back():

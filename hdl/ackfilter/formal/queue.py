@@ -21,7 +21,7 @@ from ..gateware import queue_manager
 from ..gateware.flow_record import (KEY_WORDS64, REC_ACK, REC_FLOOR_ACK, REC_FLOOR_TS, REC_NEWEST_END,
                                      REC_TS, RECORD_WORDS, SLOT_TAKE_AT, SLOT_WRITE_ORDER)
 from ..gateware.ingress import KEY_SLOTS
-from ..model.flowkey import KEY_V6_BIT
+from ..flowkey import KEY_V6_BIT
 from ..params import PARAMS
 from . import Proof
 from .harness import mutant, stack_facts
