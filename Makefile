@@ -29,8 +29,8 @@ help: ## list the targets
 venv: ## install system packages (if root) and the pinned .venv
 	@bash scripts/bootstrap.sh
 
-test: venv ## run every test (tests/ and cocotb_tests/)
-	$(ENV) $(PY) -m pytest -q --durations=15 $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadgroup) $(PYTEST_ARGS) $(TEST_DIRS)
+test: venv ## run every test (tests/ and cocotb_tests/; FIFO=1: the cocotb benches on the data-FIFO build of the core too)
+	$(ENV) $(if $(FIFO),ACKFILTER_BOTH_BUILDS=1) $(PY) -m pytest -q --durations=15 $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadgroup) $(PYTEST_ARGS) $(TEST_DIRS)
 
 demo: venv ## replay the built-in scenario through the RTL and report
 	$(ENV) $(RUN_WARN) $(VENV)/bin/ackfilter demo

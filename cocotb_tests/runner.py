@@ -38,7 +38,7 @@ HDL = REPO / "hdl"
 BUILD = REPO / "build"
 COCOTB_DIR = Path(__file__).resolve().parent
 
-__all__ = ["run_cocotb", "run_core", "tb_tests", "core_cases", "board_build", "CORE_BUILDS", "core_verilog", "setup_verilator_env",
+__all__ = ["run_cocotb", "run_core", "tb_tests", "core_cases", "core_builds", "board_build", "CORE_BUILDS", "core_verilog", "setup_verilator_env",
            "BUILD_ARGS", "REPO", "BUILD"]
 
 #: Verilator flags for every build: quiet about Amaranth's lint-unclean output,
@@ -122,6 +122,22 @@ def board_build() -> str:
     return "fq" if params.FLOW_QUEUES else "fifo"
 
 
+#: ``ACKFILTER_BOTH_BUILDS=1`` (``make test FIFO=1``): the benches run on
+#: the core's other build too, the one with a single data FIFO kept for
+#: comparison. ``make test`` runs them on the board's build only; the other
+#: is checked there by the mutation campaign on its replay model
+#: (``tests/test_fuzz.py``), whose build it shares with ``ackfilter replay
+#: --fifo``.
+BOTH_BUILDS = os.environ.get("ACKFILTER_BOTH_BUILDS") == "1"
+
+
+def core_builds() -> list[str]:
+    """The builds of the core the benches run on: the board's, and with
+    :data:`BOTH_BUILDS` the other one too."""
+    board = board_build()
+    return [board] + ([b for b in CORE_BUILDS if b != board] if BOTH_BUILDS else [])
+
+
 def tb_tests(module: str) -> list[str]:
     """The names of the ``@cocotb.test`` coroutines of ``cocotb_tests/<module>.py``,
     in file order, read from its source (importing it needs the simulator):
@@ -141,16 +157,15 @@ def tb_tests(module: str) -> list[str]:
 
 def core_cases(tests, data_path_tests):
     """``(name, build)`` for pytest's parametrize: every test of ``tests`` on
-    the board's build of the core (:func:`board_build`), those of
-    ``data_path_tests`` on the other build as well (the ones whose frames
-    reach the data path, where the two builds differ; the second model
-    compiles and runs in CI's budget only for those)."""
+    the board's build of the core (:func:`board_build`); with
+    :data:`BOTH_BUILDS`, those of ``data_path_tests`` on the other build as
+    well (the ones whose frames reach the data path, where the two builds
+    differ)."""
     unknown = set(data_path_tests) - set(tests)
     if unknown:
         raise ValueError(f"not in the tests: {sorted(unknown)}")
-    board = board_build()
-    other = next(b for b in CORE_BUILDS if b != board)
-    return [(t, board) for t in tests] + [(t, other) for t in tests if t in data_path_tests]
+    board, *other = core_builds()
+    return [(t, board) for t in tests] + [(t, b) for b in other for t in tests if t in data_path_tests]
 
 
 def run_core(test_module: str, build: str, test_filter: str | None = None) -> Path:

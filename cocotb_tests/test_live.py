@@ -1,7 +1,8 @@
 """pytest wrappers of ``tb_live``: every register written while frames are
 queued, the scoreboard and the independent checker finding nothing (issue:
 a control plane that never breaks the link's safety). On the board's core,
-and on the data FIFO's build too (``runner.core_cases``): the rules of
+and with ``ACKFILTER_BOTH_BUILDS=1`` on the data FIFO's build too
+(``runner.core_cases``): the rules of
 spec section 4 ("Changing ack_mode") differ between them in where a flow's
 ACKs wait."""
 

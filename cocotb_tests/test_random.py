@@ -2,8 +2,8 @@
 through the RTL, scoreboarded against the golden model.
 
 Each wrapper runs one cocotb test of ``tb_random`` on the board's core (per-flow
-data queues), and on the data FIFO's build too where ``DATA_PATH_TESTS`` says
-so (``runner.core_cases``); each takes about a minute.
+data queues), and with ``ACKFILTER_BOTH_BUILDS=1`` on the data FIFO's build too where
+``DATA_PATH_TESTS`` says so (``runner.core_cases``); each takes about a minute.
 """
 
 import pytest

@@ -1,11 +1,12 @@
 """pytest wrapper of ``tb_segmenter``: the segmenter's edge cases through the
-RTL at line rate, on both builds of the core (``runner.CORE_BUILDS``)."""
+RTL at line rate, on the board's build of the core, and on the other with
+``ACKFILTER_BOTH_BUILDS=1`` (``runner.core_builds``)."""
 
 import pytest
 
-from runner import CORE_BUILDS, run_core
+from runner import core_builds, run_core
 
 
-@pytest.mark.parametrize("build", CORE_BUILDS)
+@pytest.mark.parametrize("build", core_builds())
 def test_segmenter(build):
     run_core("tb_segmenter", build)

@@ -1,8 +1,8 @@
 """pytest wrappers of ``tb_supersede``: in-place supersession through the RTL.
 
 Each wrapper runs one cocotb test function (all its parametrizations) of
-``tb_supersede`` on the board's core (per-flow data queues), and on the data
-FIFO's build too where ``DATA_PATH_TESTS`` says so (``runner.core_cases``).
+``tb_supersede`` on the board's core (per-flow data queues), and with ``ACKFILTER_BOTH_BUILDS=1`` on the data FIFO's build too where
+``DATA_PATH_TESTS`` says so (``runner.core_cases``).
 """
 
 import pytest
