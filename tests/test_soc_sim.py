@@ -32,6 +32,11 @@ from ackfilter_ctl import cli  # noqa: E402
 #: bitstream build (the fresh-clone CI check), 34 s alone on this machine.
 TIMEOUT = "600"
 
+#: On one pytest worker (``--dist loadgroup``): the model is built once,
+#: under a lock, and a second worker only waited for it (43 s of a core at
+#: half speed in the CI rehearsal of a35a16d), where it could run others.
+pytestmark = pytest.mark.xdist_group("socsim")
+
 
 @pytest.fixture(scope="module")
 def binary():
