@@ -25,22 +25,27 @@ def _module_name(path):
 MODULES = {_module_name(p): p for p in PKG_DIR.rglob("*.py")}
 
 
-def _imports(name, path):
-    """The package's modules ``name`` imports (a package stands for its
-    ``__init__``; ``from P import m`` names ``P.m`` when that is a module)."""
+def _import_statements(name, path):
+    """``(module, names)`` of each import in ``name``'s source, relative ones
+    resolved: ``from M import a, b`` gives ``(M, [a, b])``, ``import M``
+    gives ``(M, [])``."""
     is_pkg = path.name == "__init__.py"
     here = name.split(".") if is_pkg else name.split(".")[:-1]
-    found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom):
             base = here[:len(here) - node.level + 1] if node.level else []
-            target = ".".join(base + (node.module.split(".") if node.module else []))
-            targets = [target] + [f"{target}.{a.name}" for a in node.names]
+            yield ".".join(base + (node.module.split(".") if node.module else [])), [a.name for a in node.names]
         elif isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        else:
-            continue
-        found |= {t for t in targets if t in MODULES}
+            for a in node.names:
+                yield a.name, []
+
+
+def _imports(name, path):
+    """The package's modules ``name`` imports (a package stands for its
+    ``__init__``; ``from P import m`` names ``P.m`` when that is a module)."""
+    found = set()
+    for module, names in _import_statements(name, path):
+        found |= {t for t in [module] + [f"{module}.{n}" for n in names] if t in MODULES}
     # A package's own parent packages are imported before it anyway.
     return {t for t in found if t != name and not name.startswith(t + ".")}
 
@@ -51,19 +56,8 @@ GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 def _dangling(name, path):
     """The package's modules ``name`` imports that do not exist (``from P
     import x`` is fine when P exists: x may be a name in it)."""
-    is_pkg = path.name == "__init__.py"
-    here = name.split(".") if is_pkg else name.split(".")[:-1]
-    missing = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom):
-            base = here[:len(here) - node.level + 1] if node.level else []
-            targets = [".".join(base + (node.module.split(".") if node.module else []))]
-        elif isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        else:
-            continue
-        missing |= {t for t in targets if t.split(".")[0] == "ackfilter" and t not in MODULES}
-    return missing
+    return {module for module, _ in _import_statements(name, path)
+            if module.split(".")[0] == "ackfilter" and module not in MODULES}
 
 
 def _package(name):
