@@ -20,6 +20,7 @@ and the control plane's CPU.
 """
 
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 
@@ -32,10 +33,11 @@ __all__ = ["SYNTH", "netlist", "sources", "build_args", "GatesimError"]
 #: with no ``synth_opts`` or script overrides; ``tests/test_gatesim_script.py``
 #: checks the board build still renders exactly this).
 SYNTH = ("synth_ecp5 -top {top}",)
-#: Before writing: every multi-bit wire split into bits. The logic is the
+#: Before writing: every multi-bit wire split into bits (the logic is the
 #: same; Verilator otherwise sees false loops through vectors whose bits
-#: feed each other and evaluates them over and over.
-WRITE = ("splitnets",)
+#: feed each other and evaluates them over and over), and the netlist's
+#: module renamed, so that the top the benches name is :func:`_wrapper`'s.
+WRITE = ("splitnets", "rename {top} {top}_gates")
 #: The cells' models this project adds (the rest are Yosys's).
 MODELS = REPO_ROOT / "sim" / "gatesim"
 OUT = REPO_ROOT / "build" / "gatesim"
@@ -67,7 +69,7 @@ def netlist(top="board", **sizes):
     name = TOPS[top]
     yosys = _tool("yosys")
     version = subprocess.run([yosys, "-V"], capture_output=True, text=True).stdout.strip()
-    script = [f"read_rtlil {name}.il", *(s.format(top=name) for s in SYNTH), *WRITE,
+    script = [f"read_rtlil {name}.il", *(s.format(top=name) for s in (*SYNTH, *WRITE)),
               f"write_verilog -noattr {name}_gl.v"]
     # The RTL's key (the top, its sizes and the gateware's sources, as the
     # Verilator models are keyed), the script and the tool.
@@ -87,7 +89,31 @@ def netlist(top="board", **sizes):
         if proc.returncode != 0 or not out.is_file():
             out.unlink(missing_ok=True)
             raise GatesimError(f"yosys failed (exit {proc.returncode}); its log is {work / 'synth.log'}")
+        wrapper = _wrapper(name, out.read_text())
+        out.write_text(wrapper + out.read_text())
     return out
+
+
+def _wrapper(name, netlist_text):
+    """A module ``name`` with the ports of the netlist's ``<name>_gates``,
+    which it instantiates. The benches reach the top's ports only, and
+    Verilator's ``--public-depth 1`` (the benches' builds) marks the
+    signals of the top module public: on a flat netlist that would be all of
+    its 70,000 wires, none of which Verilator could then optimize (101 MB
+    of C++ for the board); below a wrapper it is the ports (36 MB)."""
+    head = re.search(rf"^module {name}_gates\((.*?)\);\n(.*?)^endmodule", netlist_text, re.S | re.M)
+    if head is None:
+        raise GatesimError(f"no module {name}_gates in the netlist")
+    ports = [p.strip() for p in head.group(1).split(",")]
+    decls = {n: f"{d} {w or ''}".rstrip() for d, w, n in
+             re.findall(r"^\s*(input|output|inout)\s*(\[[^\]]+\])?\s*(\w+);", head.group(2), re.M)}
+    if set(decls) != set(ports):
+        raise GatesimError(f"{name}_gates: ports and declarations differ")
+    return "".join([f"module {name}({', '.join(ports)});\n",
+                    *(f"  {decls[p]} {p};\n" for p in ports),
+                    f"  {name}_gates gates (\n",
+                    ",\n".join(f"    .{p}({p})" for p in ports),
+                    "\n  );\nendmodule\n\n"])
 
 
 def sources(top="board", **sizes):
@@ -97,9 +123,9 @@ def sources(top="board", **sizes):
             MODELS / "ecp5_mult18x18d.v"]
 
 
-#: The make that compiles the gate model's C++ (115 MB of it): unoptimized.
-#: With Verilator's -Os a fresh build took 13.5 minutes of one core in the
-#: half-speed CI rehearsal, which decided when `make test` ended.
+#: The make that compiles the gate model's C++ (36 MB of it): unoptimized,
+#: the shortest build (about 20 s of a core for the board); the six bench
+#: tests then run in 31 s.
 MAKE_ARGS = ("OPT_FAST=-O0",)
 
 
