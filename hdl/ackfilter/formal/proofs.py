@@ -8,6 +8,7 @@ from .. import params as P
 from ..gateware import csr, shaper
 from ..gateware.lib import buffer_pool
 from . import Proof
+from .cells import CELL_PROOFS
 from .harness import popcount, mutant, stack_facts
 from .queue import QUEUE_PROOFS
 
@@ -336,5 +337,6 @@ PROOFS = [
           }),
 ]
 
+PROOFS += CELL_PROOFS
 #: The queue manager's, last (the longest).
 PROOFS += QUEUE_PROOFS

@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (The harness elaborates the block itself, to reach its memories.)
 """Proofs about the queue manager (:class:`~ackfilter.gateware.queue_manager.QueueManager`),
 the whole block at a small size: 4 ACK queue positions, 2 flow entries,
 flow queues on (the board's configuration).

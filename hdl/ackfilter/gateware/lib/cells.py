@@ -15,6 +15,8 @@ The free list always keeps one cell (the tail) the ingress may not write:
 ``tail`` is then always a free cell to append to.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import *
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
@@ -124,4 +126,7 @@ class CellList(wiring.Component):
         with m.If(self.take_en):
             m.d.sync += self.head.eq(self.take_head)
         m.d.sync += self.free.eq(self.free + Mux(give_en, give.n, 0) - Mux(self.take_en, self.take_n, 0))
+        # Every name above, for the proof (ackfilter.formal.cells), which
+        # elaborates this and then states facts about them.
+        self.internals = SimpleNamespace(**locals())
         return m
