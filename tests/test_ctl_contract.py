@@ -474,7 +474,7 @@ def test_the_help_of_both_tools_teaches_tc_rates(capsys):
 
 
 def test_bare_integers_are_bit_per_second_as_the_experiments_write_them(capsys):
-    # hdl/ackfilter/sim/net/experiments.py runs `tune --up <int> --down <int>`.
+    # hdl/ackfilter/sim/net/variants.py runs `tune --up <int> --down <int>`.
     import json
     rc = cli.main(["--json", "tune", "--up", "1000000", "--down", "16000000", "--rtt", "20"])
     regs = json.loads(capsys.readouterr().out)["registers"]
