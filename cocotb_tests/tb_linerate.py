@@ -27,7 +27,8 @@ from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
 from ackfilter.model import classify
-from ackfilter.sim.traces import Flow, random_trace, tcp_frame
+from ackfilter.sim.traces import Flow, tcp_frame
+from ackfilter.sim.random_trace import random_trace
 from ackfilter.sim.wire import frame_cycles, word_due_cycles
 from ackfilter_tb import FLOW_QUEUES, TB, frame_words, scoreboard
 

@@ -2,7 +2,7 @@
 
 Every case is a Scapy-built frame with a class reasoned by hand from the spec
 (``runt``, ``oversize``, ``ack`` (an eligible pure ACK), ``ack-ineligible``
-or ``data``), independent of the golden model: the hand-reasoned ones of :func:`ackfilter.sim.traces.malformed_cases`
+or ``data``), independent of the golden model: the hand-reasoned ones of :func:`ackfilter.sim.malformed.malformed_cases`
 and the groups of :func:`parser_cases` below. Three benches drive them
 through the real RTL:
 
@@ -35,9 +35,10 @@ from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
 
-from ackfilter.sim.traces import malformed_cases
+
 from ackfilter.sim.wire import frame_cycles
 from ackfilter_tb import TB, data_order, scoreboard
+from ackfilter.sim.malformed import malformed_cases
 
 MODES = P.ACK_FILTER_MODES
 ACK_EVENTS = ("ARRIVE_ACK_NEW", "ARRIVE_ACK_UNTRACKED", "ARRIVE_ACK_SUPERSEDE")

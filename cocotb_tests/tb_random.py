@@ -1,6 +1,6 @@
 """Seeded random traces through the real RTL, scoreboarded against the model.
 
-Each test replays ``traces.random_trace(seed, 10_000, 200)`` (every
+Each test replays ``random_trace(seed, 10_000, 200)`` (every
 supersession corner, many encapsulations, malformed and oversize frames)
 into ``ackfilter_core`` as fast as the queue manager allows, with the output
 throttled (a shaper rate or an ``o_ready`` pattern) so that both queues build
@@ -32,10 +32,11 @@ from cocotb.triggers import RisingEdge
 
 from ackfilter import params as P
 
-from ackfilter.sim.traces import random_trace
+
 from ackfilter_tb import TB, scoreboard
 from ackfilter.params import ARRIVAL_EVENTS
 from ackfilter.gateware.core import ENTRY_FIFO_DEPTH     # the ingress -> queue manager FIFO
+from ackfilter.sim.random_trace import random_trace
 
 
 N_FRAMES = 10_000

@@ -21,7 +21,7 @@ from ackfilter import params as P
 
 from ackfilter.model.red import ecn_codepoint, ip_header
 from ackfilter.sim.redcheck import FLOWS, CountingRed, check_marks, queued_marks
-from ackfilter.sim.traces import _arp_frame, tcp_frame
+from ackfilter.sim.traces import arp_frame, tcp_frame
 from ackfilter_tb import TB, scoreboard
 from tb_linerate import send_at_line_rate
 
@@ -38,7 +38,7 @@ def frames_of_burst(rng, n, base):
         flow = FLOWS[rng.randrange(len(FLOWS))]
         r = rng.random()
         if r < 0.04:
-            out.append(_arp_frame("02:00:00:00:01:%02x" % (i % 250), "192.168.1.10", "192.168.1.1"))
+            out.append(arp_frame("02:00:00:00:01:%02x" % (i % 250), "192.168.1.10", "192.168.1.1"))
         elif r < 0.07:
             # an IP header cut short: no IP header RED can mark (dropped when notified)
             out.append(tcp_frame(flow, seq=base + i, flags="PA", payload=bytes(20), builder="raw")[:30])

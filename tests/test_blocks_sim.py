@@ -21,6 +21,8 @@ import pytest
 import flowkeys
 from blocksim import simulate
 from ackfilter.sim import traces
+from ackfilter.sim.malformed import expected_class, malformed_cases
+from ackfilter.sim.random_trace import random_trace
 from ackfilter.sim.fuzz import mutate
 from ackfilter.gateware.lib.buffer_pool import BufferPool, FreeStack
 from ackfilter.gateware.flow_cam import SET_CYCLES, FlowCAM
@@ -134,18 +136,18 @@ def check_seg(frame, seg, sums, where):
 
 
 def test_parser_agrees_with_the_model_on_every_edge_case():
-    cases = traces.malformed_cases()
+    cases = malformed_cases()
     frames = [frame for frame, _cls in cases.values()]
     # The hand-reasoned classes are the independent expectation for the model...
     for name, (frame, expected) in cases.items():
         p = classify(frame, ack_mode=1)
-        assert (p.cls, p.eligible) == traces.expected_class(expected), name
+        assert (p.cls, p.eligible) == expected_class(expected), name
     # ... and the model the reference for every field the parser extracts.
     check_against_model(frames, run_parser(frames))
 
 
 def test_parser_agrees_with_the_model_on_a_random_trace():
-    frames = [f for _t, f in traces.random_trace(7, 150, 30) if len(f) <= 2100]
+    frames = [f for _t, f in random_trace(7, 150, 30) if len(f) <= 2100]
     check_against_model(frames, run_parser(frames))
 
 
@@ -153,7 +155,7 @@ def test_parser_agrees_with_the_model_when_words_come_with_gaps():
     # Idle cycles between words, including before each word of TCP options
     # (the walker takes two cycles per options word and must not wait for a
     # word that is not offered yet).
-    frames = [f for _t, f in traces.random_trace(8, 150, 30) if len(f) <= 2100]
+    frames = [f for _t, f in random_trace(8, 150, 30) if len(f) <= 2100]
     check_against_model(frames, run_parser(frames, gaps=3))
 
 
@@ -222,7 +224,7 @@ def test_parser_agrees_with_the_model_on_mutated_frames():
     # once or twice: bits, truncations, tags, IP options, padding) on every
     # field, the flow key and tag of data frames included.
     rng = random.Random(11)
-    frames = [f for _t, f in traces.random_trace(12, 300, 30) if len(f) <= 2100]
+    frames = [f for _t, f in random_trace(12, 300, 30) if len(f) <= 2100]
     applied = mutate.mutate_trace(frames, rng, share=1.0)
     frames = [f for f in frames if f]
     assert sum(a is not None for a in applied) > 250

@@ -20,7 +20,7 @@ from scapy.layers.inet6 import IPv6, in6_chksum
 from scapy.layers.l2 import Ether
 from scapy.layers.ppp import PPPoE  # noqa: F401  (Ether then dissects PPPoE sessions)
 
-from ackfilter.sim import traces
+from ackfilter.sim.random_trace import random_trace
 from ackfilter.sim.fuzz import campaign
 from ackfilter.sim.pcap import read_pcap, write_pcap
 from ackfilter.sim.fuzz import checker
@@ -99,7 +99,7 @@ def test_capture_checksums_are_real(captures):
 
 
 def test_read_pcap_reads_what_write_pcap_wrote(tmp_path):
-    frames = traces.random_trace(3, 300, 10)
+    frames = random_trace(3, 300, 10)
     write_pcap(tmp_path / "t.pcap", frames, seconds=True)
     (tmp_path / "t.pcap.gz").write_bytes(gzip.compress((tmp_path / "t.pcap").read_bytes()))
     for name in ("t.pcap", "t.pcap.gz"):
@@ -116,7 +116,7 @@ def test_read_pcap_reads_what_write_pcap_wrote(tmp_path):
 def sample_frames(captures, n=400, seed=2):
     rng = random.Random(seed)
     frames = [f for trace in captures.values() for _t, f in trace]
-    pool = rng.sample(frames, n) + [f for _t, f in traces.random_trace(seed, n, 20)]
+    pool = rng.sample(frames, n) + [f for _t, f in random_trace(seed, n, 20)]
     return [f for f in pool if mutate.layout(f) is not None and TCP in Ether(f)]
 
 

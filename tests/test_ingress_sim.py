@@ -58,6 +58,8 @@ from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.segmenter import lane_block_sums, seg_info
 from ackfilter.params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
 from ackfilter.sim import traces
+from ackfilter.sim.malformed import malformed_cases
+from ackfilter.sim.random_trace import random_trace
 
 SLOT_WORDS = ACK_SLOT_BYTES // 4
 SUMS_PER_CELL = CELL_WORDS // 4         # a block sum per four words of a cell (spec section 9)
@@ -105,7 +107,7 @@ def odd_frames(rng):
 def mixed_frames(seed, n_random):
     rng = random.Random(seed)
     frames = ack_flows() + odd_frames(rng)
-    frames += [f for _t, f in traces.random_trace(seed, n_random, 20)]
+    frames += [f for _t, f in random_trace(seed, n_random, 20)]
     rng.shuffle(frames)
     return frames
 
@@ -468,7 +470,7 @@ def test_every_frame_gives_one_entry_and_lands_byte_exact(ack_mode, release_p):
 
 
 def test_every_parser_edge_case_lands_byte_exact():
-    frames = [f for f, _cls in traces.malformed_cases().values()]
+    frames = [f for f, _cls in malformed_cases().values()]
     records, _ = run_ingress(frames, ack_mode=2, cells=64, seed=3)
     tally = check_records(frames, records, ack_mode=2)
     assert tally.get("ACK", 0) > 40 and tally.get("DATA", 0) > 30

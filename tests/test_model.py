@@ -13,6 +13,8 @@ from scapy.layers.l2 import Dot1Q, Ether
 
 import flowkeys
 from ackfilter.sim import traces
+from ackfilter.sim.malformed import expected_class, malformed_cases
+from ackfilter.sim.random_trace import random_trace
 from ackfilter.sim.pcap import read_pcap, write_pcap
 from ackfilter.model import FilterModel, classify, gcra_departures, GcraShaper, before, after
 
@@ -554,7 +556,7 @@ def test_mode_off_is_a_plain_fifo_that_still_counts_pure_acks():
 
 
 def test_acks_in_excludes_pure_acks_longer_than_a_slot():
-    frame, cls = traces.malformed_cases()["pure_ack_with_trailer_over_the_256_byte_slot_is_data"]
+    frame, cls = malformed_cases()["pure_ack_with_trailer_over_the_256_byte_slot_is_data"]
     for mode in (0, 1, 2):
         m = FilterModel(ack_mode=mode)
         assert m.arrive(frame) == ["ARRIVE_DATA"]
@@ -652,13 +654,13 @@ def test_gcra_fractional_rate_and_unshaped():
 # ---------------------------------------------------------------------------
 # Classification edge cases
 
-CASES = traces.malformed_cases()
+CASES = malformed_cases()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_malformed_case_classification(name):
     frame, expected = CASES[name]
-    cls, eligible = traces.expected_class(expected)
+    cls, eligible = expected_class(expected)
     for mode in (CONSERVATIVE, AGGRESSIVE):
         p = classify(frame, ack_mode=mode)
         assert (p.cls, p.eligible) == (cls, eligible), p.reason
@@ -768,8 +770,8 @@ def test_ack_stream_is_padded_and_advances():
 
 
 def test_random_trace_is_deterministic_unique_and_conserved():
-    a = traces.random_trace(1234, 10000, 200)
-    assert a == traces.random_trace(1234, 10000, 200)
+    a = random_trace(1234, 10000, 200)
+    assert a == random_trace(1234, 10000, 200)
     assert len(a) >= 10000
     assert len({f for _, f in a}) == len(a)
     assert all(t1 < t2 for (t1, _), (t2, _) in zip(a, a[1:]))

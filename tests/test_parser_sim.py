@@ -18,7 +18,7 @@ outputs at every clock edge. Every frame is checked against:
   segmenter's fields, and the payload block sums it strobes;
 * the class reasoned by hand from spec section 2 for every case of
   ``cocotb_tests/tb_parser.py``'s ``parser_cases`` (which include
-  ``sim.traces.malformed_cases``): ``ack`` (eligible), ``ack-ineligible``,
+  ``sim.malformed.malformed_cases``): ``ack`` (eligible), ``ack-ineligible``,
   ``data``, ``runt``, ``oversize``;
 * for a few frames, every field written out literally from the spec
   (section 2, "Flow key" and "Option summary"), so that the parser is not
@@ -53,7 +53,7 @@ from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ip_header
 from ackfilter.model.segmenter import lane_block_sums, seg_info
 from ackfilter.params import MAX_FRAME_BYTES
-from ackfilter.sim import traces
+from ackfilter.sim.random_trace import random_trace
 
 CLASSES = {"runt": FrameClass.RUNT, "oversize": FrameClass.OVERSIZE, "ack": FrameClass.ACK,
            "data": FrameClass.DATA}
@@ -403,7 +403,7 @@ def random_mix(seed, n):
     headers, cut short or followed by junk."""
     rng = random.Random(seed)
     cases = [f for group in parser_cases().values() for _name, f, _cls in group if len(f) <= 2100]
-    trace = [f for _t, f in traces.random_trace(seed, n, 40)]
+    trace = [f for _t, f in random_trace(seed, n, 40)]
     out = []
     for _ in range(n):
         frame = bytearray(rng.choice(trace) if rng.random() < 0.6 else rng.choice(cases))

@@ -61,6 +61,7 @@ from ackfilter.model.red import ECN_CE, Red, ecn_codepoint, ip_header
 from ackfilter.gateware.shaper import CHARGED_LATENCY
 from ackfilter.params import ARRIVAL_EVENTS, DATA_CELL_BYTES, EVENTS, RED_DECISION_LEAD
 from ackfilter.sim import traces
+from ackfilter.sim.random_trace import random_trace
 
 CELLS = 64              # the data buffer: 8 KiB in cells of 128 bytes
 BUF_BITS = 8            # 256 ACK buffers: never short of one
@@ -88,11 +89,11 @@ FLOW_C = replace(FLOW_A, src="10.9.80.207", dst="198.51.100.1")
 
 def frames_for(seed, n_random, n_flows):
     """A random trace of a few busy flows (every supersession corner of
-    ``traces.random_trace``), with the ACK streams of three flows whose tags
+    ``random_trace``), with the ACK streams of three flows whose tags
     collide woven in; every frame unique."""
     assert tag_of(FLOW_A) == tag_of(FLOW_B) == tag_of(FLOW_C)
     rng = random.Random(seed)
-    frames = [f for _t, f in traces.random_trace(seed, n_random, n_flows)]
+    frames = [f for _t, f in random_trace(seed, n_random, n_flows)]
     ts = 5000
     for k in range(n_random // 5):
         fl = (FLOW_A, FLOW_B, FLOW_C)[k % 3]

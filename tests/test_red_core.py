@@ -40,7 +40,7 @@ def upload_trace(seed, *, n=1500, burst_s=0.25, pause_s=0.3):
         k = rng.randrange(len(FLOWS))
         r = rng.random()
         if r < 0.05:
-            frame = traces._arp_frame("02:00:00:00:00:%02x" % (i % 200 + 1), "192.168.1.10", "192.168.1.1")
+            frame = traces.arp_frame("02:00:00:00:00:%02x" % (i % 200 + 1), "192.168.1.10", "192.168.1.1")
         elif r < 0.15:
             frame = traces.tcp_frame(FLOWS[k], seq=9, ack=1000 + i * 1448, flags="A",
                                      ecn=rng.choice((0, 2)), ip_id=i, builder="raw")

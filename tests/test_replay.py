@@ -12,6 +12,7 @@ import pytest
 
 from ackfilter import params
 from ackfilter.sim import pcap, traces
+from ackfilter.sim.random_trace import random_trace
 from ackfilter.model import FilterModel
 from ackfilter.model.flowq import quantum_for_cpb
 from ackfilter.model.shaper import LinkAccounting
@@ -26,7 +27,7 @@ from ackfilter.sim.replay import replay
 def test_random_trace_of_ten_thousand_frames_matches_the_model(mode, elab):
     # 300 flows, a shaped uplink so that ACKs queue up, an ACK queue limit
     # short enough that drop-from-front happens too.
-    frames = traces.random_trace(11, 10_000, 300)
+    frames = random_trace(11, 10_000, 300)
     limit = 24
     res = replay(frames, uplink_rate_bps=200_000_000, ack_mode=mode, ack_slots=limit,
                  events=True, elab=elab)
@@ -51,7 +52,7 @@ def test_the_flow_queue_core_matches_the_model(mode):
     # drops from the fattest queue), DRR with the quantum of the shaped rate
     # and the credit charged with the link accounting (the shaper's defaults)
     # times the queue's host's bulk queues (its 64 host buckets).
-    frames = traces.random_trace(13, 10_000, 300)
+    frames = random_trace(13, 10_000, 300)
     rate, limit = 200_000_000, 24
     res = replay(frames, uplink_rate_bps=rate, ack_mode=mode, ack_slots=limit, events=True)
     assert params.FLOW_QUEUES and res.info["data_queues"] == params.FLOW_ENTRIES + 1

@@ -72,7 +72,7 @@ def upload_trace(seed, *, n=700):
                 good[-5] ^= 0x40
                 frame = bytes(good)
             elif kind == 2:
-                frame = traces._arp_frame("02:00:00:00:00:%02x" % (i % 200 + 1), "192.168.1.10",
+                frame = traces.arp_frame("02:00:00:00:00:%02x" % (i % 200 + 1), "192.168.1.10",
                                           "192.168.1.1")
             elif kind == 3:    # SYN with data: never cut
                 frame = traces.tcp_frame(traces.Flow(sport=51000 + i), seq=5, flags="S",

@@ -8,7 +8,7 @@ Two frame builders make the same bytes:
 
 * :func:`tcp_frame` with ``builder="scapy"`` builds with Scapy (the reference);
 * ``builder="raw"`` assembles the bytes directly, about 50x faster, for the
-  long traces (:func:`random_trace`, :func:`demo_scenario`). The tests check
+  long traces (``random_trace``, :func:`demo_scenario`). The tests check
   that both builders agree byte for byte.
 
 Generators:
@@ -16,10 +16,11 @@ Generators:
 * :func:`ack_stream` — one flow's pure ACKs with a fixed ack step;
 * :func:`demo_scenario` — ~2 s of a home uplink (~1 Mb/s): four downloads' ACK
   streams, one upload, a little other traffic;
-* :func:`random_trace` — many flows and encapsulations, every supersession
-  corner and malformed frames, each frame's bytes unique;
-* :func:`malformed_cases` — every parser edge case of spec section 2 with its
-  expected class.
+* :func:`~ackfilter.sim.random_trace.random_trace` (a module of its own) —
+  many flows and encapsulations, every supersession corner and malformed
+  frames, each frame's bytes unique;
+* :func:`~ackfilter.sim.malformed.malformed_cases` (a module of its own) —
+  every parser edge case of spec section 2 with its expected class.
 
 :mod:`ackfilter.sim.pcap` stores traces (``write_pcap(path, trace, seconds=True)``).
 """
@@ -30,9 +31,8 @@ import ipaddress
 from dataclasses import dataclass, replace
 
 __all__ = [
-    "Flow", "tcp_frame", "tcp_options_bytes", "ack_stream", "data_stream",
-    "demo_scenario", "random_trace", "malformed_cases", "expected_class",
-    "MSS", "MIN_FRAME_BYTES",
+    "Flow", "tcp_frame", "tcp_options_bytes", "ack_stream", "data_stream", "demo_scenario",
+    "arp_frame", "udp_frame", "unique_mac", "inet_checksum", "MSS", "MIN_FRAME_BYTES",
 ]
 
 #: Payload of a full-size segment (1514-byte frame, IPv4, timestamps off: 1460).
@@ -109,7 +109,9 @@ def tcp_options_bytes(options):
     return bytes(out)
 
 
-def _csum(data):
+def inet_checksum(data):
+    """RFC 1071 checksum (the ones' complement of the ones' complement sum)."""
+    data = bytes(data)
     if len(data) % 2:
         data += b"\x00"
     s = sum(struct.unpack(f"!{len(data) // 2}H", data))
@@ -139,14 +141,14 @@ def _raw_frame(flow, *, seq, ack, flags, window, options, payload, ip_id, ecn, t
         pseudo = src_ip + dst_ip + struct.pack("!IxxxB", tcp_len, 6)
     else:
         pseudo = src_ip + dst_ip + struct.pack("!xBH", 6, tcp_len)
-    struct.pack_into("!H", tcp, 16, _csum(pseudo + tcp))
+    struct.pack_into("!H", tcp, 16, inet_checksum(pseudo + tcp))
     if flow.ipv6:
         ip = struct.pack("!IHBB", (6 << 28) | (ecn << 20) | flow_label, tcp_len, 6, ttl) + src_ip + dst_ip
     else:
         ihl = 5 + ip_option_words
         hdr = bytearray(struct.pack("!BBHHHBBH", 0x40 | ihl, ecn, 4 * ihl + tcp_len, ip_id, frag,
                                     ttl, 6, 0) + src_ip + dst_ip + b"\x01" * (4 * ip_option_words))
-        struct.pack_into("!H", hdr, 10, _csum(bytes(hdr)))
+        struct.pack_into("!H", hdr, 10, inet_checksum(bytes(hdr)))
         ip = bytes(hdr)
     packet = ip + bytes(tcp)
     if flow.pppoe_session is not None:
@@ -276,26 +278,26 @@ def data_stream(flow, n, *, start_seq=1, ack=1, size=1514, start_time=0.0, inter
 # --------------------------------------------------------------------------
 # Other frames (ARP, UDP) built raw.
 
-def _arp_frame(src_mac, sender_ip, target_ip):
+def arp_frame(src_mac, sender_ip, target_ip):
     body = struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + _mac(src_mac) + \
         ipaddress.ip_address(sender_ip).packed + b"\x00" * 6 + ipaddress.ip_address(target_ip).packed
     frame = b"\xff" * 6 + _mac(src_mac) + b"\x08\x06" + body
     return frame + b"\x00" * max(0, MIN_FRAME_BYTES - len(frame))
 
 
-def _udp_frame(src_mac, dst_mac, src, dst, sport, dport, payload, ip_id=0, vlans=()):
+def udp_frame(src_mac, dst_mac, src, dst, sport, dport, payload, ip_id=0, vlans=()):
     if ":" in src:
         s, d = ipaddress.ip_address(src).packed, ipaddress.ip_address(dst).packed
         udp = bytearray(struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload)
-        struct.pack_into("!H", udp, 6, _csum(s + d + struct.pack("!IxxxB", len(udp), 17) + udp) or 0xFFFF)
+        struct.pack_into("!H", udp, 6, inet_checksum(s + d + struct.pack("!IxxxB", len(udp), 17) + udp) or 0xFFFF)
         ip = struct.pack("!IHBB", 6 << 28, len(udp), 17, 64) + s + d + bytes(udp)
         etype = 0x86DD
     else:
         s, d = ipaddress.ip_address(src).packed, ipaddress.ip_address(dst).packed
         udp = bytearray(struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload)
-        struct.pack_into("!H", udp, 6, _csum(s + d + struct.pack("!xBH", 17, len(udp)) + udp) or 0xFFFF)
+        struct.pack_into("!H", udp, 6, inet_checksum(s + d + struct.pack("!xBH", 17, len(udp)) + udp) or 0xFFFF)
         hdr = bytearray(struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(udp), ip_id & 0xFFFF, 0, 64, 17, 0) + s + d)
-        struct.pack_into("!H", hdr, 10, _csum(bytes(hdr)))
+        struct.pack_into("!H", hdr, 10, inet_checksum(bytes(hdr)))
         ip = bytes(hdr) + bytes(udp)
         etype = 0x0800
     l2 = _mac(dst_mac) + _mac(src_mac)
@@ -307,7 +309,7 @@ def _udp_frame(src_mac, dst_mac, src, dst, sport, dport, payload, ip_id=0, vlans
     return frame + b"\x00" * max(0, MIN_FRAME_BYTES - len(frame))
 
 
-def _uniq_mac(counter):
+def unique_mac(counter):
     """A locally administered source MAC carrying a 32-bit frame counter."""
     return "02:5a:" + ":".join(f"{b:02x}" for b in counter.to_bytes(4, "big"))
 
@@ -391,524 +393,18 @@ def demo_scenario(seed=1, *, duration_s=2.0, uplink_bps=1_000_000):
 
     # Other traffic.
     for k in range(int(duration_s / 0.5)):
-        add(rng.uniform(0, duration_s), lambda mac, k=k: _arp_frame(mac, "192.168.1.10", f"192.168.1.{200 + k}"))
+        add(rng.uniform(0, duration_s), lambda mac, k=k: arp_frame(mac, "192.168.1.10", f"192.168.1.{200 + k}"))
     for k in range(int(duration_s * 5)):
         q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + bytes([7]) + b"example" + \
             bytes([3]) + b"com\x00\x00\x01\x00\x01"
-        add(rng.uniform(0, duration_s), lambda mac, k=k, q=q: _udp_frame(
+        add(rng.uniform(0, duration_s), lambda mac, k=k, q=q: udp_frame(
             mac, "02:00:00:00:00:01", "192.168.1.11", "192.168.1.1", 30000 + k, 53, q, ip_id=k))
 
     events.sort(key=lambda e: (e[0], e[1]))
-    return [(t, make(_uniq_mac(n))) for n, (t, _, make) in enumerate(events)]
+    return [(t, make(unique_mac(n))) for n, (t, _, make) in enumerate(events)]
 
 
 def _ack_maker(flow, ack, tsval, tsecr, sack, ip_id):
     opts = _ts_options(tsval, tsecr, sack)
     return lambda mac: tcp_frame(flow, seq=1, ack=ack, options=opts, ip_id=ip_id, flow_label=ip_id,
                                  src_mac=mac, builder="raw")
-
-
-# --------------------------------------------------------------------------
-# Random trace.
-
-_TPIDS = (0x8100, 0x88A8, 0x9100)
-
-
-class _RandomFlow:
-    """State of one random flow's receiver (the side whose ACKs the core sees)."""
-
-    def __init__(self, rng, index):
-        self.rng = rng
-        r = rng.random()
-        v6 = rng.random() < 0.3
-        if v6:
-            src, dst = f"2001:db8:{index:x}::{rng.randrange(1, 0xFFFF):x}", f"2001:db8:ffff::{rng.randrange(1, 0xFFFF):x}"
-        else:
-            src, dst = f"10.{index >> 8 & 255}.{index & 255}.{rng.randrange(1, 255)}", f"198.51.{rng.randrange(256)}.{rng.randrange(1, 255)}"
-        vlans, pppoe = (), None
-        if r < 0.15:
-            vlans = ((rng.choice(_TPIDS), rng.randrange(4096)),)
-        elif r < 0.25:
-            vlans = ((rng.choice(_TPIDS), rng.randrange(4096)), (rng.choice(_TPIDS), rng.randrange(4096)))
-        elif r < 0.35:
-            pppoe = rng.randrange(1, 0xFFFF)
-        elif r < 0.40:
-            vlans, pppoe = ((0x8100, rng.randrange(4096)),), rng.randrange(1, 0xFFFF)
-        elif r < 0.43:
-            vlans, pppoe = ((0x88A8, rng.randrange(4096)), (0x8100, rng.randrange(4096))), rng.randrange(1, 0xFFFF)
-        self.flow = Flow(src=src, dst=dst, sport=rng.randrange(1024, 65536), dport=rng.choice((80, 443, 8080, 22)),
-                         vlans=vlans, pppoe_session=pppoe)
-        # Start near the 2^32 wrap for some flows.
-        self.ack = (2**32 - rng.randrange(1, 50) * MSS) if rng.random() < 0.2 else rng.getrandbits(32)
-        self.seq = rng.getrandbits(32)
-        self.has_ts = rng.random() < 0.8
-        self.tsval = (2**32 - rng.randrange(1, 40)) if rng.random() < 0.2 else rng.getrandbits(32)
-        self.tsecr = rng.getrandbits(32)
-        self.ecn = rng.choice((0, 0, 0, 1, 2))   # ECT(1)/ECT(0) for ECN-capable flows
-        self.ece = False
-        self.cwr = False
-        self.sack = []                          # current SACK blocks (relative to a hole)
-        self.window = rng.randrange(1000, 65536)
-
-    def next_ack_fields(self):
-        """Advance the receiver and return the fields of its next pure ACK."""
-        rng = self.rng
-        r = rng.random()
-        sack = []
-        if r < 0.45:                                    # cumulative advance
-            self.ack = (self.ack + rng.choice((MSS, 2 * MSS, 2 * MSS, 3 * MSS, rng.randrange(1, 5000)))) & 0xFFFFFFFF
-            self.sack = []
-        elif r < 0.65:                                  # dup ACK series, SACK growing or not
-            if self.sack or rng.random() < 0.5:
-                if not self.sack:
-                    s = (self.ack + MSS) & 0xFFFFFFFF
-                    self.sack = [(s, (s + MSS) & 0xFFFFFFFF)]
-                elif rng.random() < 0.8:
-                    s, e = self.sack[0]
-                    self.sack[0] = (s, (e + MSS) & 0xFFFFFFFF)
-                elif len(self.sack) < 3:
-                    s, e = self.sack[0]
-                    ns = (e + MSS) & 0xFFFFFFFF
-                    self.sack.insert(0, (ns, (ns + MSS) & 0xFFFFFFFF))
-            sack = list(self.sack)
-        elif r < 0.70:                                  # D-SACK: block below the ack
-            s = (self.ack - rng.randrange(1, 4) * MSS) & 0xFFFFFFFF
-            sack = [(s, (s + MSS) & 0xFFFFFFFF)] + list(self.sack[:2])
-        elif r < 0.73:                                  # D-SACK inside block 1
-            if self.sack:
-                s, e = self.sack[0]
-                sack = [(s, (s + min(MSS, (e - s) & 0xFFFFFFFF)) & 0xFFFFFFFF)] + list(self.sack)
-            else:
-                sack = []
-        elif r < 0.77:                                  # ECE/CWR change
-            self.ece = not self.ece if rng.random() < 0.7 else self.ece
-            self.cwr = rng.random() < 0.3
-        elif r < 0.80:                                  # reordered: an older ACK
-            return self._fields(((self.ack - rng.randrange(1, 4) * MSS) & 0xFFFFFFFF),
-                                (self.tsval - rng.randrange(0, 3)) & 0xFFFFFFFF, sack=[])
-        elif r < 0.82:                                  # malformed SACK block (end before start)
-            s = (self.ack + 5 * MSS) & 0xFFFFFFFF
-            sack = [(s, (s - MSS) & 0xFFFFFFFF)]
-        elif r < 0.85:                                  # recovery: everything SACKed is acked
-            if self.sack:
-                self.ack = max(((e - self.ack) & 0xFFFFFFFF for _, e in self.sack)) + self.ack & 0xFFFFFFFF
-                self.sack = []
-        else:                                           # pure dup ACK without SACK
-            pass
-        if rng.random() < 0.7:
-            self.tsval = (self.tsval + rng.randrange(0, 4)) & 0xFFFFFFFF
-        if rng.random() < 0.5:
-            self.tsecr = (self.tsecr + rng.randrange(0, 4)) & 0xFFFFFFFF
-        ecn = self.ecn
-        if ecn and rng.random() < 0.02:
-            ecn = 3                                     # CE on this one
-        return self._fields(self.ack, self.tsval, sack=sack, ecn=ecn)
-
-    def _fields(self, ack, tsval, *, sack, ecn=None):
-        opts = []
-        if self.has_ts:
-            opts += [("NOP", None), ("NOP", None), ("Timestamp", (tsval, self.tsecr))]
-        if sack:
-            max_blocks = 3 if self.has_ts else 4     # 40 bytes of options at most
-            opts += [("NOP", None), ("NOP", None), ("SAck", tuple(v for b in sack[:max_blocks] for v in b))]
-        flags = "A" + ("E" if self.ece else "") + ("C" if self.cwr else "")
-        return dict(seq=self.seq, ack=ack, flags=flags, options=opts, window=self.window,
-                    ecn=self.ecn if ecn is None else ecn)
-
-
-def _malformed_random(rng, frame):
-    """Corrupt a well-formed frame in one of the ways the parser must reject or survive."""
-    kind = rng.randrange(7)
-    f = bytearray(frame)
-    if kind == 0:                        # truncated anywhere after the Ethernet header
-        return bytes(f[:rng.randrange(14, max(15, len(f)))])
-    if kind == 1:                        # random byte flipped in the headers
-        i = rng.randrange(12, min(len(f), 80))
-        f[i] ^= 1 << rng.randrange(8)
-        return bytes(f)
-    if kind == 2:                        # trailing garbage
-        return bytes(f) + bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 20)))
-    if kind == 3:                        # random bytes after the MACs
-        return bytes(f[:12]) + bytes(rng.getrandbits(8) for _ in range(rng.randrange(2, 120)))
-    if kind == 4:                        # third VLAN tag / unknown EtherType
-        return bytes(f[:12]) + struct.pack("!HH", rng.choice(_TPIDS + (0x88B5, 0x8863, 0x0600)), 5) + bytes(f[12:])
-    if kind == 5:                        # half of the frame
-        return bytes(f[:max(14, len(f) // 2)])
-    return bytes(f[:-1])                 # one byte short
-
-
-def random_trace(seed, n_frames=10_000, n_flows=200):
-    """A deterministic random trace of exactly ``n_frames`` frames over ``n_flows`` ACK flows.
-
-    Mix (by frame): ~62 % pure ACKs of the flows (random advances, dup-ACK
-    series with growing SACK blocks, D-SACK, malformed SACK blocks, ECE/CWR
-    and CE changes, reordered older ACKs, timestamps and ack numbers wrapping
-    at 2^32; IPv4/IPv6 over plain Ethernet, VLAN, QinQ, PPPoE, VLAN+PPPoE;
-    a few with padding bytes that are not zero), PSH|ACK without payload,
-    ACKs with payload, SYN/FIN/RST, ACKs with MSS/window-scale/unknown
-    options, data segments of 60..1514 bytes, UDP/ARP, IPv4 fragments, IPv6
-    with an extension header, IP options, malformed frames (runts, truncated
-    headers, bad IHL, TCP option lengths 0/1/past the header, IP total length
-    longer or shorter than the frame) and oversize frames.
-
-    Every frame is unique: its source MAC carries the frame's index (runts,
-    which have no whole source MAC, are made unique otherwise). Frames are
-    spaced by exponential gaps of mean 2 us. Returns ``[(time_s, bytes)]``.
-    """
-    rng = random.Random(seed)
-    flows = [_RandomFlow(rng, i) for i in range(n_flows)]
-    # Zipf-like popularity so some flows are busy (supersession) and some idle.
-    weights = [1 / (i + 1) ** 0.8 for i in range(n_flows)]
-    out, seen = [], set()
-    t = 0.0
-    n = 0
-    while len(out) < n_frames:
-        mac = _uniq_mac(n)
-        n += 1
-        fl = rng.choices(flows, weights)[0]
-        r = rng.random()
-        ip_id = n & 0xFFFF
-        common = dict(ip_id=ip_id, flow_label=n, src_mac=mac, builder="raw")
-        if r < 0.62:
-            fields = fl.next_ack_fields()
-            pad_byte = rng.choice((0, 0, 0, 0xAA))
-            frame = tcp_frame(fl.flow, pad_byte=pad_byte, **fields, **common)
-        elif r < 0.64:                               # PSH|ACK without payload
-            f = fl.next_ack_fields()
-            f["flags"] = "PA"
-            frame = tcp_frame(fl.flow, **f, **common)
-        elif r < 0.67:                               # ACK with a little payload
-            f = fl.next_ack_fields()
-            frame = tcp_frame(fl.flow, payload=bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 40))),
-                              **f, **common)
-        elif r < 0.69:                               # SYN/FIN/RST/URG/AE/reserved
-            f = fl.next_ack_fields()
-            choice = rng.randrange(6)
-            if choice < 4:
-                f["flags"] = ("SA", "FA", "R", "RA", "UA", "AN")[rng.randrange(6)]
-                frame = tcp_frame(fl.flow, **f, **common)
-            else:
-                frame = tcp_frame(fl.flow, reserved=1 << rng.randrange(3), **f, **common)
-        elif r < 0.71:                               # other options on an otherwise pure ACK
-            f = fl.next_ack_fields()
-            f["options"] = [o for o in f["options"] if o[0] != "SAck"] + rng.choice((
-                [("MSS", 1460)], [("NOP", None), ("WScale", 7)], [("SAckOK", b""), ("NOP", None), ("NOP", None)],
-                [(34, b"\x00" * 6)], [(19, b"\x11" * 16)], [(99, b"")]))
-            frame = tcp_frame(fl.flow, **f, **common)
-        elif r < 0.86:                               # data segments 60..1514
-            size = rng.randrange(60, 1515)
-            hdr = 14 + 4 * len(fl.flow.vlans) + (8 if fl.flow.pppoe_session is not None else 0) + \
-                (40 if fl.flow.ipv6 else 20) + 20
-            payload = bytes(rng.getrandbits(8) for _ in range(max(1, size - hdr)))
-            fl.seq = (fl.seq + len(payload)) & 0xFFFFFFFF
-            frame = tcp_frame(fl.flow, seq=fl.seq, ack=fl.ack, flags=rng.choice(("A", "PA")),
-                              payload=payload, **common)
-        elif r < 0.89:                               # other protocols
-            k = rng.randrange(4)
-            if k == 0:
-                frame = _arp_frame(mac, "192.168.1.2", f"192.168.1.{rng.randrange(1, 255)}")
-            elif k == 1:
-                frame = _udp_frame(mac, "02:00:00:00:00:fe", "192.168.1.2", "8.8.8.8", rng.randrange(1024, 65536),
-                                   53, bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 200))), ip_id=ip_id,
-                                   vlans=fl.flow.vlans[:1])
-            elif k == 2:                             # IPv4 fragment of a pure ACK
-                f = fl.next_ack_fields()
-                frame = tcp_frame(replace(fl.flow, src="10.200.0.1", dst="10.200.0.2", pppoe_session=None),
-                                  frag=rng.choice((0x2000, 0x0001, 0x2010)), **f, **common)
-            else:                                    # IPv6 with a hop-by-hop header before TCP
-                f = fl.next_ack_fields()
-                v6 = replace(fl.flow, src="2001:db8::1", dst="2001:db8::2", vlans=(), pppoe_session=None)
-                b = bytearray(tcp_frame(v6, **f, **common))
-                tcp = b[54:]
-                hbh = bytes([6, 0, 1, 4, 0, 0, 0, 0])
-                b = b[:54] + hbh + tcp
-                b[20] = 0                            # next header: hop-by-hop
-                struct.pack_into("!H", b, 18, len(tcp) + 8)
-                frame = bytes(b)
-        elif r < 0.90:                               # pure ACK with IPv4 options
-            f = fl.next_ack_fields()
-            v4 = replace(fl.flow, src="10.201.0.1", dst="10.201.0.2") if fl.flow.ipv6 else fl.flow
-            frame = tcp_frame(v4, ip_option_words=rng.randrange(1, 11), **f, **common)
-        elif r < 0.96:                               # malformed
-            f = fl.next_ack_fields()
-            k = rng.randrange(7)
-            if k == 0:                               # runt
-                frame = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 14)))
-            elif k == 1:                             # bad option lengths
-                bad = rng.choice((b"\x08\x00\x00\x00", b"\x05\x01\x00\x00", b"\x01\x01\x02\x09",
-                                  b"\x01\x01\x01\x08", b"\x08\x08\x00\x00\x00\x00\x00\x00",
-                                  b"\x05\x0c" + b"\x00" * 10, b"\x03\x00\x01\x01"))
-                frame = tcp_frame(fl.flow, **{**f, "options": [("NOP", None)] * 0}, **common)
-                frame = _insert_raw_options(frame, fl.flow, bad + b"\x00" * (-len(bad) % 4))
-            elif k == 2:                             # bad IHL (IPv4 only)
-                frame = bytearray(tcp_frame(fl.flow, **f, **common))
-                ip = _ip_offset(fl.flow)
-                if not fl.flow.ipv6:
-                    frame[ip] = 0x40 | rng.choice((0, 1, 4, 6, 15))
-                else:
-                    frame[ip] = 0x40 | (frame[ip] & 0x0F)      # version 4 in an IPv6 slot
-                frame = bytes(frame)
-            elif k == 3:                             # IP length longer or shorter than the frame
-                frame = bytearray(tcp_frame(fl.flow, **f, **common))
-                ip = _ip_offset(fl.flow)
-                pos = ip + (4 if fl.flow.ipv6 else 2)
-                delta = rng.choice((-8, -4, -1, 1, 4, 8, 100))
-                struct.pack_into("!H", frame, pos, (struct.unpack_from("!H", frame, pos)[0] + delta) & 0xFFFF)
-                frame = bytes(frame)
-            else:
-                frame = _malformed_random(rng, tcp_frame(fl.flow, **f, **common))
-        elif r < 0.97:                               # oversize
-            size = rng.randrange(2049, 2600)
-            frame = tcp_frame(fl.flow, flags="PA", payload=bytes(size - 54 - 4 * len(fl.flow.vlans)), **common)
-            frame = frame[:size] if len(frame) > size else frame
-        else:                                        # pure ACK near the slot size
-            f = fl.next_ack_fields()          # options filled up to 40 bytes with NOPs
-            opts = [("NOP", None)] * (40 - len(tcp_options_bytes(f["options"]))) + list(f["options"])
-            v4 = not fl.flow.ipv6
-            frame = tcp_frame(fl.flow, **{**f, "options": opts},
-                              ip_option_words=rng.randrange(0, 11) if v4 else 0, **common)
-        if frame in seen:
-            continue            # only random runts can repeat; draw again
-        seen.add(frame)
-        t += rng.expovariate(1 / 2e-6)
-        out.append((t, frame))
-    return out
-
-
-def _ip_offset(flow):
-    return 14 + 4 * len(flow.vlans) + (8 if flow.pppoe_session is not None else 0)
-
-
-def _insert_raw_options(frame, flow, raw_opts):
-    """Replace a frame's TCP options (none) with ``raw_opts`` and fix every length field."""
-    ip = _ip_offset(flow)
-    ip_len = 40 if flow.ipv6 else 4 * (frame[ip] & 0x0F)
-    tcp = ip + ip_len
-    doff = frame[tcp + 12] >> 4
-    end = tcp + 4 * doff
-    f = bytearray(frame[:end]) + raw_opts     # no payload, drop any padding
-    f[tcp + 12] = ((doff + len(raw_opts) // 4) << 4) | (f[tcp + 12] & 0x0F)
-    _fix_lengths(f, flow, len(f) - ip)
-    return bytes(f) + b"\x00" * max(0, MIN_FRAME_BYTES - len(f))
-
-
-def _fix_lengths(f, flow, ip_packet_len):
-    ip = _ip_offset(flow)
-    if flow.pppoe_session is not None:
-        struct.pack_into("!H", f, ip - 4, ip_packet_len + 2)
-    if flow.ipv6:
-        struct.pack_into("!H", f, ip + 4, ip_packet_len - 40)
-    else:
-        struct.pack_into("!H", f, ip + 2, ip_packet_len)
-        struct.pack_into("!H", f, ip + 10, 0)
-        struct.pack_into("!H", f, ip + 10, _csum(bytes(f[ip:ip + 4 * (f[ip] & 0x0F)])))
-
-
-# --------------------------------------------------------------------------
-# Parser edge cases.
-
-def expected_class(expected):
-    """``(cls, eligible)`` of a :func:`malformed_cases` expectation."""
-    if expected in ("ack", "ack-ineligible"):
-        return "ack", expected == "ack"
-    return expected, False
-
-
-def malformed_cases():
-    """Every parser edge case of spec section 2, built with Scapy, with its expected class.
-
-    Returns ``{name: (frame_bytes, expected)}`` where ``expected`` is the class
-    a filtering mode (conservative or aggressive) gives, ``"ack"`` for an
-    eligible pure ACK and ``"ack-ineligible"`` for a pure ACK that may neither
-    supersede nor be superseded; in mode ``off`` every pure ACK is ``data``.
-    Each expectation is reasoned by hand from the spec and noted in the name.
-    """
-    from scapy.layers.l2 import Ether, Dot1Q, ARP
-    from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP, IPOption_Router_Alert
-    from scapy.layers.inet6 import IPv6, IPv6ExtHdrHopByHop
-    from scapy.layers.ppp import PPPoE, PPPoED, PPP
-
-    eth = dict(dst="02:00:00:00:00:fe", src="02:00:00:00:00:01")
-    ip4 = dict(src="192.168.1.10", dst="203.0.113.5", id=7)
-    ip6 = dict(src="2001:db8::10", dst="2001:db8::20")
-    ts = [("NOP", None), ("NOP", None), ("Timestamp", (1000, 2000))]
-
-    def tcp(**kw):
-        base = dict(sport=50000, dport=443, seq=1, ack=100000, flags="A", window=65535)
-        base.update(kw)
-        return TCP(**base)
-
-    def pad(b, to=MIN_FRAME_BYTES, byte=0):
-        return b + bytes([byte]) * max(0, to - len(b))
-
-    def v4(raw_opts=None, **kw):
-        """``raw_opts`` replaces the last ``len(raw_opts)`` option bytes, with the TCP checksum fixed."""
-        pkt = Ether(**eth) / IP(**ip4) / tcp(**kw)
-        if raw_opts is None:
-            return bytes(pkt)
-        b = bytearray(bytes(pkt))
-        b[len(b) - len(raw_opts):] = raw_opts
-        b[50:52] = b"\0\0"
-        b[50:52] = _csum(bytes(b[26:34]) + b"\x00\x06" + (len(b) - 34).to_bytes(2, "big") +
-                         bytes(b[34:])).to_bytes(2, "big")
-        return bytes(b)
-
-    def patch(b, offset, value):
-        b = bytearray(b)
-        b[offset:offset + len(value)] = value
-        return bytes(b)
-
-    c = {}
-    # -- frame size classes
-    c["runt_1_byte"] = (b"\x02", "runt")
-    c["runt_13_bytes"] = (bytes(Ether(**eth))[:13], "runt")
-    c["ethernet_header_only_14_bytes_is_data"] = (bytes(Ether(**eth, type=0x0800))[:14], "data")
-    c["oversize_2049_bytes"] = (pad(bytes(Ether(**eth) / IP(**ip4) / UDP(sport=1, dport=2)), 2049), "oversize")
-    c["data_2048_bytes_is_largest_accepted"] = (pad(bytes(Ether(**eth) / IP(**ip4) / UDP(sport=1, dport=2)), 2048), "data")
-    # -- the plain pure ACK and padding (rule 5)
-    c["ack_ipv4_54_bytes_unpadded"] = (v4(), "ack")
-    c["ack_ipv4_padded_to_60_with_zeros"] = (pad(v4()), "ack")
-    c["ack_ipv4_padded_with_nonzero_bytes"] = (pad(v4(), byte=0xAA), "ack")
-    c["ack_ipv4_padded_to_64"] = (pad(v4(), 64), "ack")
-    c["padding_to_65_bytes_is_ineligible"] = (pad(v4(), 65), "ack-ineligible")
-    c["ack_66_bytes_with_2_trailing_bytes_is_ineligible"] = (v4(options=ts) + b"\x00\x00", "ack-ineligible")
-    c["ack_vlan_padded_to_68"] = (pad(bytes(Ether(**eth, type=0x8100) / Dot1Q(vlan=5, type=0x0800) /
-                                             IP(**ip4) / tcp()), 68), "ack")
-    c["ack_vlan_padded_to_69_is_ineligible"] = (pad(bytes(Ether(**eth, type=0x8100) / Dot1Q(vlan=5, type=0x0800) /
-                                                          IP(**ip4) / tcp()), 69), "ack-ineligible")
-    c["ack_qinq_padded_to_72"] = (pad(bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=10, type=0x8100) /
-                                            Dot1Q(vlan=20, type=0x0800) / IP(**ip4) / tcp()), 72), "ack")
-    c["ack_with_timestamps_66_bytes"] = (v4(options=ts), "ack")
-    c["frame_shorter_than_ip_total_length_is_data"] = (v4(options=ts)[:-4], "data")
-    c["padded_frame_shorter_than_ip_total_length_is_data"] = (
-        pad(bytes(Ether(**eth) / IP(**ip4, len=64) / tcp())), "data")
-    c["ip_total_length_4_more_than_tcp_header_is_payload_data"] = (
-        pad(bytes(Ether(**eth) / IP(**ip4, len=44) / tcp())), "data")
-    c["ip_total_length_below_ihl_plus_20_is_data"] = (
-        pad(bytes(Ether(**eth) / IP(**ip4, len=36) / tcp())), "data")
-    # -- L2 (rule 1)
-    for tpid in (0x8100, 0x88A8, 0x9100):
-        c[f"ack_vlan_tpid_{tpid:04x}"] = (
-            pad(bytes(Ether(**eth, type=tpid) / Dot1Q(vlan=100, type=0x0800) / IP(**ip4) / tcp())), "ack")
-    c["ack_qinq_88a8_8100"] = (bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=10, type=0x8100) /
-                                     Dot1Q(vlan=20, type=0x0800) / IP(**ip4) / tcp(options=ts)), "ack")
-    c["ack_qinq_9100_9100"] = (bytes(Ether(**eth, type=0x9100) / Dot1Q(vlan=10, type=0x9100) /
-                                     Dot1Q(vlan=20, type=0x0800) / IP(**ip4) / tcp(options=ts)), "ack")
-    c["three_vlan_tags_is_data"] = (bytes(Ether(**eth, type=0x8100) / Dot1Q(vlan=1, type=0x8100) /
-                                          Dot1Q(vlan=2, type=0x8100) / Dot1Q(vlan=3, type=0x0800) /
-                                          IP(**ip4) / tcp()), "data")
-    c["vlan_tpid_88b5_is_data"] = (pad(patch(bytes(Ether(**eth, type=0x8100) / Dot1Q(vlan=100, type=0x0800) /
-                                                   IP(**ip4) / tcp()), 12, b"\x88\xb5")), "data")
-    c["arp_is_data"] = (pad(bytes(Ether(dst="ff:ff:ff:ff:ff:ff", src=eth["src"]) /
-                                  ARP(psrc="192.168.1.10", pdst="192.168.1.1"))), "data")
-    c["ieee_802_3_length_field_is_data"] = (pad(patch(v4(), 12, b"\x00\x2e")), "data")
-    ppp4 = Ether(**eth, type=0x8864) / PPPoE(sessionid=0x1234) / PPP(proto=0x0021) / IP(**ip4) / tcp()
-    c["ack_pppoe_ipv4"] = (pad(bytes(ppp4)), "ack")
-    c["ack_pppoe_ipv6"] = (bytes(Ether(**eth, type=0x8864) / PPPoE(sessionid=0x1234) / PPP(proto=0x0057) /
-                                 IPv6(**ip6) / tcp(options=ts)), "ack")
-    c["ack_vlan_pppoe_ipv4"] = (bytes(Ether(**eth, type=0x8100) / Dot1Q(vlan=7, type=0x8864) /
-                                      PPPoE(sessionid=9) / PPP(proto=0x0021) / IP(**ip4) / tcp(options=ts)), "ack")
-    c["pppoe_discovery_is_data"] = (pad(bytes(Ether(**eth, type=0x8863) / PPPoED(code=0x09))), "data")
-    c["pppoe_discovery_ethertype_with_session_body_is_data"] = (pad(patch(bytes(ppp4), 12, b"\x88\x63")), "data")
-    c["pppoe_version_2_is_data"] = (pad(patch(bytes(ppp4), 14, b"\x21")), "data")
-    c["pppoe_type_2_is_data"] = (pad(patch(bytes(ppp4), 14, b"\x12")), "data")
-    c["pppoe_code_nonzero_is_data"] = (pad(patch(bytes(ppp4), 15, b"\x09")), "data")
-    c["ppp_protocol_lcp_is_data"] = (pad(patch(bytes(ppp4), 20, b"\xc0\x21")), "data")
-    c["ppp_ipv4_protocol_with_ipv6_packet_is_data"] = (
-        patch(c["ack_pppoe_ipv6"][0], 20, b"\x00\x21"), "data")
-    # -- IPv4 (rule 2)
-    c["ipv4_ihl_4_is_data"] = (pad(patch(v4(), 14, b"\x44")), "data")
-    c["ipv4_ihl_0_is_data"] = (pad(patch(v4(), 14, b"\x40")), "data")
-    c["ack_ipv4_with_options_ihl_6_is_ineligible"] = (
-        bytes(Ether(**eth) / IP(**ip4, options=[IPOption_NOP()] * 4) / tcp(options=ts)), "ack-ineligible")
-    c["ack_ipv4_with_router_alert_is_ineligible"] = (
-        bytes(Ether(**eth) / IP(**ip4, options=[IPOption_Router_Alert()]) / tcp(options=ts)), "ack-ineligible")
-    c["ipv4_ihl_6_without_room_for_tcp_is_data"] = (pad(patch(v4(), 14, b"\x46")), "data")
-    c["ipv4_version_6_in_ipv4_ethertype_is_data"] = (pad(patch(v4(), 14, b"\x65")), "data")
-    c["ipv4_more_fragments_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4, flags="MF") / tcp())), "data")
-    c["ipv4_fragment_offset_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4, frag=1) / tcp())), "data")
-    c["ack_ipv4_dont_fragment_set"] = (pad(bytes(Ether(**eth) / IP(**ip4, flags="DF") / tcp())), "ack")
-    c["ipv4_udp_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4) / UDP(sport=1, dport=53))), "data")
-    c["ipv4_bad_header_checksum_is_ineligible"] = (pad(patch(v4(), 24, b"\xde\xad")), "ack-ineligible")
-    c["tcp_bad_checksum_is_ineligible"] = (pad(patch(v4(), 50, b"\xde\xad")), "ack-ineligible")
-    c["ipv6_tcp_bad_checksum_is_ineligible"] = (
-        bytes(Ether(**eth) / IPv6(**ip6) / tcp(options=ts, chksum=0x1234)), "ack-ineligible")
-    c["ipv4_truncated_header_is_data"] = (v4()[:30], "data")
-    # -- IPv6 (rule 3)
-    c["ack_ipv6"] = (bytes(Ether(**eth) / IPv6(**ip6) / tcp(options=ts)), "ack")
-    c["ack_ipv6_no_options_74_bytes"] = (bytes(Ether(**eth) / IPv6(**ip6) / tcp()), "ack")
-    c["ipv6_hop_by_hop_header_is_data"] = (bytes(Ether(**eth) / IPv6(**ip6) / IPv6ExtHdrHopByHop() / tcp()), "data")
-    c["ipv6_payload_length_16_is_data"] = (patch(bytes(Ether(**eth) / IPv6(**ip6) / tcp()), 18, b"\x00\x10"), "data")
-    c["ipv6_version_4_in_ipv6_ethertype_is_data"] = (patch(bytes(Ether(**eth) / IPv6(**ip6) / tcp()), 14, b"\x40"), "data")
-    c["ipv6_truncated_header_is_data"] = (bytes(Ether(**eth) / IPv6(**ip6) / tcp())[:50], "data")
-    # -- TCP (rule 4)
-    for name, flags in (("fin", "FA"), ("syn", "SA"), ("rst", "RA")):
-        c[f"tcp_{name}_with_ack_is_data"] = (pad(v4(flags=flags)), "data")
-    for name, flags in (("psh", "PA"), ("urg", "UA")):
-        c[f"tcp_{name}_with_ack_is_ineligible"] = (pad(v4(flags=flags)), "ack-ineligible")
-    c["ack_with_ae"] = (pad(v4(flags="AN")), "ack")               # RFC 9768: part of the ACE counter
-    c["tcp_without_ack_flag_is_data"] = (pad(v4(flags="")), "data")
-    c["tcp_rst_alone_is_data"] = (pad(v4(flags="R")), "data")
-    for bit in range(3):
-        c[f"tcp_reserved_bit_{bit}_is_ineligible"] = (pad(v4(reserved=1 << bit)), "ack-ineligible")
-    c["ack_with_ece"] = (pad(v4(flags="AE")), "ack")
-    c["ack_with_cwr"] = (pad(v4(flags="AC")), "ack")
-    c["ack_with_ece_and_cwr"] = (pad(v4(flags="AEC")), "ack")
-    c["tcp_data_offset_4_is_data"] = (pad(v4(dataofs=4)), "data")
-    c["tcp_data_offset_past_ip_payload_is_data"] = (pad(v4(dataofs=6)), "data")
-    c["ack_with_1_byte_payload_is_data"] = (pad(bytes(Ether(**eth) / IP(**ip4) / tcp() / b"x")), "data")
-    c["psh_ack_without_payload_is_ineligible"] = (pad(v4(flags="PA", ack=200000)), "ack-ineligible")
-    # -- TCP options (rule 6)
-    c["ack_with_sack_1_block"] = (v4(options=ts + [("NOP", None), ("NOP", None), ("SAck", (1, 2))]), "ack")
-    c["ack_with_sack_3_blocks"] = (v4(options=ts + [("NOP", None), ("NOP", None), ("SAck", (1, 2, 3, 4, 5, 6))]), "ack")
-    c["ack_with_sack_4_blocks_no_ts"] = (v4(options=[("NOP", None), ("NOP", None),
-                                                     ("SAck", (1, 2, 3, 4, 5, 6, 7, 8))]), "ack")
-    c["ack_with_eol_then_garbage"] = (v4(options=[("EOL", None), (99, b"\xff\xff")]), "ack")
-    c["ack_with_mss_option_other_opts"] = (v4(options=[("MSS", 1460)]), "ack")
-    c["ack_with_window_scale_option"] = (v4(options=[("NOP", None), ("WScale", 7)]), "ack")
-    c["ack_with_unknown_option_kind_99"] = (v4(options=[(99, b"\x01\x02")]), "ack")
-    c["ack_with_mss_length_3_is_still_well_formed"] = (v4(options=[(2, b"\x05"), ("NOP", None)]), "ack")
-    c["option_length_0_is_ineligible"] = (v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x02\x00\x05\xb4"),
-                                          "ack-ineligible")
-    c["option_length_1_is_ineligible"] = (v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x02\x01\x05\xb4"),
-                                          "ack-ineligible")
-    c["option_running_past_header_is_ineligible"] = (v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x01\x01\x02\x04"),
-                                                     "ack-ineligible")
-    c["option_kind_without_length_byte_is_ineligible"] = (
-        v4(options=[(2, b"\x05\xb4")], raw_opts=b"\x01\x01\x01\x03"), "ack-ineligible")
-    c["timestamps_length_8_is_ineligible"] = (v4(options=ts, raw_opts=b"\x01\x01\x08\x08" + bytes(8)),
-                                              "ack-ineligible")
-    c["sack_length_12_is_ineligible"] = (v4(options=[(5, bytes(10))]), "ack-ineligible")
-    c["sack_length_2_is_ineligible"] = (v4(options=[(5, b""), ("NOP", None), ("NOP", None)]), "ack-ineligible")
-    c["two_timestamps_options_is_ineligible"] = (v4(options=ts + ts), "ack-ineligible")
-    c["two_sack_options_is_ineligible"] = (v4(options=[("NOP", None), ("NOP", None), ("SAck", (1, 2)),
-                                                       ("NOP", None), ("NOP", None), ("SAck", (3, 4))]),
-                                           "ack-ineligible")
-    # AccECN (RFC 9768 section 3.2.3): kind 172 and 174, 0 to 3 24-bit counters.
-    for kind in (172, 174):
-        for n in range(4):
-            body = bytes.fromhex("0a0b0c1a1b1c2a2b2c")[:3 * n]
-            c[f"ack_with_accecn{kind - 172 >> 1}_{n}_counters"] = (
-                v4(options=ts + [(kind, body)] + [("NOP", None)] * (-(2 + 3 * n) % 4)), "ack")
-    c["accecn_length_6_is_ineligible"] = (v4(options=[(172, bytes(4)), ("NOP", None), ("NOP", None)]),
-                                          "ack-ineligible")
-    c["two_accecn_options_is_ineligible"] = (v4(options=[(172, b""), (174, b"")]), "ack-ineligible")
-    # -- PPPoE length (eligibility)
-    bad_len = bytearray(pad(bytes(ppp4)))
-    bad_len[18:20] = (len(bytes(ppp4)) - 22 + 2 + 4).to_bytes(2, "big")
-    c["pppoe_length_not_matching_ip_is_ineligible"] = (bytes(bad_len), "ack-ineligible")
-    # -- slot size (rule 5)
-    big = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2)), ("NOP", None), ("NOP", None),
-           ("SAck", (1, 2, 3, 4, 5, 6))]                          # 40 bytes of options: doff 15
-    c["ack_126_bytes_with_ip_options_is_ineligible"] = (bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) /
-                                          Dot1Q(vlan=2, type=0x0800) / IP(**ip4, options=[IPOption_NOP()] * 24) /
-                                          tcp(options=big)), "ack-ineligible")
-    c["ack_130_bytes_qinq_pppoe_ipv6"] = (bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) /
-                                                Dot1Q(vlan=2, type=0x8864) / PPPoE(sessionid=5) /
-                                                PPP(proto=0x0057) / IPv6(**ip6) / tcp(options=big)), "ack")
-    longest = bytes(Ether(**eth, type=0x88A8) / Dot1Q(vlan=1, type=0x8100) / Dot1Q(vlan=2, type=0x8864) /
-                    PPPoE(sessionid=5) / PPP(proto=0x0021) / IP(**ip4, options=[IPOption_NOP()] * 40) /
-                    tcp(options=big))
-    c["ack_150_bytes_longest_fits_a_slot_ineligible"] = (longest, "ack-ineligible")
-    c["pure_ack_with_trailer_over_the_256_byte_slot_is_data"] = (longest + bytes(107), "data")
-    return c

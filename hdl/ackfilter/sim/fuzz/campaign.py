@@ -4,9 +4,9 @@ through the RTL and judged three ways.
 Each chunk (deterministic from the seed and its index, :func:`make_chunk`):
 
 1. takes frames from sources laid end to end — windows of the committed
-   captures (``sim/captures/*.pcap.gz``), :func:`ackfilter.sim.traces.random_trace`,
+   captures (``sim/captures/*.pcap.gz``), :func:`ackfilter.sim.random_trace.random_trace`,
    :func:`ackfilter.sim.traces.demo_scenario`, a capture window with the parser's
-   edge cases (:func:`ackfilter.sim.traces.malformed_cases`) mixed in, or ACK
+   edge cases (:func:`ackfilter.sim.malformed.malformed_cases`) mixed in, or ACK
    streams of flows whose CAM tags collide (found with the model's tag
    function, when it has one);
 2. mutates about a quarter of them in place (:mod:`.mutate`) and stamps each
@@ -35,6 +35,8 @@ from pathlib import Path
 
 from ... import params
 from .. import traces
+from ..malformed import malformed_cases
+from ..random_trace import random_trace
 from ..pcap import read_pcap, write_pcap
 from ...paths import REPO_ROOT
 from ..replay import DATA_FIFO, FLOW_QUEUES, ReplayError, replay
@@ -97,7 +99,7 @@ _MALFORMED = None
 def _malformed_frames():
     global _MALFORMED
     if _MALFORMED is None:
-        _MALFORMED = [frame for _name, (frame, _cls) in sorted(traces.malformed_cases().items())]
+        _MALFORMED = [frame for _name, (frame, _cls) in sorted(malformed_cases().items())]
     return _MALFORMED
 
 
@@ -127,7 +129,7 @@ def _piece(rng, captures, n):
         if kind == "mixed":
             # The parser's edge cases and a random trace's frames sprinkled in.
             span = out[-1][0]
-            extra = [f for _t, f in traces.random_trace(rng.getrandbits(32), max(1, n // 10),
+            extra = [f for _t, f in random_trace(rng.getrandbits(32), max(1, n // 10),
                                                         rng.choice((10, 50)))]
             extra += _malformed_frames()
             out += [(rng.uniform(0, span), f) for f in extra]
@@ -138,7 +140,7 @@ def _piece(rng, captures, n):
     seed = rng.getrandbits(32)
     if kind == "random":
         flows = rng.choice((8, 40, 200, 300))
-        return f"random_trace({seed}, {n}, {flows})", traces.random_trace(seed, n, flows)
+        return f"random_trace({seed}, {n}, {flows})", random_trace(seed, n, flows)
     start, out = _window(rng, traces.demo_scenario(seed, duration_s=2.0), n)
     return f"demo_scenario({seed}) [{start}:{start + len(out)}]", out
 

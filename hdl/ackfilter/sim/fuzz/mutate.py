@@ -36,21 +36,13 @@ header, TCP's over the pseudo-header and the segment (:func:`fix_checksums`).
 
 import struct
 
+from ..traces import inet_checksum
+
 __all__ = ["MUTATIONS", "Layout", "layout", "fix_checksums", "mutate_trace", "stamp_unique"]
 
 VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
 TWO31 = 1 << 31
 MASK32 = 0xFFFF_FFFF
-
-
-def _csum(data):
-    """RFC 1071 checksum (the ones' complement of the ones' complement sum)."""
-    if len(data) % 2:
-        data = bytes(data) + b"\x00"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", bytes(data)))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 class Layout:
@@ -111,13 +103,13 @@ def fix_checksums(frame, lay=None, *, ip=True, tcp=True):
     if lay.version == 4:
         if ip:
             frame[lay.ip + 10:lay.ip + 12] = b"\0\0"
-            struct.pack_into("!H", frame, lay.ip + 10, _csum(frame[lay.ip:lay.ip + 4 * lay.ihl]))
+            struct.pack_into("!H", frame, lay.ip + 10, inet_checksum(frame[lay.ip:lay.ip + 4 * lay.ihl]))
         pseudo = bytes(frame[lay.ip + 12:lay.ip + 20]) + struct.pack("!xBH", 6, lay.ip_end - lay.tcp)
     else:
         pseudo = bytes(frame[lay.ip + 8:lay.ip + 40]) + struct.pack("!IxxxB", lay.ip_end - lay.tcp, 6)
     if tcp:
         frame[lay.tcp + 16:lay.tcp + 18] = b"\0\0"
-        struct.pack_into("!H", frame, lay.tcp + 16, _csum(pseudo + bytes(frame[lay.tcp:lay.ip_end])))
+        struct.pack_into("!H", frame, lay.tcp + 16, inet_checksum(pseudo + bytes(frame[lay.tcp:lay.ip_end])))
     return frame
 
 
