@@ -29,7 +29,7 @@ def main():
         from amaranth.back import rtlil
         from ackfilter.gateware.core import UplinkCore
         from ackfilter.gateware.lib.pin_harness import PinHarness
-        from ackfilter.reports.report import _tool
+        from ackfilter.reports.tools import tool
         core = UplinkCore(ack_slots=args.ack_slots, flow_entries=args.flow_entries)
         (out / "harness.il").write_text(rtlil.convert(PinHarness(core), name="harness",
                                                       emit_src=False))
@@ -37,7 +37,7 @@ def main():
                                       "write_json netlist.json\n")
         t = time.monotonic()
         print(f"yosys synth_ecp5 in {out} ...", flush=True)
-        subprocess.run([_tool("yosys"), "-q", "-l", "synth.log", "synth.ys"], cwd=out, check=True)
+        subprocess.run([tool("yosys"), "-q", "-l", "synth.log", "synth.ys"], cwd=out, check=True)
         print(f"synthesis {time.monotonic() - t:.0f} s", flush=True)
     import logic_depth
     logic_depth.main([str(out / "netlist.json"), *rest])

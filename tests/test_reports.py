@@ -11,7 +11,8 @@ import pytest
 
 from ackfilter import params as P
 from ackfilter.board import pnr_guard as G
-from ackfilter.reports import report as R
+from ackfilter.board.nextpnr import parse_nextpnr_log
+from ackfilter.reports import markdown as MD, parse as PA, report as R, targets as TG, tools as T
 
 # A two-level hierarchy as `synth_ecp5 -noflatten; stat -json` writes it:
 # harness > core > {manager > cam, csr}, the core holding two RAMs and a LUT.
@@ -95,14 +96,14 @@ NEXTPNR_REPORT = {
 
 
 def test_stat_modules_lose_their_leading_backslash():
-    modules = R.parse_yosys_stat(json.dumps(STAT))
+    modules = PA.parse_yosys_stat(json.dumps(STAT))
     assert set(modules) == {"harness", "harness.core", "harness.core.manager",
                             "harness.core.manager.cam", "harness.core.csr"}
     assert modules["harness.core"]["harness.core.manager"] == 1
 
 
 def test_blocks_are_the_roots_children_counted_with_everything_below():
-    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    rows, total, excluded = PA.block_usage(PA.parse_yosys_stat(STAT), "harness.core", ("harness",))
     by = {r["block"]: r for r in rows}
     # manager includes its cam; a carry cell counts as two LUT4s
     assert by["manager"]["LUT4"] == 100 + 2 * 10 + 1000
@@ -113,16 +114,16 @@ def test_blocks_are_the_roots_children_counted_with_everything_below():
 
 
 def test_root_cells_split_into_memories_and_glue():
-    rows, _, _ = R.block_usage(R.parse_yosys_stat(STAT), "harness.core")
+    rows, _, _ = PA.block_usage(PA.parse_yosys_stat(STAT), "harness.core")
     by = {r["block"]: r for r in rows}
     assert (by["memories"]["EBR"], by["memories"]["DPR"], by["memories"]["LUT4"]) == (16, 2, 0)
     assert (by["glue"]["LUT4"], by["glue"]["FF"], by["glue"]["EBR"]) == (7, 3, 0)
 
 
 def test_total_counts_children_once_and_leaves_the_harness_out():
-    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    rows, total, excluded = PA.block_usage(PA.parse_yosys_stat(STAT), "harness.core", ("harness",))
     top_level = [r for r in rows if r["depth"] == 0]
-    for col in R.COLUMNS:
+    for col in PA.COLUMNS:
         assert total[col] == sum(r[col] for r in top_level)
     assert total["LUT4"] == 1120 + 84 + 7 and total["EBR"] == 20
     assert excluded == [{"block": "harness", "depth": 0, "LUT4": 5, "FF": 40, "EBR": 0,
@@ -131,49 +132,49 @@ def test_total_counts_children_once_and_leaves_the_harness_out():
 
 def test_an_unknown_block_root_is_named_in_the_error():
     with pytest.raises(KeyError, match="harness.nothing"):
-        R.block_usage(R.parse_yosys_stat(STAT), "harness.nothing")
+        PA.block_usage(PA.parse_yosys_stat(STAT), "harness.nothing")
 
 
 def test_log_fmax_is_the_last_figure_of_each_clock():
-    parsed = R.parse_nextpnr_log(NEXTPNR_LOG)
+    parsed = parse_nextpnr_log(NEXTPNR_LOG)
     assert parsed["fmax"] == {"$glbnet$clk": {"achieved": 58.31, "constraint": 62.5},
                               "$glbnet$rx_clk": {"achieved": 130.0, "constraint": 125.0}}
 
 
 def test_log_utilization_block_is_read():
-    util = R.parse_nextpnr_log(NEXTPNR_LOG)["utilization"]
+    util = parse_nextpnr_log(NEXTPNR_LOG)["utilization"]
     assert util["TRELLIS_COMB"] == {"used": 2345, "available": 24288}
     assert util["DP16KD"] == {"used": 20, "available": 56}
     assert set(util) == {"TRELLIS_IO", "DCCA", "DP16KD", "MULT18X18D", "TRELLIS_COMB", "TRELLIS_FF"}
 
 
 def test_log_lut_breakdown_before_packing_is_read():
-    luts = R.parse_nextpnr_log(NEXTPNR_LOG)["luts"]
+    luts = parse_nextpnr_log(NEXTPNR_LOG)["luts"]
     assert luts["Total LUT4s"] == {"used": 17113, "available": 24288}
     assert luts["RAM LUTs"] == {"used": 936, "available": 3036}
     assert luts["Total DFFs"]["used"] == 7205
 
 
 def test_missed_clock_has_a_negative_margin_and_is_not_ok():
-    rows = R.clock_margins(R.parse_nextpnr_log(NEXTPNR_LOG)["fmax"])
+    rows = PA.clock_margins(parse_nextpnr_log(NEXTPNR_LOG)["fmax"])
     by = {r["clock"]: r for r in rows}
     assert by["clk"]["margin_pct"] == pytest.approx(-6.7, abs=0.05) and not by["clk"]["ok"]
     assert by["rx_clk"]["margin_pct"] == pytest.approx(4.0) and by["rx_clk"]["ok"]
 
 
 def test_clock_names_lose_nextpnr_decorations():
-    rows = R.clock_margins({"$glbnet$clk$TRELLIS_IO_IN": {"achieved": 23.42, "constraint": 62.5}},
+    rows = PA.clock_margins({"$glbnet$clk$TRELLIS_IO_IN": {"achieved": 23.42, "constraint": 62.5}},
                            {"clk": 62.5})
     assert rows[0]["clock"] == "clk" and rows[0]["margin_pct"] == pytest.approx(-62.5, abs=0.05)
 
 
 def test_configured_target_overrides_the_constraint_nextpnr_saw():
-    rows = R.clock_margins({"$glbnet$clk": {"achieved": 70.0, "constraint": 12.0}}, {"clk": 62.5})
+    rows = PA.clock_margins({"$glbnet$clk": {"achieved": 70.0, "constraint": 12.0}}, {"clk": 62.5})
     assert rows[0]["target_mhz"] == 62.5 and rows[0]["margin_pct"] == pytest.approx(12.0)
 
 
 def test_critical_path_summary_names_start_end_and_blocks():
-    pnr = R.parse_nextpnr_report(json.dumps(NEXTPNR_REPORT))
+    pnr = PA.parse_nextpnr_report(json.dumps(NEXTPNR_REPORT))
     (p,) = pnr["critical_paths"]
     assert p["start"] == "core.manager.cam.hit_index_TRELLIS_FF_Q.CLK"
     assert p["end"] == "core.csr.r_data_TRELLIS_FF_Q.DI"
@@ -183,11 +184,11 @@ def test_critical_path_summary_names_start_end_and_blocks():
 
 
 def test_markdown_has_block_and_clock_tables():
-    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
-    pnr = R.parse_nextpnr_report(NEXTPNR_REPORT)
-    pnr["clocks"] = R.clock_margins(pnr["fmax"], {"clk": 62.5})
+    rows, total, excluded = PA.block_usage(PA.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    pnr = PA.parse_nextpnr_report(NEXTPNR_REPORT)
+    pnr["clocks"] = PA.clock_margins(pnr["fmax"], {"clk": 62.5})
     pnr.update(wall_s=47.0, seed=1)
-    md = R.format_markdown({"target": "demo", "params": {"flow_entries": 64}, "blocks": rows,
+    md = MD.format_markdown({"target": "demo", "params": {"flow_entries": 64}, "blocks": rows,
                             "total": total, "excluded": excluded, "pnr": pnr,
                             "synth_wall_s": 90.0, "tools": {}})
     assert "| block | LUT4 | FF | EBR | DSP | DPR |" in md
@@ -201,10 +202,10 @@ def test_markdown_has_block_and_clock_tables():
 def test_synthesis_only_markdown_shows_what_nextpnr_packed():
     # Without place and route the utilization still has the packed figures
     # of the flat netlist (nextpnr --pack-only), besides the hierarchical sum.
-    rows, total, excluded = R.block_usage(R.parse_yosys_stat(STAT), "harness.core", ("harness",))
-    parsed = R.parse_nextpnr_log(NEXTPNR_LOG)
+    rows, total, excluded = PA.block_usage(PA.parse_yosys_stat(STAT), "harness.core", ("harness",))
+    parsed = parse_nextpnr_log(NEXTPNR_LOG)
     packed = {"utilization": parsed["utilization"], "luts": parsed["luts"], "wall_s": 4.0}
-    md = R.format_markdown({"target": "demo", "params": {}, "blocks": rows, "total": total,
+    md = MD.format_markdown({"target": "demo", "params": {}, "blocks": rows, "total": total,
                             "excluded": excluded, "pnr": None, "packed": packed,
                             "synth_wall_s": 90.0, "tools": {}})
     assert "| packed TRELLIS_COMB (flat netlist, `nextpnr --pack-only`) | 2,345 / 24,288 (10 %) |" in md
@@ -219,7 +220,7 @@ def test_markdown_leaves_small_and_deep_rows_to_the_json():
               row("mac.rx.fifo", 2, 100, 90), row("mac.rx.fifo.cdc", 3, 0, 22),
               row("mac.ram", 1, 2, 3, dpr=4)]
     total = {"LUT4": 900, "FF": 500, "EBR": 0, "DSP": 0, "DPR": 4}
-    md = R.format_markdown({"target": "demo", "blocks": blocks, "total": total, "pnr": None,
+    md = MD.format_markdown({"target": "demo", "blocks": blocks, "total": total, "pnr": None,
                             "synth_wall_s": 1.0, "tools": {}})
     assert "└ mac.rx.fifo |" in md and "└ mac.ram |" in md
     assert "mac.sync" not in md and "mac.rx.fifo.cdc" not in md
@@ -229,10 +230,10 @@ def test_markdown_leaves_small_and_deep_rows_to_the_json():
 def test_sweep_cost_per_entry_steps_and_slope():
     points = [{"entries": n, "LUT4": 1000 + 40 * n, "FF": 500 + 30 * n, "EBR": 20, "DPR": n // 8}
               for n in (16, 32, 64, 128)]
-    costs = R.sweep_costs(points)
+    costs = PA.sweep_costs(points)
     assert costs["steps"][0] == {"from": 16, "to": 32, "LUT4": 40.0, "FF": 30.0, "EBR": 0.0, "DPR": 0.12}
     assert costs["slope"]["LUT4"] == pytest.approx(40.0) and costs["slope"]["EBR"] == 0
-    md = R.format_sweep_markdown({"target": "demo", "points": points,
+    md = MD.format_sweep_markdown({"target": "demo", "points": points,
                                   "costs": costs})
     assert "| 64 | 3,560 | 2,420 | 20 | 8 | not placed |" in md
     assert "| least-squares slope | 40.00 | 30.00 | 0.00 | 0.12 |" in md
@@ -247,8 +248,8 @@ def test_sweep_shows_fmax_per_clock_and_marks_a_miss():
     points.append({"entries": 128, "LUT4": 7000, "FF": 4000, "EBR": 20, "DPR": 0, "clocks": {},
                    "pnr_error": "no placement seed of 1 routed (seed 1: routing did not converge in 300 "
                                 "router passes; log: x)"})
-    md = R.format_sweep_markdown({"target": "board", "points": points,
-                                  "costs": R.sweep_costs(points)})
+    md = MD.format_sweep_markdown({"target": "board", "points": points,
+                                  "costs": PA.sweep_costs(points)})
     assert "| 128 | 7,000 | 4,000 | 20 | 0 | place and route failed |  |" in md
     assert "128 entries: no placement seed of 1 routed (seed 1: routing did not converge in 300" in md
     assert "| entries | LUT4 | FF | EBR | DPR | Fmax sync MHz | Fmax tx MHz |" in md
@@ -260,7 +261,7 @@ def test_sweep_shows_fmax_per_clock_and_marks_a_miss():
 def test_clocks_are_named_by_domain_and_held_to_the_higher_target():
     fmax = {"$glbnet$clk": {"achieved": 66.0, "constraint": 62.5},
             "$glbnet$lan_rx_clk": {"achieved": 120.0, "constraint": 125.0}}
-    rows = R.clock_margins(fmax, {"sync": 60.0, "lan_rx": 100.0},
+    rows = PA.clock_margins(fmax, {"sync": 60.0, "lan_rx": 100.0},
                            {"clk": "sync", "lan_rx_clk": "lan_rx"})
     assert [(r["clock"], r["target_mhz"], r["ok"]) for r in rows] == [
         ("sync", 62.5, True), ("lan_rx", 125.0, False)]
@@ -268,9 +269,9 @@ def test_clocks_are_named_by_domain_and_held_to_the_higher_target():
 
 
 def test_frequency_constraints_per_clock():
-    d = R.Design(sources=[], top="t", block_root="t", clocks={"clk": 62.5, "net:rx_clk": 125},
+    d = TG.Design(sources=[], top="t", block_root="t", clocks={"clk": 62.5, "net:rx_clk": 125},
                  lpf='LOCATE COMP "clk" SITE "P6";\n')
-    assert R.constraints_lpf(d) == ('LOCATE COMP "clk" SITE "P6";\n'
+    assert T.constraints_lpf(d) == ('LOCATE COMP "clk" SITE "P6";\n'
                                     'FREQUENCY PORT "clk" 62.5 MHz;\n'
                                     'FREQUENCY NET "rx_clk" 125 MHz;\n')
 
@@ -316,11 +317,11 @@ def _flow(monkeypatch, exits):
     router passes). Returns the target and the list of seeds run, seeds
     tried 1, 2, 3 (the order is the build's choice, not what is tested)."""
     ran = []
-    monkeypatch.setattr(R, "PNR_SEEDS", (1, 2, 3))
-    monkeypatch.setattr(R, "synthesize", lambda design, workdir, **kw: (R.parse_yosys_stat(STAT), 1.0))
-    monkeypatch.setattr(R, "pack", lambda design, workdir: {"utilization": {}, "luts": {}, "wall_s": 0.1})
-    monkeypatch.setattr(R, "_tool", lambda name: f"yowasp-{name}")
-    monkeypatch.setattr(R, "tool_versions", lambda: {})
+    monkeypatch.setattr(T, "PNR_SEEDS", (1, 2, 3))
+    monkeypatch.setattr(T, "synthesize", lambda design, workdir, **kw: (PA.parse_yosys_stat(STAT), 1.0))
+    monkeypatch.setattr(T, "pack", lambda design, workdir: {"utilization": {}, "luts": {}, "wall_s": 0.1})
+    monkeypatch.setattr(T, "tool", lambda name: f"yowasp-{name}")
+    monkeypatch.setattr(T, "tool_versions", lambda: {})
 
     def fake_run(cmd, *, cwd, timeout, **kw):
         guard = [sys.executable, "-m", "ackfilter.board.pnr_guard", "--"]
@@ -337,23 +338,23 @@ def _flow(monkeypatch, exits):
             (cwd / "pnr.log").write_text("Info:     iter=301 wires=408609 overused=37 overuse=37 archfail=NA\n")
         return subprocess.CompletedProcess(cmd, exits[seed], "", "")
 
-    monkeypatch.setattr(R.subprocess, "run", fake_run)
-    design = R.Design(sources=[], top="harness", block_root="harness.core", clocks={"clk": 62.5},
+    monkeypatch.setattr(T.subprocess, "run", fake_run)
+    design = TG.Design(sources=[], top="harness", block_root="harness.core", clocks={"clk": 62.5},
                       excluded=("harness",))
-    return R.Target("demo", "demo", lambda: design), ran
+    return TG.Target("demo", "demo", lambda: design), ran
 
 
 def test_a_seed_whose_router_does_not_converge_is_given_up_for_the_next(monkeypatch, tmp_path):
     target, ran = _flow(monkeypatch, {1: G.EXIT_NOT_CONVERGED, 2: 0, 3: 0})
     heard = []
-    result = R.run_target(target, workdir=tmp_path, log=heard.append)
+    result = T.run_target(target, workdir=tmp_path, log=heard.append)
     assert ran == [1, 2]
     pnr = result["pnr"]
     assert (pnr["seed"], pnr["router_passes"]) == (2, 57)
     assert pnr["given_up"] == [{"seed": 1, "reason": GAVE_UP}]
     assert f"[demo] seed 1: {GAVE_UP}; next seed" in heard
     assert "[demo] place and route 0 s, seed 2, 57 router passes" in heard
-    md = R.format_markdown(result)
+    md = MD.format_markdown(result)
     assert "(seed 2, 57 router passes); synthesis: 1 s." in md
     assert f"Seed 1 given up: {GAVE_UP}." in md
 
@@ -362,17 +363,17 @@ def test_no_routed_seed_is_a_tool_error_or_the_points_error(monkeypatch, tmp_pat
     target, ran = _flow(monkeypatch, {1: G.EXIT_NOT_CONVERGED, 2: G.EXIT_HANG, 3: G.EXIT_NOT_CONVERGED})
     why = (f"no placement seed of 1, 2, 3 routed (seed 1: {GAVE_UP}; seed 2: no result after {G.HANG_S} s "
            f"(the hang guard); seed 3: {GAVE_UP}; log: ")
-    with pytest.raises(R.ToolError) as e:
-        R.run_target(target, workdir=tmp_path, log=lambda _: None)
+    with pytest.raises(T.ToolError) as e:
+        T.run_target(target, workdir=tmp_path, log=lambda _: None)
     assert str(e.value).startswith(why) and ran == [1, 2, 3]
-    result = R.run_target(target, workdir=tmp_path, keep_going=True, seed=3, log=lambda _: None)
+    result = T.run_target(target, workdir=tmp_path, keep_going=True, seed=3, log=lambda _: None)
     assert result["pnr"]["error"].startswith(f"no placement seed of 3 routed (seed 3: {GAVE_UP}; log: ")
 
 
 def test_a_failing_nextpnr_is_not_a_given_up_seed(monkeypatch, tmp_path):
     target, ran = _flow(monkeypatch, {1: 1, 2: 0, 3: 0})
-    with pytest.raises(R.ToolError, match=r"nextpnr-ecp5 seed 1 failed \(exit 1, log: .*pnr\.log\)"):
-        R.run_target(target, workdir=tmp_path, log=lambda _: None)
+    with pytest.raises(T.ToolError, match=r"nextpnr-ecp5 seed 1 failed \(exit 1, log: .*pnr\.log\)"):
+        T.run_target(target, workdir=tmp_path, log=lambda _: None)
     assert ran == [1]
 
 
@@ -385,18 +386,18 @@ def test_sweep_reuses_the_main_reports_run_for_its_own_parameters(monkeypatch, t
                                             "DSP": 0, "DPR": 0},
                 "blocks": [], "synth_wall_s": 1.0, "pnr": {"clocks": [], "wall_s": 2.0}}
 
-    monkeypatch.setattr(R, "run_target", fake_run_target)
+    monkeypatch.setattr(T, "run_target", fake_run_target)
     base = {"data_buffer_bytes": 32768}
     main_params = {"ack_slots": 64, "flow_entries": 64, "data_buffer_bytes": 32768}
     main_result = {"params": main_params, "total": {"LUT4": 1, "FF": 1, "EBR": 0, "DSP": 0, "DPR": 0},
                    "blocks": [], "synth_wall_s": 1.0, "pnr": {"clocks": [], "wall_s": 2.0}}
-    target = R.TARGETS[R.DEFAULT_TARGET]
-    sweep = R.run_sweep(target, sizes=[16, 64], base_params=base, out=tmp_path, pnr=True,
+    target = TG.TARGETS[R.DEFAULT_TARGET]
+    sweep = T.run_sweep(target, sizes=[16, 64], base_params=base, out=tmp_path, pnr=True,
                         done=(main_params, main_result), log=lambda msg: None)
     assert ran == [16]
     assert [p["LUT4"] for p in sweep["points"]] == [1600, 1]
     # A synthesis-only main run does not stand in for a placed point.
     ran.clear()
-    R.run_sweep(target, sizes=[64], base_params=base, out=tmp_path, pnr=True,
+    T.run_sweep(target, sizes=[64], base_params=base, out=tmp_path, pnr=True,
                 done=(main_params, dict(main_result, pnr=None)), log=lambda msg: None)
     assert ran == [64]

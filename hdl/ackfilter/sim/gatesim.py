@@ -64,10 +64,10 @@ def netlist(top="board", **sizes):
     not cached (``build/gatesim/<top>-<hash>/``: the hash of the RTL's key,
     the script and the Yosys version, so any change remakes it)."""
     from .gen_verilog import TOPS
-    from ..reports.report import _tool
+    from ..reports.tools import tool
     sizes = normal_sizes(sizes)
     name = TOPS[top]
-    yosys = _tool("yosys")
+    yosys = tool("yosys")
     version = subprocess.run([yosys, "-V"], capture_output=True, text=True).stdout.strip()
     script = [f"read_rtlil {name}.il", *(s.format(top=name) for s in (*SYNTH, *WRITE)),
               f"write_verilog -noattr {name}_gl.v"]
