@@ -2,18 +2,61 @@
 // (sim/replay, sim/net): 32-bit words, byte 0 in lane 0, `keep` a prefix of
 // the lanes on a frame's last word (docs/spec.md, section 1).
 //
-// `Feeder` offers one frame to the core's input, a word a cycle while the
-// harness lets it (its MAC's pacing); `Collector` gathers the words the core
-// gives into frames and reports every breach of the stream's rules.
+// `start` resets the core (the `core-replay` top) and writes its registers;
+// `tick` is one clock cycle; `Feeder` offers one frame to the core's input,
+// a word a cycle while the harness lets it (its MAC's pacing); `Collector`
+// gathers the words the core gives into frames and reports every breach of
+// the stream's rules.
 
 #ifndef ACKFILTER_CORE_STREAM_H
 #define ACKFILTER_CORE_STREAM_H
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace core_stream {
+
+constexpr int kResetCycles = 4;
+constexpr int kRstLatency = 1;         // the core-replay top registers rst
+
+// One clock cycle: the inputs settle with clk low, `sample` looks at the
+// combinational handshake, then the rising edge.
+template <class Top, class Sample>
+void tick(Top* top, Sample&& sample) {
+    top->clk = 0;
+    top->eval();
+    sample();
+    top->clk = 1;
+    top->eval();
+}
+
+// Every input to a known value, the reset, the wait for the core's free
+// list of data cells (it takes no input while it builds it, a cell a
+// cycle), then each (address, value) register write.
+template <class Top>
+void start(Top* top, const std::vector<std::pair<uint32_t, uint32_t>>& csr_writes) {
+    auto nop = [] {};
+    top->clk = 0;
+    top->rst = 1;
+    top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
+    top->o_ready = 0;
+    top->now = 0;
+    top->csr_addr = 0; top->csr_r_stb = 0; top->csr_w_stb = 0; top->csr_w_data = 0;
+    top->eval();
+    for (int i = 0; i < kResetCycles - kRstLatency; i++) tick(top, nop);
+    top->rst = 0;
+    for (int i = 0; i < 1 + kRstLatency; i++) tick(top, nop);
+    for (int i = 0; i < 100000 && !top->i_ready; i++) tick(top, nop);
+    for (auto [addr, val] : csr_writes) {
+        top->csr_addr = addr; top->csr_w_data = val; top->csr_w_stb = 1;
+        tick(top, nop);
+        top->csr_w_stb = 0;
+        tick(top, nop);
+    }
+    top->csr_addr = 0; top->csr_w_data = 0;
+}
 
 // One frame into the core's input stream.
 struct Feeder {

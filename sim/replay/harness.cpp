@@ -81,8 +81,6 @@
 
 namespace {
 
-constexpr int kResetCycles = 4;
-constexpr int kRstLatency = 1;             // cycles from the top's rst to the core's
 constexpr uint64_t kDrainCycles = 16;
 constexpr uint8_t kOverrunKind = ACKFILTER_EVENT_OVERRUN;
 
@@ -245,40 +243,9 @@ int main(int argc, char** argv) {
     auto ctx = std::make_unique<VerilatedContext>();
     auto top = std::make_unique<Vackfilter_core>(ctx.get(), "ackfilter_core");
 
-    // Drive every input to a known value.
-    top->clk = 0;
-    top->rst = 1;
-    top->i_valid = 0; top->i_data = 0; top->i_keep = 0; top->i_first = 0; top->i_last = 0;
-    top->o_ready = 0;
-    top->now = 0;
-    top->csr_addr = 0; top->csr_r_stb = 0; top->csr_w_stb = 0; top->csr_w_data = 0;
-    top->eval();
-
-    // One clock cycle: settle the inputs with clk low, let `sample` look at the
-    // combinational handshake, then the rising edge.
-    auto tick = [&](auto&& sample) {
-        top->clk = 0;
-        top->eval();
-        sample();
-        top->clk = 1;
-        top->eval();
-    };
+    core_stream::start(top.get(), csr_writes);
+    auto tick = [&](auto&& sample) { core_stream::tick(top.get(), sample); };
     auto nop = [] {};
-
-    for (int i = 0; i < kResetCycles - kRstLatency; i++) tick(nop);
-    top->rst = 0;
-    for (int i = 0; i < 1 + kRstLatency; i++) tick(nop);
-    // The core takes no input while it builds its free list of data cells
-    // after the reset (a cell a cycle): traffic starts once it does.
-    for (int i = 0; i < 100000 && !top->i_ready; i++) tick(nop);
-
-    for (auto [addr, val] : csr_writes) {
-        top->csr_addr = addr; top->csr_w_data = val; top->csr_w_stb = 1;
-        tick(nop);
-        top->csr_w_stb = 0;
-        tick(nop);
-    }
-    top->csr_addr = 0; top->csr_w_data = 0;
 
     // ---- traffic ----------------------------------------------------------
     uint64_t now = 0;                 // `now` of the cycle being simulated
