@@ -9,6 +9,7 @@ from ..gateware import csr, shaper
 from ..gateware.lib import buffer_pool
 from . import Proof
 from .cells import CELL_PROOFS
+from .flowq import FLOWQ_PROOFS
 from .harness import popcount, mutant, stack_facts
 from .queue import QUEUE_PROOFS
 
@@ -338,5 +339,6 @@ PROOFS = [
 ]
 
 PROOFS += CELL_PROOFS
+PROOFS += FLOWQ_PROOFS
 #: The queue manager's, last (the longest).
 PROOFS += QUEUE_PROOFS
