@@ -25,6 +25,8 @@ bytes of options, well inside the 33.6 cycles a minimum frame lasts at line rate
 and half the logic depth of a four-byte chain.
 """
 
+from types import SimpleNamespace
+
 from amaranth.lib import enum
 
 from amaranth.hdl import *
@@ -155,6 +157,11 @@ def _be32(b):
     return Cat(b[3], b[2], b[1], b[0])
 
 
+def _fold16(x):
+    # An 18-bit ones' complement sum folded once: 16 bits plus the carry.
+    return x[0:16] + x[16:18]
+
+
 class FrameParser(wiring.Component):
     """Classify frames as they stream past.
 
@@ -197,7 +204,27 @@ class FrameParser(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # Each stage adds to `m` in turn and shares its signals through `s`.
+        s = SimpleNamespace()
+        self._realign(m, s)
+        self._header_fields(s)
+        self._option_fields(s)
+        self._parse_headers(m, s)
+        self._checksums(m, s)
+        self._segmenter_sums(m, s)
+        self._option_walker(m, s)
+        self._finalize(m, s)
+        return m
 
+    def _realign(self, m, s):
+        """Realign the stream by two bytes and count the frame's bytes.
+
+        Every L3 and L4 header starts two bytes into a frame word, so the
+        parser works on R words (frame bytes 4k+2 .. 4k+5): ``hold`` keeps the
+        previous word's upper lanes, ``r_valid``/``r_shown``/``r_full`` say
+        whether an R word is taken, presented and whole. Also tracks the frame
+        (``in_frame``, ``flush``, ``finalize``, ``nbytes``) and drives ``ready``.
+        """
         # --- Realignment: R word k is frame bytes 4k+2 .. 4k+5. --------------
         in_frame   = Signal()               # at least one word of this frame seen
         hold       = Signal(16)             # lanes 2, 3 of the previous word
@@ -243,13 +270,23 @@ class FrameParser(wiring.Component):
             m.d.sync += flush.eq(0)
         m.d.sync += finalize.eq(flush)
         # An options word is walked in two halves: `opt_half` says the first
-        # two bytes are done (`state` is defined below).
+        # two bytes are done (`state` is defined below, in `_header_fields`).
         opt_half = Signal()
         opt_stall = Signal()
         m.d.comb += self.ready.eq(~(flush | finalize | self.done | opt_stall))
 
         rb = [r_word[8 * i:8 * i + 8] for i in range(4)]
+        vars(s).update(
+            in_frame=in_frame, finalize=finalize, nbytes=nbytes, r_valid=r_valid, r_shown=r_shown,
+            r_word=r_word, r_full=r_full, opt_half=opt_half, opt_stall=opt_stall, rb=rb)
 
+    def _header_fields(self, s):
+        """Declare the header registers the parser fills in as a frame goes by.
+
+        The header state machine's ``state``, word counters, the L2 tags and
+        PPPoE fields, the IP and TCP header fields, the addresses and the
+        host's fold of the source; no logic is added to the module here.
+        """
         # --- Header state ------------------------------------------------------
         state   = Signal(_S)
         ridx    = Signal(2)                 # R words of the Ethernet header seen
@@ -277,8 +314,6 @@ class FrameParser(wiring.Component):
         # datapath, not from the 128 of the key: 86 LUT4 that way).
         host = Signal(HOST_BITS)
 
-        def host_piece(word):
-            return Cat(*[Cat(*[word[b] for b in bits if b < 32]).xor() for bits in host_fold_bits()])
         dst     = Array(Signal(32, name=f"dst{i}") for i in range(4))
         ports   = Signal(32)
         ack     = Signal(32)
@@ -291,24 +326,21 @@ class FrameParser(wiring.Component):
         seq      = Signal(32)
         offflags = Signal(16)               # TCP bytes 12-13, network order
         hdr_tail = Signal(16)               # the TCP header's last two bytes (lane order)
+        vars(s).update(
+            state=state, ridx=ridx, hw=hw, ntags=ntags, vid=vid, tpid=tpid, tpid_next=tpid_next,
+            pppoe=pppoe, pppoe_sid=pppoe_sid, pppoe_len=pppoe_len, ipv6=ipv6, ihl=ihl, ecn=ecn,
+            ip_len=ip_len, ip_seen=ip_seen, ip_ok=ip_ok, ip_proto=ip_proto, ip_frag=ip_frag,
+            l4_ports=l4_ports, src=src, host=host, dst=dst, ports=ports, ack=ack, doff=doff,
+            flags=flags, tcp_res=tcp_res, l3_off=l3_off, ip_end=ip_end, ip_bytes=ip_bytes, seq=seq,
+            offflags=offflags, hdr_tail=hdr_tail)
 
-        def dispatch(etype, tags_seen):
-            with m.Switch(etype):
-                for tpid_value, code in TPID_CODES.items():
-                    with m.Case(tpid_value):
-                        with m.If(tags_seen == 2):              # a third tag
-                            m.d.sync += state.eq(_S.OTHER)
-                        with m.Else():
-                            m.d.sync += [state.eq(_S.VLAN), tpid_next.eq(code)]
-                with m.Case(0x0800):
-                    m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
-                with m.Case(0x86DD):
-                    m.d.sync += [state.eq(_S.IP6), hw.eq(0), ipv6.eq(1)]
-                with m.Case(0x8864):
-                    m.d.sync += state.eq(_S.PPPOE0)
-                with m.Default():
-                    m.d.sync += state.eq(_S.OTHER)
+    def _option_fields(self, s):
+        """Declare the TCP option walker's registers.
 
+        The walker's phase and position inside an option, what it has found
+        (timestamps, SACK blocks, AccECN, signatures, other options, malformed
+        ones) and the captured option bytes; no logic is added to the module here.
+        """
         # --- TCP option walker state -------------------------------------------
         opt_phase   = Signal(2)             # at a kind byte, a length byte, or in a body
         opt_left    = Signal(8)             # in a body: its bytes left, the current one included
@@ -329,7 +361,48 @@ class FrameParser(wiring.Component):
         ts_bytes   = Array(Signal(8, name=f"ts_b{i}") for i in range(8))
         sack_bytes = Array(Signal(8, name=f"sack_b{i}") for i in range(32))
         aecn_bytes = Array(Signal(8, name=f"aecn_b{i}") for i in range(9))
+        vars(s).update(
+            opt_phase=opt_phase, opt_left=opt_left, opt_at=opt_at, opt_is_ts=opt_is_ts,
+            opt_is_sack=opt_is_sack, opt_is_aecn=opt_is_aecn, aecn_kind1=aecn_kind1, aecn_n=aecn_n,
+            has_aecn=has_aecn, opt_eol=opt_eol, opt_bad=opt_bad, opt_wbad=opt_wbad, opt_sig=opt_sig,
+            has_ts=has_ts, sack_n=sack_n, other_opt=other_opt, ts_bytes=ts_bytes,
+            sack_bytes=sack_bytes, aecn_bytes=aecn_bytes)
 
+    def _parse_headers(self, m, s):
+        """Walk the headers: the state machine that reads one R word a cycle.
+
+        From the Ethernet header through up to two VLAN tags, PPPoE, the IPv4
+        or IPv6 header and the fixed TCP header, storing the fields the key,
+        the classifier and the segmenter need, and giving up (``_S.OTHER``) on
+        anything that is not a candidate. Also registers ``l4_ports``.
+        """
+        r_valid, r_word, r_full, rb, state = s.r_valid, s.r_word, s.r_full, s.rb, s.state
+        ridx, hw, ntags, vid, tpid, tpid_next = s.ridx, s.hw, s.ntags, s.vid, s.tpid, s.tpid_next
+        pppoe, pppoe_sid, pppoe_len, ipv6, ihl = s.pppoe, s.pppoe_sid, s.pppoe_len, s.ipv6, s.ihl
+        ecn, ip_len, ip_seen, ip_ok, ip_proto = s.ecn, s.ip_len, s.ip_seen, s.ip_ok, s.ip_proto
+        ip_frag, l4_ports, src, host, dst = s.ip_frag, s.l4_ports, s.src, s.host, s.dst
+        ports, ack, doff, flags, tcp_res, seq = s.ports, s.ack, s.doff, s.flags, s.tcp_res, s.seq
+        offflags = s.offflags
+
+        def host_piece(word):
+            return Cat(*[Cat(*[word[b] for b in bits if b < 32]).xor() for bits in host_fold_bits()])
+
+        def dispatch(etype, tags_seen):
+            with m.Switch(etype):
+                for tpid_value, code in TPID_CODES.items():
+                    with m.Case(tpid_value):
+                        with m.If(tags_seen == 2):              # a third tag
+                            m.d.sync += state.eq(_S.OTHER)
+                        with m.Else():
+                            m.d.sync += [state.eq(_S.VLAN), tpid_next.eq(code)]
+                with m.Case(0x0800):
+                    m.d.sync += [state.eq(_S.IP4), hw.eq(0)]
+                with m.Case(0x86DD):
+                    m.d.sync += [state.eq(_S.IP6), hw.eq(0), ipv6.eq(1)]
+                with m.Case(0x8864):
+                    m.d.sync += state.eq(_S.PPPOE0)
+                with m.Default():
+                    m.d.sync += state.eq(_S.OTHER)
         with m.If(r_valid):
             with m.Switch(state):
                 with m.Case(_S.ETH):
@@ -453,18 +526,25 @@ class FrameParser(wiring.Component):
         # the IP header's last (IPv4 word 2 of 5, IPv6 word 1 of 10).
         m.d.sync += l4_ports.eq(~ip_frag & Cat(*[ip_proto == p for p in PORT_PROTOCOLS]).any())
 
+    def _checksums(self, m, s):
+        """Sum the IPv4 header and the TCP checksum (pseudo-header and TCP header).
+
+        Two 16-bit halves of each whole R word a cycle, in ones' complement
+        (``ip_sum``, ``tcp_sum``); ``is_addr`` and ``in_tcp`` say which words
+        count, for the segmenter's sums too.
+        """
+        r_valid, r_word, r_full, state, hw = s.r_valid, s.r_word, s.r_full, s.state, s.hw
+        doff = s.doff
+
         # --- Checksums -----------------------------------------------------------
         # Ones' complement sums of 16-bit words, two per R word. The halves
         # are taken in lane order (bytes swapped against network order), which
         # a ones' complement sum tolerates: the total is swapped too, and a
         # correct header sums to 0xFFFF either way (RFC 1071 section 2 (B)).
-        # Each sum is kept as 18 bits whose value is `fold16` of them: the carry
+        # Each sum is kept as 18 bits whose value is `_fold16` of them: the carry
         # out of 16 bits is added back in the next cycle.
         ip_sum  = Signal(18)                # IPv4 header
         tcp_sum = Signal(18)                # pseudo-header addresses, TCP header
-
-        def fold16(x):
-            return x[0:16] + x[16:18]
 
         word_sum = r_word[0:16] + r_word[16:32]
         in_tcp = (state == _S.TCP) | (state == _S.OPTS)
@@ -475,9 +555,22 @@ class FrameParser(wiring.Component):
         pseudo = Mux((state == _S.TCP) & (hw == 4), Cat(C(0, 8), (4 * doff + 6)[0:8]), 0)
         with m.If(r_valid & r_full):
             with m.If(state == _S.IP4):
-                m.d.sync += ip_sum.eq(fold16(ip_sum) + word_sum)
+                m.d.sync += ip_sum.eq(_fold16(ip_sum) + word_sum)
             with m.If(is_addr | in_tcp):
-                m.d.sync += tcp_sum.eq(fold16(tcp_sum) + word_sum + pseudo)
+                m.d.sync += tcp_sum.eq(_fold16(tcp_sum) + word_sum + pseudo)
+        vars(s).update(ip_sum=ip_sum, tcp_sum=tcp_sum, in_tcp=in_tcp, is_addr=is_addr)
+
+    def _segmenter_sums(self, m, s):
+        """Gather what the segmenter needs (spec section 9) and strobe its block sums.
+
+        ``seg_sum`` over the addresses and the TCP header but the sequence
+        number, the data-offset/flags word and the checksum, the payload's length and position (``pay_total``,
+        ``tcp_word``, ``pay_word``), the payload's sum ``pay_sum``, and the
+        16-byte block sums presented on ``sum_we``/``sum_block``/``sum_value``.
+        """
+        r_valid, r_word, r_full, state, hw = s.r_valid, s.r_word, s.r_full, s.state, s.hw
+        ipv6, ihl, ip_len, doff, l3_off = s.ipv6, s.ihl, s.ip_len, s.doff, s.l3_off
+        hdr_tail, in_tcp, is_addr = s.hdr_tail, s.in_tcp, s.is_addr
 
         # --- The segmenter's sums (spec section 9) -------------------------------
         # `seg_sum`: the addresses and the TCP header but the sequence number
@@ -498,7 +591,7 @@ class FrameParser(wiring.Component):
         skip_hi = (state == _S.TCP) & (hw == 1)
         seg_word = Mux(skip_lo, 0, r_word[0:16]) + Mux(skip_hi, 0, r_word[16:32])
         with m.If(r_valid & r_full & (is_addr | in_tcp)):
-            m.d.sync += [seg_sum.eq(fold16(seg_sum) + seg_word), hdr_tail.eq(r_word[16:32])]
+            m.d.sync += [seg_sum.eq(_fold16(seg_sum) + seg_word), hdr_tail.eq(r_word[16:32])]
 
         enters_done = r_valid & r_full & (((state == _S.TCP) & (hw == 4) & (doff == 5)) |
                                           ((state == _S.OPTS) & (hw + 1 == doff)))
@@ -523,12 +616,12 @@ class FrameParser(wiring.Component):
         h1 = Mux(n_left >= 3, h1, 0)
         pay_word_sum = Signal(17)
         m.d.comb += pay_word_sum.eq(h0 + h1)
-        blk_next = fold16(blk_acc) + pay_word_sum
+        blk_next = _fold16(blk_acc) + pay_word_sum
         ends_blk = (blk_cnt == 3) | (pay_left <= 4)
         m.d.sync += blk_we_q.eq(0)
         with m.If(in_pay):
             m.d.sync += [
-                pay_sum.eq(fold16(pay_sum) + pay_word_sum),
+                pay_sum.eq(_fold16(pay_sum) + pay_word_sum),
                 pay_left.eq(Mux(pay_left <= 4, 0, pay_left - 4)),
                 blk_cnt.eq(blk_cnt + 1),
             ]
@@ -539,11 +632,31 @@ class FrameParser(wiring.Component):
                 m.d.sync += blk_acc.eq(blk_next)
         blk_fold1 = Signal(17)
         m.d.comb += [
-            blk_fold1.eq(fold16(blk_q)),
+            blk_fold1.eq(_fold16(blk_q)),
             self.sum_we.eq(blk_we_q),
             self.sum_block.eq(blk_idx_q),
             self.sum_value.eq(blk_fold1[0:16] + blk_fold1[16]),
         ]
+        vars(s).update(
+            seg_sum=seg_sum, pay_sum=pay_sum, pay_left=pay_left, pay_total=pay_total,
+            tcp_word=tcp_word, blk_acc=blk_acc, blk_cnt=blk_cnt, blk_idx=blk_idx)
+
+    def _option_walker(self, m, s):
+        """Walk the TCP options, two bytes a cycle, and capture their values.
+
+        Each options word takes two cycles (``opt_stall`` holds ``ready`` low
+        for the first), each a chain of two byte steps that track the option
+        phase and validity; timestamp, SACK and AccECN body bytes are captured a
+        cycle later into ``ts_bytes``, ``sack_bytes`` and ``aecn_bytes``.
+        """
+        in_frame, r_valid, r_shown, r_full = s.in_frame, s.r_valid, s.r_shown, s.r_full
+        opt_half, opt_stall, rb, state = s.opt_half, s.opt_stall, s.rb, s.state
+        opt_phase, opt_left, opt_at, opt_is_ts = s.opt_phase, s.opt_left, s.opt_at, s.opt_is_ts
+        opt_is_sack, opt_is_aecn, aecn_kind1 = s.opt_is_sack, s.opt_is_aecn, s.aecn_kind1
+        aecn_n, has_aecn, opt_eol, opt_bad = s.aecn_n, s.has_aecn, s.opt_eol, s.opt_bad
+        opt_wbad, opt_sig, has_ts, sack_n = s.opt_wbad, s.opt_sig, s.has_ts, s.sack_n
+        other_opt, ts_bytes, sack_bytes = s.other_opt, s.ts_bytes, s.sack_bytes
+        aecn_bytes = s.aecn_bytes
 
         # The option walker: two chained byte steps per cycle, two cycles per
         # options word (bytes 0-1 while the word is held, then bytes 2-3).
@@ -653,6 +766,30 @@ class FrameParser(wiring.Component):
                 sack_n.eq(lane["sk"]), other_opt.eq(lane["oth"]),
             ]
 
+    def _finalize(self, m, s):
+        """Classify the frame and present ``result`` with ``done``, then reset.
+
+        Combines what the other stages gathered into the pure-ACK, eligibility
+        and segmenter verdicts, the flow key and its CAM tag, registers them
+        into ``result`` in the ``finalize`` cycle, and clears every header,
+        option and sum register for the next frame.
+        """
+        finalize, nbytes, opt_half, state, ridx = s.finalize, s.nbytes, s.opt_half, s.state, s.ridx
+        hw, ntags, vid, tpid, tpid_next, pppoe = s.hw, s.ntags, s.vid, s.tpid, s.tpid_next, s.pppoe
+        pppoe_sid, pppoe_len, ipv6, ihl, ecn = s.pppoe_sid, s.pppoe_len, s.ipv6, s.ihl, s.ecn
+        ip_len, ip_seen, ip_ok, ip_proto = s.ip_len, s.ip_seen, s.ip_ok, s.ip_proto
+        ip_frag, src, host, dst, ports, ack = s.ip_frag, s.src, s.host, s.dst, s.ports, s.ack
+        doff, flags, tcp_res, l3_off, ip_end = s.doff, s.flags, s.tcp_res, s.l3_off, s.ip_end
+        ip_bytes, seq, offflags, hdr_tail = s.ip_bytes, s.seq, s.offflags, s.hdr_tail
+        opt_phase, opt_left, opt_at, opt_is_ts = s.opt_phase, s.opt_left, s.opt_at, s.opt_is_ts
+        opt_is_sack, opt_is_aecn, aecn_kind1 = s.opt_is_sack, s.opt_is_aecn, s.aecn_kind1
+        aecn_n, has_aecn, opt_eol, opt_bad = s.aecn_n, s.has_aecn, s.opt_eol, s.opt_bad
+        opt_wbad, opt_sig, has_ts, sack_n = s.opt_wbad, s.opt_sig, s.has_ts, s.sack_n
+        other_opt, ts_bytes, sack_bytes = s.other_opt, s.ts_bytes, s.sack_bytes
+        aecn_bytes, ip_sum, tcp_sum, seg_sum = s.aecn_bytes, s.ip_sum, s.tcp_sum, s.seg_sum
+        pay_sum, pay_left, pay_total, tcp_word = s.pay_sum, s.pay_left, s.pay_total, s.tcp_word
+        blk_acc, blk_cnt, blk_idx = s.blk_acc, s.blk_cnt, s.blk_idx
+
         # --- Finalize ----------------------------------------------------------
         l3_bytes = Signal(16)
         l4_len   = Signal(17)               # IP payload length
@@ -683,7 +820,7 @@ class FrameParser(wiring.Component):
             tcp_ok.eq(((flags & 0x3F) == 0x10) & (tcp_res[1:4] == 0)),
             opts_ok.eq(~opt_bad & ((opt_phase == _OPT_KIND) | opt_eol)),
             len_ok.eq((nbytes == ip_end) | (nbytes <= 64 + 4 * ntags)),
-            csum_ok.eq((fold16(tcp_sum) == 0xFFFF) & (ipv6 | (fold16(ip_sum) == 0xFFFF))),
+            csum_ok.eq((_fold16(tcp_sum) == 0xFFFF) & (ipv6 | (_fold16(ip_sum) == 0xFFFF))),
             eligible.eq(tcp_ok & opts_ok & len_ok & csum_ok & (ipv6 | (ihl == 5)) &
                         (~pppoe | (pppoe_len == ip_bytes + 2))),
         ]
@@ -696,11 +833,11 @@ class FrameParser(wiring.Component):
         seg_csum_ok = Signal()
         csum_total = Signal(17)
         m.d.comb += [
-            csum_total.eq(fold16(tcp_sum) + fold16(pay_sum)),
+            csum_total.eq(_fold16(tcp_sum) + _fold16(pay_sum)),
             seg_csum_ok.eq((csum_total[0:16] + csum_total[16]) == 0xFFFF),
             seg_ok.eq((state == _S.DONE) & ((flags & 0xA6) == 0) & ~opt_sig & ~opt_wbad &
                       ((opt_phase == _OPT_KIND) | opt_eol) &
-                      (ipv6 | (fold16(ip_sum) == 0xFFFF)) & ~pay_total[16] &
+                      (ipv6 | (_fold16(ip_sum) == 0xFFFF)) & ~pay_total[16] &
                       Mux(ipv6, ip_len >= 20, ip_len >= 4 * ihl + 20) &
                       (nbytes >= ip_end) & (~pppoe | (pppoe_len == ip_bytes + 2)) & seg_csum_ok),
         ]
@@ -757,7 +894,7 @@ class FrameParser(wiring.Component):
                 res.seg.pay_bytes.eq(pay_total),
                 res.seg.seq.eq(seq),
                 res.seg.offflags.eq(offflags),
-                res.seg.sum.eq(Cat(fold16(seg_sum)[0:16]) + fold16(seg_sum)[16]),
+                res.seg.sum.eq(Cat(_fold16(seg_sum)[0:16]) + _fold16(seg_sum)[16]),
                 res.seg.hdr_tail.eq(hdr_tail),
             ]
             for i in range(KEY_WORDS):
@@ -805,4 +942,3 @@ class FrameParser(wiring.Component):
             # ts/sack bytes need no reset: has_ts and sack_n say which are valid.
             # Zero them anyway so equal ACKs always produce equal records.
             m.d.sync += [b.eq(0) for b in (*ts_bytes, *sack_bytes, *aecn_bytes)]
-        return m
