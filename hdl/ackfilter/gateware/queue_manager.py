@@ -125,6 +125,12 @@ def _within_span(value, floor):
     return (value - floor)[30:32] == 0
 
 
+def _keep(v, names):
+    """Add a part of :meth:`QueueManager.elaborate`'s ``locals()`` to the
+    namespace ``v`` the parts share (but ``self``, ``m`` and ``v``)."""
+    vars(v).update((k, x) for k, x in names.items() if k not in ("self", "m", "v"))
+
+
 class QueueManager(wiring.Component):
     """See the module docstring.
 
@@ -248,6 +254,43 @@ class QueueManager(wiring.Component):
         m = Module()
         n_slots, n_flows = self.ack_slots, self.flow_entries
         node_ids, flow_ids = range(n_slots), range(n_flows)
+        # The parts below share their names through `v`: each reads the
+        # names it uses from it and adds its own, in the order of their
+        # statements (`_keep`).
+        v = SimpleNamespace(**locals())
+        self._storage(m, v)
+        self._queue_state(m, v)
+        self._frame_details(m, v)
+        self._record_fields(m, v)
+        self._events(m, v)
+        self._egress(m, v)
+        self._write_and_drop_regs(m, v)
+        self._flow_queue_control(m, v)
+        self._data_enqueue(m, v)
+
+        with m.FSM(name="manager") as manager:
+            v.manager = manager
+            self._idle_states(m, v)
+            self._data_states(m, v)
+            self._lookup_states(m, v)
+            self._decision_states(m, v)
+            self._drop_states(m, v)
+            self._departure_states(m, v)
+
+        self._record_write(m, v)
+        self._key_copy(m, v)
+
+        # Every name the parts made (memories, registers, the state machine),
+        # for the proofs (ackfilter.formal.queue), which elaborate this and
+        # then state facts about them.
+        self.internals = v
+        return m
+
+    def _storage(self, m, v):
+        """The flow CAM, the data descriptors (a FIFO, or the flow queues and their
+        descriptor memory), the ACK list's memories, the key memory, the flow
+        records and the per-flow memories."""
+        n_slots, n_flows, node_ids, flow_ids = v.n_slots, v.n_flows, v.node_ids, v.flow_ids
 
         m.submodules.cam = cam = FlowCAM(entries=n_flows)
         # A data frame in its cells, sent with CE when `mark`. (A frame RED
@@ -342,6 +385,19 @@ class QueueManager(wiring.Component):
         cov_w      = cov_nodes.write_port()
         cov_head   = cov_nodes.read_port(domain="comb")    # of the head ACK's flow
         cov_cand   = cov_nodes.read_port(domain="comb")    # of the candidate to drop
+
+        _keep(v, locals())
+
+    def _queue_state(self, m, v):
+        """RED, the ack_mode switch, the ACK list's head, tail and length, the
+        head ACK's registers, the covered ACK to drop, the flow counts'
+        updates (`count_add`) and the ACK queue's limit."""
+        n_slots, node_ids, flow_ids, fqm = v.n_slots, v.node_ids, v.flow_ids, v.fqm
+        node_layout, node_head, nxt_head = v.node_layout, v.node_head, v.nxt_head
+        count_w, count_upd, count_head, flow_cov = v.count_w, v.count_upd, v.count_head, v.flow_cov
+        cov_head, cov_cand = v.cov_head, v.cov_cand
+        fq = v.fq if fqm else None
+        desc = v.desc if not fqm else None
 
         # RED (spec section 10) decides for every data-class frame; the data
         # queue's occupancy in bytes is its queue length.
@@ -446,6 +502,13 @@ class QueueManager(wiring.Component):
         limit = Signal(range(n_slots + 1))
         m.d.comb += limit.eq(Mux(self.ack_queue_limit > n_slots, n_slots, self.ack_queue_limit))
 
+        _keep(v, locals())
+
+    def _frame_details(self, m, v):
+        """The frame being handled (`cur`) and the option values loaded from its
+        key slot, ACC's average, the CAM's tag and the new ACK's sane SACK blocks."""
+        cam, det_r, key_at, qlen = v.cam, v.det_r, v.key_at, v.qlen
+
         # The frame being handled: its entry (`cur`, from the FIFO's head as
         # Idle takes it), and what its key slot holds besides the key: a
         # pure ACK's option values (`det`) and a data frame's segmenter
@@ -503,6 +566,17 @@ class QueueManager(wiring.Component):
         m.d.sync += [de_q[k].eq(e[k] - meta.ack) for k in range(4)]
         m.d.sync += sane_new.eq(Cat((meta.sack_n > k) & (ds_q[k] < de_q[k]) & (de_q[k][30:32] == 0)
                                     for k in range(4)))
+
+        _keep(v, locals())
+
+    def _record_fields(self, m, v):
+        """What a flow record read decides from: the newest ACK's fields and the
+        decision's registers, the node a decision writes, the new ACK's flags,
+        and the key memory's read address."""
+        n_slots, node_ids, flow_ids, cam = v.n_slots, v.node_ids, v.flow_ids, v.cam
+        node_w, node_pool, key_r, key_at, qlen = v.node_w, v.node_pool, v.key_r, v.key_at, v.qlen
+        limit, cur, meta, acc_mark, new_ecn, s = v.limit, v.cur, v.meta, v.acc_mark, v.new_ecn, v.s
+        e, sane_new = v.e, v.sane_new
 
         # Fields of the flow's newest queued ACK, as read from its record.
         idx        = Signal(flow_ids)
@@ -605,6 +679,19 @@ class QueueManager(wiring.Component):
         m.d.comb += key_r.addr.eq(Cat(key_at, cur.key_slot))
         m.d.sync += key_word.eq(key_r.data)
 
+        _keep(v, locals())
+
+    def _events(self, m, v):
+        """The event port (`event`), the list nodes' frees (`leave_head`), the
+        read addresses that follow the arriving flow and the levels on the ports."""
+        node_ids, cam, fqm, node_new, node_pool = v.node_ids, v.cam, v.fqm, v.node_new, v.node_pool
+        count_idx, newest_idx, flow_cov, red = v.count_idx, v.newest_idx, v.flow_cov, v.red
+        have_data, head, qlen, head_q = v.have_data, v.head, v.qlen, v.head_q
+        head_next_q, head_one, head_is_cov = v.head_next_q, v.head_one, v.head_is_cov
+        count_add, idx, newest_q = v.count_add, v.idx, v.newest_q
+        fq = v.fq if fqm else None
+        desc = v.desc if not fqm else None
+
         # Events and strobes default low.
         ev = Signal(Event)
         m.d.comb += self.ev_kind.eq(ev)
@@ -640,6 +727,13 @@ class QueueManager(wiring.Component):
             self.ack_queue_depth.eq(qlen),
             self.backlog.eq((qlen != 0) | have_data),
         ]
+
+        _keep(v, locals())
+
+    def _egress(self, m, v):
+        """The departure side's registers: the credit's change and the segmenter's
+        next chunk."""
+        desc_r, whole, credit = v.desc_r, v.whole, v.credit
 
         # The credit change of a departure, ``charge_n * charge_k`` (or a
         # reset), is applied in the cycle after it and ``credit > 0`` is
@@ -694,6 +788,14 @@ class QueueManager(wiring.Component):
         seg_bytes = Mux(chunk_frame < 60, 60, chunk_frame)
         seg_l3_bytes = 4 * (head_seg.pay_word - desc_r.ip.word) + chunk_len
 
+        _keep(v, locals())
+
+    def _write_and_drop_regs(self, m, v):
+        """The registers of Write-Record's words (`wk`, `wb_v`) and of a covered
+        ACK's drop (`col_*`), `from_hit`, and whether a frame may depart."""
+        node_ids, flow_ids, node_cx, nxt_cx = v.node_ids, v.flow_ids, v.node_cx, v.nxt_cx
+        prv_cx, cov_x_q = v.prv_cx, v.cov_x_q
+
         wk = Signal(range(RECORD_WORDS))            # record word being written
         wk_last = Signal(range(RECORD_WORDS))       # the last one to write
         wk_newest_last = Signal(range(RECORD_WORDS))  # the last of the newest ACK's words ...
@@ -712,6 +814,18 @@ class QueueManager(wiring.Component):
         col_x, col_flow, col_x_buf = Signal(node_ids), Signal(flow_ids), Signal(self.buf_bits)
         col_p, col_q = Signal(node_ids), Signal(node_ids)
         m.d.comb += [node_cx.addr.eq(cov_x_q), nxt_cx.addr.eq(cov_x_q), prv_cx.addr.eq(cov_x_q)]
+
+        _keep(v, locals())
+
+    def _flow_queue_control(self, m, v):
+        """With flow queues, a data frame's queue choice (`is_data`, `dq`), the
+        charge of its departure, the release of flow entries and when Idle may
+        go on (`go_ok`); RED's start (`red_start`, `red_early`) and the state
+        after the lookup (`next_decision`)."""
+        n_flows, cam, fqm, flow_count, red = v.n_flows, v.cam, v.fqm, v.flow_count, v.red
+        data_bytes, head_q, hflow, cur, meta = v.data_bytes, v.head_q, v.hflow, v.cur, v.meta
+        idx = v.idx
+        fq = v.fq if fqm else None
 
         # Flow queues (spec section 12): a data frame looks its flow up as an
         # ACK does (`is_data`), then joins queue `dq` (`dq_new`: a new entry's,
@@ -805,6 +919,15 @@ class QueueManager(wiring.Component):
                 red_start()
                 m.d.sync += red_started.eq(1)
 
+        _keep(v, locals())
+
+    def _data_enqueue(self, m, v):
+        """A data frame's enqueue with flow queues (`data_enqueue`; the copy of a
+        new entry's key follows it, `_key_copy`) and the entry FIFO's pop."""
+        cam, fqm, data_bytes, aid_inc, cur = v.cam, v.fqm, v.data_bytes, v.aid_inc, v.cur
+        meta, seg, idx, event, dq, dq_new = v.meta, v.seg, v.idx, v.event, v.dq, v.dq_new
+        fq, descs_w = (v.fq, v.descs_w) if fqm else (None, None)
+
         # The copy of a new data entry's key into its record, one word a
         # cycle from the key memory, while the state machine departs frames:
         # nothing else reads the key memory or writes a record before the
@@ -848,618 +971,726 @@ class QueueManager(wiring.Component):
         m.d.sync += pop_q.eq(0)
         m.d.comb += self.entry_ready.eq(pop_q)
 
-        with m.FSM(name="manager") as manager:
-            with m.State("Idle"):
-                # Not idle while a data descriptor written by Arrive is still on
-                # its way to the FIFO's read port (`level` counts it a cycle
-                # before `r_rdy` shows it): `backlog` does not show it yet, and
-                # a harness that skips cycles when idle would strand the frame.
-                if fqm:
-                    m.d.comb += [self.idle.eq(~self.entry_valid & go_ok & ~kc_v & ~cam.busy & ~wb_v &
-                                              ~mode_switch),
-                                 charge_ok.eq(1)]
-                    m.d.sync += is_data.eq(0)
-                else:
-                    m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data) & ~wb_v &
-                                             ~mode_switch)
-                # `cur` (and `key_v6`) follow the FIFO's head while idle,
-                # so their enable waits for no decision; they hold once the
-                # frame is taken, and while its record is still written.
-                with m.If(~wb_v | wb_last):
-                    m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
-                # Depart's choice as it will see it: an ACK needs no pick.
-                ack_next = ~(have_data & ((qlen == 0) | ack_hold | (credit_pos & ~ack_strict)))
-                depart_ok = can_depart & (go_ok | (fq_free & ack_next))
-                with m.If(mode_switch):
-                    # (A cycle of its own: the next decision sees the new mode.)
-                    m.d.sync += self.ack_mode_eff.eq(self.ack_mode)
-                    event(Event.MODE_SWITCH)
-                with m.Elif(depart_ok):
-                    # (A descriptor on its way, or a count update after
-                    # Write-Record, holds the departure a cycle.)
-                    with m.If(~desc_in_flight & ~wr_just):
-                        m.next = "Depart"
-                with m.Elif(fq_free & self.entry_valid & (~cam.busy | cam.ending) & (~wb_v | wb_last)):
-                    # (The CAM answers a lookup from Arrive on, once it has
-                    # written a new entry's tag: from its last cycle on Idle
-                    # may take the next frame. A record write ends by then,
-                    # or in this cycle, with `cur` still the frame's.)
-                    m.d.sync += pop_q.eq(1)
-                    m.next = "Arrive"
+        _keep(v, locals())
 
-            with m.State("Arrive"):
-                assert LOAD_START == 2
-                m.d.sync += det_at.eq(0)
-                with m.Switch(cur.verdict):
-                    with m.Case(Verdict.RUNT):
-                        event(Event.DROP_RUNT)
-                        m.next = "Idle"
-                    with m.Case(Verdict.OVERSIZE):
-                        event(Event.DROP_OVERSIZE)
-                        m.next = "Idle"
-                    with m.Case(Verdict.DATA, Verdict.DATA_FULL):
-                        # RED decides first, also for a frame the ring had no
-                        # room for (its state changes all the same). With flow
-                        # queues the flow's queue is looked up first.
-                        if fqm:
-                            m.d.sync += is_data.eq(1)
-                            m.next = "Lookup"
-                        else:
-                            with m.If(red.ready):
-                                red_start()
-                                m.next = "Red"
-                    with m.Default():
-                        m.d.sync += [acc_step.eq(acc_diff >> self.acc_wq_shift), acc_pending.eq(1)]
-                        m.next = "Lookup"
+    def _idle_states(self, m, v):
+        """The states Idle (a departure, a mode switch or the next arrival) and
+        Arrive (the frame's verdict)."""
+        cam, fqm, red, have_data = v.cam, v.fqm, v.red, v.have_data
+        desc_in_flight, ack_hold, ack_strict = v.desc_in_flight, v.ack_hold, v.ack_strict
+        qlen, mode_switch, cur, det_at = v.qlen, v.mode_switch, v.cur, v.det_at
+        acc_step, acc_pending, acc_diff, key_v6 = v.acc_step, v.acc_pending, v.acc_diff, v.key_v6
+        event, credit_pos, wb_v, wb_last = v.event, v.credit_pos, v.wb_v, v.wb_last
+        wr_just, can_depart, is_data, go_ok = v.wr_just, v.can_depart, v.is_data, v.go_ok
+        fq_free, charge_ok, red_start, kc_v = v.fq_free, v.charge_ok, v.red_start, v.kc_v
+        pop_q = v.pop_q
+        desc = v.desc if not fqm else None
 
-            with m.State("Red"):
-                # The decision comes RED_LATENCY cycles after it was taken
-                # (params.RED_DECISION_LEAD counts them for the model).
-                if not fqm:
-                    desc_w = data.View(desc_layout, desc.w_data)
-                    m.d.comb += [desc_w.chain.eq(cur.chain), desc_w.nbytes.eq(cur.nbytes),
-                                 desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
-                                 desc_w.seg.eq(seg), desc_w.ack.eq(cur.pure_ack)]
-                with m.If(red.done):
-                    m.next = "Idle"
-                    m.d.sync += red_started.eq(0)
-                    marked = red.action == RedAction.MARK
-                    m.d.comb += [self.stat_red_marked.eq(marked),
-                                 self.stat_red_ce_already.eq(marked & red.ce_already)]
-                    with m.If(red.action == RedAction.DROP):
-                        event(Event.DROP_RED)
-                        with m.If(cur.verdict == Verdict.DATA):      # in its cells: give them back
-                            m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(cur.chain)]
-                    with m.Elif(cur.verdict == Verdict.DATA_FULL):
-                        event(Event.DROP_DATA_FULL)
-                    if fqm:
-                        with m.Else():
-                            # Room first: when the frame would overfill the buffer,
-                            # the fattest queue drops from its head (Overflow),
-                            # and the arrival is reported after the drops.
-                            kind = Mux(marked, Event.ARRIVE_DATA_MARKED, Event.ARRIVE_DATA)
-                            with m.If(fq.cells + cur.chain.n <= self.cells - DATA_CELL_RESERVE):
-                                data_enqueue(marked & ~red.ce_already, kind)
-                            with m.Else():
-                                m.d.comb += [fq.ovf.eq(1), fq.ovf_cells.eq(cur.chain.n)]
-                                m.d.sync += [red_mark_q.eq(marked & ~red.ce_already), red_ev_q.eq(kind)]
-                                m.next = "Overflow"
-                    else:
-                        with m.Else():
-                            m.d.comb += [desc.w_en.eq(1), desc_w.mark.eq(marked & ~red.ce_already),
-                                         aid_inc.eq(cur.pure_ack)]
-                            m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
-                            with m.If(marked):
-                                event(Event.ARRIVE_DATA_MARKED)
-                            with m.Else():
-                                event(Event.ARRIVE_DATA)
-
+        with m.State("Idle"):
+            # Not idle while a data descriptor written by Arrive is still on
+            # its way to the FIFO's read port (`level` counts it a cycle
+            # before `r_rdy` shows it): `backlog` does not show it yet, and
+            # a harness that skips cycles when idle would strand the frame.
             if fqm:
-                def choose_queue():
-                    """The queue (spec section 12, "Flows and queues"): the
-                    flow's own on a hit, unless it is empty and frames of its
-                    class may wait in the shared queue; a new entry's on a
-                    miss when one is free and none of its class waits there;
-                    else the shared queue. Chosen for RED (is it empty?) and
-                    again after an overflow's drops, which may have emptied
-                    a queue or taken the shared queue's last frame of a class."""
-                    own = from_hit & key_eq & ~(fq.query_empty & fq.cls_busy)
-                    new = ~from_hit & cam.free & ~fq.cls_busy
-                    m.d.sync += [
-                        dq.eq(Mux(own | new, idx, n_flows)),
-                        dq_new.eq(new),
-                        exempt_q.eq(Mux(own, fq.query_empty, Mux(new, 1, fq.shared_empty))),
-                    ]
+                m.d.comb += [self.idle.eq(~self.entry_valid & go_ok & ~kc_v & ~cam.busy & ~wb_v &
+                                          ~mode_switch),
+                             charge_ok.eq(1)]
+                m.d.sync += is_data.eq(0)
+            else:
+                m.d.comb += self.idle.eq(~self.entry_valid & ((desc.level == 0) | have_data) & ~wb_v &
+                                         ~mode_switch)
+            # `cur` (and `key_v6`) follow the FIFO's head while idle,
+            # so their enable waits for no decision; they hold once the
+            # frame is taken, and while its record is still written.
+            with m.If(~wb_v | wb_last):
+                m.d.sync += [cur.eq(self.entry), key_v6.eq(self.entry.key_v6)]
+            # Depart's choice as it will see it: an ACK needs no pick.
+            ack_next = ~(have_data & ((qlen == 0) | ack_hold | (credit_pos & ~ack_strict)))
+            depart_ok = can_depart & (go_ok | (fq_free & ack_next))
+            with m.If(mode_switch):
+                # (A cycle of its own: the next decision sees the new mode.)
+                m.d.sync += self.ack_mode_eff.eq(self.ack_mode)
+                event(Event.MODE_SWITCH)
+            with m.Elif(depart_ok):
+                # (A descriptor on its way, or a count update after
+                # Write-Record, holds the departure a cycle.)
+                with m.If(~desc_in_flight & ~wr_just):
+                    m.next = "Depart"
+            with m.Elif(fq_free & self.entry_valid & (~cam.busy | cam.ending) & (~wb_v | wb_last)):
+                # (The CAM answers a lookup from Arrive on, once it has
+                # written a new entry's tag: from its last cycle on Idle
+                # may take the next frame. A record write ends by then,
+                # or in this cycle, with `cur` still the frame's.)
+                m.d.sync += pop_q.eq(1)
+                m.next = "Arrive"
 
-                with m.State("Decide-Data"):
-                    m.d.comb += charge_ok.eq(1)
-                    choose_queue()
-                    m.next = "Data-Red"
-
-                with m.State("Data-Red"):
-                    with m.If(red_started):
-                        m.next = "Red"
-                    with m.Elif(red.ready):
-                        red_start()
-                        m.d.sync += red_started.eq(1)
-                        m.next = "Red"
-
-                with m.State("Overflow"):
-                    # Each drop's descriptor is read as it is dropped and
-                    # reported the cycle after (`drop_pend`): its cells go back.
-                    m.d.sync += drop_pend.eq(fq.drop)
-                    with m.If(drop_pend):
-                        event(Event.DROP_DATA_OVERFLOW)
-                        m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(desc_r.chain),
-                                     aid_dec.eq(desc_r.ack)]
-                        m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
-                    with m.If(fq.done):
-                        m.next = "Overflow-Choose"
-
-                with m.State("Overflow-Choose"):
-                    choose_queue()
-                    m.next = "Overflow-End"
-
-                with m.State("Overflow-End"):
-                    data_enqueue(red_mark_q, red_ev_q)
-
-            with m.State("Lookup"):
-                if fqm:
-                    m.d.comb += charge_ok.eq(1)
-                    # An IPv4 data frame's RED starts here: its queue is
-                    # chosen (Decide-Data) 7 cycles on after a hit, before
-                    # RED's verdict reads `exempt` in cycle 8.
-                    with m.If(is_data & ~key_v6 & ~red_started & red.ready):
-                        red_start()
-                        m.d.sync += red_started.eq(1)
-                m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
-                with m.If(acc_pending):
-                    avg_next = Signal(16)
-                    esc = Signal()
-                    m.d.comb += [
-                        avg_next.eq(acc_avg + acc_step),
-                        esc.eq(self.acc_enable & (avg_next > Cat(C(0, 8), self.acc_threshold_acks))),
-                        self.stat_acc_escalated.eq(esc),
-                        self.stat_acc_marked.eq(esc & meta.ecn.any() & ~meta.ecn.all()),
-                    ]
-                    m.d.sync += [acc_avg.eq(avg_next), acc_pending.eq(0), acc_esc.eq(esc),
-                                 acc_mark.eq(esc & meta.ecn.any() & ~meta.ecn.all())]
-                # The CAM has seen meta.tag since the previous state (Arrive
-                # or a drop); its answer is ready next cycle.
-                m.next = "Await-Lookup"
-
-            with m.State("Await-Lookup"):
-                if fqm:
-                    m.d.comb += charge_ok.eq(1)
-                # Word 0 of a hit's record is read already.
-                m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
-                # The words every decision reads besides the key (its ack and
-                # flags, the floor's ack; the floor's TS when the frame has
-                # TS); the results of the words that may be skipped start as
-                # a skipped word leaves them.
-                m.d.sync += [
-                    rc.eq(1), rd_j.eq(0), rd_v.eq(1), cmp_v.eq(0), flags_done.eq(0),
-                    want.eq(Mux(is_data, 0, Cat(C(1, 1), C(0, REC_FLOOR_ACK - REC_ACK - 1), C(1, 1), meta.has_ts))),
-                    key_eq.eq(1), all_cov.eq(1), new_cov.eq(0),
-                    ts_ok_q.eq(~meta.has_ts), cnt_ok_q.eq(0b11), floor_ts_ok_q.eq(1),
-                ]
-                if fqm:
-                    m.d.sync += red_early.eq(is_data & ~red_started)
-                with m.If(cam.hit):
-                    m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
-                    m.next = "Read-Record"
-                with m.Else():
-                    m.d.sync += [idx.eq(cam.free_index), from_hit.eq(0)]
-                    next_decision("Decide-Miss")
-
-            with m.State("Read-Record"):
-                if fqm:
-                    m.d.comb += charge_ok.eq(1)
-                # A word is read (its address here), comes out of the block RAM
-                # into `rec_word` (`rd_j`), and is compared from there a cycle
-                # later (`cmp_j`). Only the words the decision needs are read
-                # (so that a minimum ACK at line rate keeps within its 33.6
-                # cycles): key word k in cycle k, from the key memory beside
-                # it (an IPv4 key's words 2 and 4 are zero, as the record's:
-                # those cycles read other words); then, lowest first, the
-                # words of `want`: REC_ACK, the floor's, and, once REC_ACK
-                # has shown the old ACK's flags, its TS, SACK and AccECN
-                # words when the decision uses them. The words not read leave
-                # the results they would have set as Await-Lookup started them.
-                key_slot = Signal()
-                any_want, pick = lowest_set(want)
-                rd_word = Signal(range(RECORD_WORDS))
-                m.d.comb += [
-                    key_slot.eq((rc < REC_ACK) & (key_v6 | rc[0])),
-                    rd_word.eq(Mux(key_slot, rc, REC_ACK + pick)),
-                    rec_r.addr.eq(idx * RECORD_WORDS + rd_word),
-                    key_at.eq(rd_word),
-                ]
-                picked = Mux(~key_slot & any_want, C(1, len(want)) << pick, 0)
-                added = Signal.like(want)
-                # (A data frame's IPv4 key is in the odd words: the even
-                # cycles are skipped, its compare takes two fewer.)
-                m.d.sync += [
-                    rc.eq(rc + 1 + (is_data & ~key_v6)),
-                    rd_j.eq(rd_word), rd_v.eq(key_slot | any_want),
-                    cmp_j.eq(rd_j), cmp_v.eq(rd_v),
-                    want.eq(want & ~picked | added),
-                    count_q.eq(count_idx.data),
-                    enough_q.eq(Mux((eff == 2) | acc_esc, count_q >= 1, count_q >= 2)),
-                    newest_q.eq(newest_idx.data),
-                    old_buf_q.eq(node_new.data.buf),
-                ]
-                lo, hi = rec_word[0:32], rec_word[32:64]
-                # An old SACK block against each new one: lo against s[k],
-                # hi against e[k], one subtraction per pair of ends.
-                sack_order = []
-                for k in range(4):
-                    lo_s, stmts_s = _order(lo, s[k])
-                    hi_e, stmts_e = _order(hi, e[k])
-                    m.d.comb += stmts_s + stmts_e
-                    sack_order.append((lo_s, hi_e))
-                j = cmp_j                            # the word compared now
-                with m.If(cmp_v):
-                    with m.Switch(j):
-                        with m.Case(0, 1, 2, 3, 4):
-                            with m.If(rec_word != key_word):
-                                m.d.sync += key_eq.eq(0)
-                        with m.Case(5):
-                            with m.If(lo != key_word[:32]):
-                                m.d.sync += key_eq.eq(0)
-                        with m.Case(REC_ACK):
-                            of = data.View(old_flags.shape(), hi[:len(old_flags.as_value())])
-                            d_ack = Signal(32)
-                            old_ace = Cat(of.ece, of.cwr, of.ae)
-                            new_ace = Cat(meta.ece, meta.cwr, meta.ae)
-                            both = of.accecn_opt & meta.accecn_opt
-                            m.d.comb += d_ack.eq(meta.ack - lo)
-                            m.d.sync += [
-                                old_flags.eq(hi),
-                                ack_gt_q.eq((d_ack != 0) & ~d_ack[31]),
-                                ack_eq_q.eq(d_ack == 0),
-                                # The exact flag rule unless both are AccECN.
-                                flags_ok_q.eq(meta.eligible & of.supersedable & (of.ecn == new_ecn) &
-                                              (both | (~of.accecn_opt & (old_ace == new_ace)))),
-                                both_aecn_q.eq(both),
-                                old_ace_q.eq(old_ace),
-                                ace_step_q.eq(new_ace - old_ace),
-                                ace_ref_q.eq(old_ace),
-                                flags_done.eq(1),
-                            ]
-                            # The old ACK's words the decision uses: its TS
-                            # when both carry TS (else ts_ok is the has_ts
-                            # compare, as Await-Lookup set it), its valid SACK
-                            # blocks, its AccECN counters when both carry
-                            # the option.
-                            sack_words = Cat((of.sack_n > i) for i in range(4))
-                            m.d.comb += added.eq(Cat(
-                                C(0, 1), of.has_ts & meta.has_ts, sack_words,
-                                both, both, C(0, 2)))
-                            m.d.sync += ts_ok_q.eq(of.has_ts == meta.has_ts)
-                        for w in range(2):
-                            with m.Case(REC_AECN + w):
-                                # Counter i did not go back: (new - old) mod 2^24 < 2^23.
-                                ok = C(1, 1)
-                                for i in ((0, 1) if w == 0 else (2,)):
-                                    old_c = rec_word[24 * (i - 2 * w):24 * (i - 2 * w) + 24]
-                                    back = (det.accecn[i] - old_c)[23]
-                                    ok = ok & (~old_flags.accecn_mask[i] | (meta.accecn_mask[i] & ~back))
-                                m.d.sync += cnt_ok_q[w].eq(ok)
-                        with m.Case(REC_TS):
-                            m.d.sync += [
-                                ts_ok_q.eq((old_flags.has_ts == meta.has_ts) & (
-                                    ~meta.has_ts | (~_after(lo, det.tsval) & ~_after(hi, det.tsecr)))),
-                            ]
-                        for i in range(4):
-                            with m.Case(REC_SACK + i):
-                                valid = old_flags.sack_n > i
-                                covered = ~_after(hi, meta.ack)
-                                for k in range(4):
-                                    lo_s, hi_e = sack_order[k]
-                                    # [lo, hi) inside [s, e); [s, e) inside [lo, hi).
-                                    covered = covered | (sane_new[k] & ~lo_s[0] & ~hi_e[1])
-                                    with m.If(valid & ~lo_s[1] & ~hi_e[0]):
-                                        m.d.sync += new_cov[k].eq(1)
-                                with m.If(valid & ~covered):
-                                    m.d.sync += all_cov.eq(0)
-                        with m.Case(REC_FLOOR_ACK):
-                            fl = data.View(aecn_floor_layout, hi[:aecn_floor_layout.size])
-                            ok = C(1, 1)
-                            for i in range(3):
-                                near = (det.accecn[i][16:24] - fl.hi[i])[0:8] < ACCECN_HI_SPAN
-                                ok = ok & (~old_flags.accecn_mask[i] | (fl.mask[i] & near))
-                            adv = Signal(4)
-                            assert ACE_LIMIT == 8            # adv[3]: the advance reached 8
-                            m.d.comb += adv.eq((old_ace_q - fl.ace_ref)[0:3] + ace_step_q)
-                            m.d.sync += [
-                                floor_ok_q.eq(_within_span(meta.ack, lo)),
-                                aecn_floor_ok_q.eq(ok & ((ace_step_q == 0) | (fl.ace_known & ~adv[3]))),
-                            ]
-                        with m.Case(REC_FLOOR_TS):
-                            m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(det.tsval, lo) &
-                                                                         _within_span(det.tsecr, hi)))
-                # Done when the compare now is the last: nothing in flight,
-                # the flags seen (their words added), nothing more wanted.
-                with m.If((flags_done | is_data) & ~any_want & ~rd_v & (rc >= REC_ACK) & ~key_slot):
-                    next_decision("Decide-Prep")
-
-            with m.State("Decide-Prep"):
-                # The supersession test, registered: Decide-Hit's choices (and
-                # the enables they drive) then hang off one flip-flop.
-                strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
-                aecn_ok = ~both_aecn_q | (cnt_ok_q.all() & aecn_floor_ok_q)
-                may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q & aecn_ok
-                if fqm:
-                    # An entry that holds only data has no newest ACK.
-                    may = may & (count_q != 0)
-                m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q),
-                             hit_q.eq(1), sel_newest_q.eq(may & enough_q & key_eq)]
-                m.next = "Decide-Hit"
-
-            # The words Write-Record writes: `first` .. `newest_last`, then,
-            # with `floor`, REC_FLOOR_ACK .. `last`.
-            def write_words(*, first, newest_last, floor, last):
-                m.d.sync += [wk.eq(first), wk_newest_last.eq(newest_last), wk_floor.eq(floor),
-                             wk_last.eq(last)]
-
-            def write_newest(*, floor):
-                """The frame's words a later decision reads (Read-Record): its
-                ack and flags, its TS word, its SACK blocks, its AccECN
-                counters (after all four SACK words, where they are); with
-                ``floor`` (a new chain) the floor's ack, and TS with TS."""
-                newest_last = Mux(meta.accecn_opt, REC_NEWEST_END - 1, REC_SACK + meta.sack_n - 1)
-                write_words(first=REC_ACK, newest_last=newest_last, floor=floor,
-                            last=Mux(floor, Mux(meta.has_ts, REC_FLOOR_TS, REC_FLOOR_ACK),
-                                     newest_last))
-
-            # Where the ACK goes once it needs a queue position.
-            def append(tracked, new_entry, kind, cover=False):
-                with m.If(full_q):
-                    # Make room: a covered ACK first, else the head.
-                    with m.If(cov_any_q):
-                        m.next = "Covered-Read"
-                    with m.Else():
-                        m.next = "Drop-Front"
-                with m.Else():
-                    n = node_pool.alloc_id
-                    m.d.comb += [
-                        node_pool.take.eq(1),
-                        node_w.en.eq(1),             # at n, tracked: see hit_q
-                        nxt_w.en.eq(qlen != 0),
-                        nxt_w.addr.eq(tail),
-                        nxt_w.data.eq(n),
-                        prv_w.en.eq(1),
-                        prv_w.addr.eq(n),
-                        prv_w.data.eq(tail),
-                    ]
-                    m.d.sync += [tail.eq(n), qlen.eq(qlen + 1)]
-                    with m.If(qlen == 0):
-                        m.d.sync += head.eq(n)
-                    if tracked:
-                        m.d.sync += ace_known_q.eq(0 if new_entry else (count_q != 0) if fqm else 1)
-                        # A new entry writes its whole record; an append the
-                        # newest ACK's fields and, when it starts a new chain
-                        # (it does not cover the old newest), the floor.
-                        if new_entry:
-                            write_words(first=0, newest_last=REC_NEWEST_END - 1, floor=1,
-                                        last=RECORD_WORDS - 1)
-                        else:
-                            write_newest(floor=C(1, 1) if cover is False else ~cover)
-                        m.d.sync += [grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
-                                     done_event.eq(kind), wr_event.eq(1)]
-                        # Key word 0 (a miss writes the key) is read in this
-                        # cycle.
-                        if new_entry:
-                            # The CAM writes the tag in the next SET_CYCLES
-                            # cycles, beside the 16 words of the record
-                            # (Write-Record's, then `wb_v`'s); the next
-                            # arrival is taken in the last of them (`ending`),
-                            # so its lookup (from Arrive on) sees the tag.
-                            assert SET_CYCLES == RECORD_WORDS
-                            m.d.comb += cam.set_en.eq(1)
-                        m.next = "Write-Record"
+        with m.State("Arrive"):
+            assert LOAD_START == 2
+            m.d.sync += det_at.eq(0)
+            with m.Switch(cur.verdict):
+                with m.Case(Verdict.RUNT):
+                    event(Event.DROP_RUNT)
+                    m.next = "Idle"
+                with m.Case(Verdict.OVERSIZE):
+                    event(Event.DROP_OVERSIZE)
+                    m.next = "Idle"
+                with m.Case(Verdict.DATA, Verdict.DATA_FULL):
+                    # RED decides first, also for a frame the ring had no
+                    # room for (its state changes all the same). With flow
+                    # queues the flow's queue is looked up first.
+                    if fqm:
+                        m.d.sync += is_data.eq(1)
+                        m.next = "Lookup"
                     else:
-                        event(kind)
-                        m.next = "Idle"
-
-            with m.State("Decide-Miss"):
-                with m.If(cam.free):
-                    append(True, True, Event.ARRIVE_ACK_NEW)
-                with m.Else():
-                    append(False, False, Event.ARRIVE_ACK_UNTRACKED)
-                    with m.If(~full_q):
-                        m.d.comb += self.stat_cam_full.eq(1)
-
-            with m.State("Decide-Hit"):
-                may = may_q
-                with m.If(~key_eq):
-                    append(False, False, Event.ARRIVE_ACK_UNTRACKED)
-                    with m.If(~full_q):
-                        m.d.comb += self.stat_collision.eq(1)
-                with m.Elif(supersede_q):
-                    m.d.comb += [
-                        node_w.en.eq(1),             # at newest_q: sel_newest_q
-                        self.free_buf_en.eq(1),
-                        self.free_buf_id.eq(old_buf_q),
-                        self.stat_superseded.eq(1),
-                    ]
-                    write_newest(floor=C(0, 1))
-                    m.d.sync += [done_event.eq(Event.ARRIVE_ACK_SUPERSEDE), wr_event.eq(1)]
-                    m.next = "Write-Record"
-                with m.Else():
-                    append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
-
-            with m.State("Write-Record"):
-                # The decision's bookkeeping and the record's first word
-                # (below); the rest of the words are written behind the
-                # state machine's back (`wb_v`), so departures go on.
-                if fqm:
-                    m.d.comb += charge_ok.eq(1)
-                with m.If(grow):
-                    count_add(idx, 1)
-                    m.d.comb += [newest_w.en.eq(1), newest_w.addr.eq(idx), newest_w.data.eq(grow_node)]
-                    m.d.sync += grow.eq(0)
-                    with m.If(cover_q):
-                        m.d.sync += flow_cov.bit_select(idx, 1).eq(1)
-                        m.d.comb += [cov_w.en.eq(1), cov_w.addr.eq(idx), cov_w.data.eq(newest_q)]
-                if fqm:
-                    with m.If(wr_event):
-                        event(done_event)
-                else:
-                    event(done_event)
-                m.d.sync += [wb_v.eq(wk != wk_last), wr_just.eq(1)]
-                m.next = "Idle"
-
-            def after_drop(same_flow):
-                """Back to the decision: directly when the drop did not touch
-                the arrival's flow entry (nothing it decided on changed), else
-                through a new lookup (spec: the arrival is processed again)."""
-                with m.If(from_hit & ~same_flow):
-                    m.next = "Settle"
-                with m.Else():
+                        with m.If(red.ready):
+                            red_start()
+                            m.next = "Red"
+                with m.Default():
+                    m.d.sync += [acc_step.eq(acc_diff >> self.acc_wq_shift), acc_pending.eq(1)]
                     m.next = "Lookup"
 
-            with m.State("Drop-Front"):
-                leave_head()
-                m.d.comb += [self.free_buf_en.eq(1), self.free_buf_id.eq(head_q.buf)]
-                event(Event.DROP_ACK_FRONT)
-                after_drop(head_q.tracked & (head_q.flow == idx))
+        _keep(v, locals())
 
-            with m.State("Covered-Read"):
+    def _data_states(self, m, v):
+        """A data frame's states: Red, and with flow queues its queue's choice and
+        the overflow's drops (Decide-Data .. Overflow-End)."""
+        n_flows, cam, desc_layout, fqm, desc_r = v.n_flows, v.cam, v.desc_layout, v.fqm, v.desc_r
+        red, data_bytes, aid_inc, aid_dec, cur = v.red, v.data_bytes, v.aid_inc, v.aid_dec, v.cur
+        seg, idx, key_eq, event, from_hit, dq = v.seg, v.idx, v.key_eq, v.event, v.from_hit, v.dq
+        dq_new, exempt_q, red_mark_q, red_ev_q = v.dq_new, v.exempt_q, v.red_mark_q, v.red_ev_q
+        drop_pend, charge_ok, red_start = v.drop_pend, v.charge_ok, v.red_start
+        red_started, data_enqueue = v.red_started, v.data_enqueue
+        fq = v.fq if fqm else None
+        desc = v.desc if not fqm else None
+
+        with m.State("Red"):
+            # The decision comes RED_LATENCY cycles after it was taken
+            # (params.RED_DECISION_LEAD counts them for the model).
+            if not fqm:
+                desc_w = data.View(desc_layout, desc.w_data)
+                m.d.comb += [desc_w.chain.eq(cur.chain), desc_w.nbytes.eq(cur.nbytes),
+                             desc_w.l3_bytes.eq(cur.l3_bytes), desc_w.ip.eq(cur.ip),
+                             desc_w.seg.eq(seg), desc_w.ack.eq(cur.pure_ack)]
+            with m.If(red.done):
+                m.next = "Idle"
+                m.d.sync += red_started.eq(0)
+                marked = red.action == RedAction.MARK
+                m.d.comb += [self.stat_red_marked.eq(marked),
+                             self.stat_red_ce_already.eq(marked & red.ce_already)]
+                with m.If(red.action == RedAction.DROP):
+                    event(Event.DROP_RED)
+                    with m.If(cur.verdict == Verdict.DATA):      # in its cells: give them back
+                        m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(cur.chain)]
+                with m.Elif(cur.verdict == Verdict.DATA_FULL):
+                    event(Event.DROP_DATA_FULL)
+                if fqm:
+                    with m.Else():
+                        # Room first: when the frame would overfill the buffer,
+                        # the fattest queue drops from its head (Overflow),
+                        # and the arrival is reported after the drops.
+                        kind = Mux(marked, Event.ARRIVE_DATA_MARKED, Event.ARRIVE_DATA)
+                        with m.If(fq.cells + cur.chain.n <= self.cells - DATA_CELL_RESERVE):
+                            data_enqueue(marked & ~red.ce_already, kind)
+                        with m.Else():
+                            m.d.comb += [fq.ovf.eq(1), fq.ovf_cells.eq(cur.chain.n)]
+                            m.d.sync += [red_mark_q.eq(marked & ~red.ce_already), red_ev_q.eq(kind)]
+                            m.next = "Overflow"
+                else:
+                    with m.Else():
+                        m.d.comb += [desc.w_en.eq(1), desc_w.mark.eq(marked & ~red.ce_already),
+                                     aid_inc.eq(cur.pure_ack)]
+                        m.d.sync += data_bytes.eq(data_bytes + cur.nbytes)
+                        with m.If(marked):
+                            event(Event.ARRIVE_DATA_MARKED)
+                        with m.Else():
+                            event(Event.ARRIVE_DATA)
+
+        if fqm:
+            def choose_queue():
+                """The queue (spec section 12, "Flows and queues"): the
+                flow's own on a hit, unless it is empty and frames of its
+                class may wait in the shared queue; a new entry's on a
+                miss when one is free and none of its class waits there;
+                else the shared queue. Chosen for RED (is it empty?) and
+                again after an overflow's drops, which may have emptied
+                a queue or taken the shared queue's last frame of a class."""
+                own = from_hit & key_eq & ~(fq.query_empty & fq.cls_busy)
+                new = ~from_hit & cam.free & ~fq.cls_busy
                 m.d.sync += [
-                    col_x.eq(cov_x_q), col_flow.eq(cov_flow_q), col_x_buf.eq(node_cx.data.buf),
-                    col_p.eq(prv_cx.data), col_q.eq(nxt_cx.data),
+                    dq.eq(Mux(own | new, idx, n_flows)),
+                    dq_new.eq(new),
+                    exempt_q.eq(Mux(own, fq.query_empty, Mux(new, 1, fq.shared_empty))),
                 ]
-                m.next = "Drop-Covered"
 
-            with m.State("Drop-Covered"):
-                # X is unlinked (its flow's next ACK, which covers it, comes
-                # after it: X is never the tail) and freed with its buffer.
-                with m.If(col_x == head):
-                    m.d.sync += head.eq(col_q)
-                with m.Else():
-                    m.d.comb += [nxt_w.en.eq(1), nxt_w.addr.eq(col_p), nxt_w.data.eq(col_q)]
+            with m.State("Decide-Data"):
+                m.d.comb += charge_ok.eq(1)
+                choose_queue()
+                m.next = "Data-Red"
+
+            with m.State("Data-Red"):
+                with m.If(red_started):
+                    m.next = "Red"
+                with m.Elif(red.ready):
+                    red_start()
+                    m.d.sync += red_started.eq(1)
+                    m.next = "Red"
+
+            with m.State("Overflow"):
+                # Each drop's descriptor is read as it is dropped and
+                # reported the cycle after (`drop_pend`): its cells go back.
+                m.d.sync += drop_pend.eq(fq.drop)
+                with m.If(drop_pend):
+                    event(Event.DROP_DATA_OVERFLOW)
+                    m.d.comb += [self.discard_en.eq(1), self.discard_cells.eq(desc_r.chain),
+                                 aid_dec.eq(desc_r.ack)]
+                    m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
+                with m.If(fq.done):
+                    m.next = "Overflow-Choose"
+
+            with m.State("Overflow-Choose"):
+                choose_queue()
+                m.next = "Overflow-End"
+
+            with m.State("Overflow-End"):
+                data_enqueue(red_mark_q, red_ev_q)
+
+        _keep(v, locals())
+
+    def _lookup_states(self, m, v):
+        """An ACK's (or with flow queues a data frame's) flow: Lookup,
+        Await-Lookup, and Read-Record, which reads the flow's record and
+        decides from it word by word."""
+        cam, fqm, node_new, key_at, rec_r = v.cam, v.fqm, v.node_new, v.key_at, v.rec_r
+        rec_word, count_idx, newest_idx, red = v.rec_word, v.count_idx, v.newest_idx, v.red
+        eff, meta, det, acc_avg, acc_step = v.eff, v.meta, v.det, v.acc_avg, v.acc_step
+        acc_pending, acc_esc, acc_mark, new_ecn = v.acc_pending, v.acc_esc, v.acc_mark, v.new_ecn
+        s, e, sane_new, idx, key_eq, old_flags = v.s, v.e, v.sane_new, v.idx, v.key_eq, v.old_flags
+        all_cov, new_cov, rc, want, flags_done = v.all_cov, v.new_cov, v.rc, v.want, v.flags_done
+        rd_j, cmp_j, rd_v, cmp_v, key_v6 = v.rd_j, v.cmp_j, v.rd_v, v.cmp_v, v.key_v6
+        key_word, count_q, newest_q, old_buf_q = v.key_word, v.count_q, v.newest_q, v.old_buf_q
+        ack_gt_q, ack_eq_q, flags_ok_q, enough_q = v.ack_gt_q, v.ack_eq_q, v.flags_ok_q, v.enough_q
+        ts_ok_q, floor_ok_q, floor_ts_ok_q = v.ts_ok_q, v.floor_ok_q, v.floor_ts_ok_q
+        both_aecn_q, old_ace_q, ace_step_q = v.both_aecn_q, v.old_ace_q, v.ace_step_q
+        cnt_ok_q, aecn_floor_ok_q, ace_ref_q = v.cnt_ok_q, v.aecn_floor_ok_q, v.ace_ref_q
+        hit_q, sel_newest_q, from_hit, is_data = v.hit_q, v.sel_newest_q, v.from_hit, v.is_data
+        charge_ok, next_decision, red_start = v.charge_ok, v.next_decision, v.red_start
+        red_early, red_started = v.red_early, v.red_started
+
+        with m.State("Lookup"):
+            if fqm:
+                m.d.comb += charge_ok.eq(1)
+                # An IPv4 data frame's RED starts here: its queue is
+                # chosen (Decide-Data) 7 cycles on after a hit, before
+                # RED's verdict reads `exempt` in cycle 8.
+                with m.If(is_data & ~key_v6 & ~red_started & red.ready):
+                    red_start()
+                    m.d.sync += red_started.eq(1)
+            m.d.sync += [hit_q.eq(0), sel_newest_q.eq(0)]
+            with m.If(acc_pending):
+                avg_next = Signal(16)
+                esc = Signal()
                 m.d.comb += [
-                    prv_w.en.eq(1),
-                    prv_w.addr.eq(col_q),
-                    prv_w.data.eq(col_p),
-                    node_free_en.eq(1),
-                    node_free_id.eq(col_x),
-                    self.free_buf_en.eq(1),
-                    self.free_buf_id.eq(col_x_buf),
+                    avg_next.eq(acc_avg + acc_step),
+                    esc.eq(self.acc_enable & (avg_next > Cat(C(0, 8), self.acc_threshold_acks))),
+                    self.stat_acc_escalated.eq(esc),
+                    self.stat_acc_marked.eq(esc & meta.ecn.any() & ~meta.ecn.all()),
                 ]
-                m.d.sync += [qlen.eq(qlen - 1), flow_cov.bit_select(col_flow, 1).eq(0)]
-                count_add(col_flow, -1)
-                event(Event.DROP_ACK_COVERED)
-                after_drop(col_flow == idx)
+                m.d.sync += [acc_avg.eq(avg_next), acc_pending.eq(0), acc_esc.eq(esc),
+                             acc_mark.eq(esc & meta.ecn.any() & ~meta.ecn.all())]
+            # The CAM has seen meta.tag since the previous state (Arrive
+            # or a drop); its answer is ready next cycle.
+            m.next = "Await-Lookup"
 
-            with m.State("Settle"):
-                # The covered-ACK candidate (two registered stages) and the node
-                # stack's offer see the drop by the next cycle.
-                m.next = "Decide-Hit"
+        with m.State("Await-Lookup"):
+            if fqm:
+                m.d.comb += charge_ok.eq(1)
+            # Word 0 of a hit's record is read already.
+            m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)
+            # The words every decision reads besides the key (its ack and
+            # flags, the floor's ack; the floor's TS when the frame has
+            # TS); the results of the words that may be skipped start as
+            # a skipped word leaves them.
+            m.d.sync += [
+                rc.eq(1), rd_j.eq(0), rd_v.eq(1), cmp_v.eq(0), flags_done.eq(0),
+                want.eq(Mux(is_data, 0, Cat(C(1, 1), C(0, REC_FLOOR_ACK - REC_ACK - 1), C(1, 1), meta.has_ts))),
+                key_eq.eq(1), all_cov.eq(1), new_cov.eq(0),
+                ts_ok_q.eq(~meta.has_ts), cnt_ok_q.eq(0b11), floor_ts_ok_q.eq(1),
+            ]
+            if fqm:
+                m.d.sync += red_early.eq(is_data & ~red_started)
+            with m.If(cam.hit):
+                m.d.sync += [idx.eq(cam.hit_index), from_hit.eq(1)]
+                m.next = "Read-Record"
+            with m.Else():
+                m.d.sync += [idx.eq(cam.free_index), from_hit.eq(0)]
+                next_decision("Decide-Miss")
 
-            def charge(nbytes, pick_data, have_ack, have_data):
-                m.d.sync += charge_n.eq(nbytes)
-                with m.If(have_ack & have_data):
-                    m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
+        with m.State("Read-Record"):
+            if fqm:
+                m.d.comb += charge_ok.eq(1)
+            # A word is read (its address here), comes out of the block RAM
+            # into `rec_word` (`rd_j`), and is compared from there a cycle
+            # later (`cmp_j`). Only the words the decision needs are read
+            # (so that a minimum ACK at line rate keeps within its 33.6
+            # cycles): key word k in cycle k, from the key memory beside
+            # it (an IPv4 key's words 2 and 4 are zero, as the record's:
+            # those cycles read other words); then, lowest first, the
+            # words of `want`: REC_ACK, the floor's, and, once REC_ACK
+            # has shown the old ACK's flags, its TS, SACK and AccECN
+            # words when the decision uses them. The words not read leave
+            # the results they would have set as Await-Lookup started them.
+            key_slot = Signal()
+            any_want, pick = lowest_set(want)
+            rd_word = Signal(range(RECORD_WORDS))
+            m.d.comb += [
+                key_slot.eq((rc < REC_ACK) & (key_v6 | rc[0])),
+                rd_word.eq(Mux(key_slot, rc, REC_ACK + pick)),
+                rec_r.addr.eq(idx * RECORD_WORDS + rd_word),
+                key_at.eq(rd_word),
+            ]
+            picked = Mux(~key_slot & any_want, C(1, len(want)) << pick, 0)
+            added = Signal.like(want)
+            # (A data frame's IPv4 key is in the odd words: the even
+            # cycles are skipped, its compare takes two fewer.)
+            m.d.sync += [
+                rc.eq(rc + 1 + (is_data & ~key_v6)),
+                rd_j.eq(rd_word), rd_v.eq(key_slot | any_want),
+                cmp_j.eq(rd_j), cmp_v.eq(rd_v),
+                want.eq(want & ~picked | added),
+                count_q.eq(count_idx.data),
+                enough_q.eq(Mux((eff == 2) | acc_esc, count_q >= 1, count_q >= 2)),
+                newest_q.eq(newest_idx.data),
+                old_buf_q.eq(node_new.data.buf),
+            ]
+            lo, hi = rec_word[0:32], rec_word[32:64]
+            # An old SACK block against each new one: lo against s[k],
+            # hi against e[k], one subtraction per pair of ends.
+            sack_order = []
+            for k in range(4):
+                lo_s, stmts_s = _order(lo, s[k])
+                hi_e, stmts_e = _order(hi, e[k])
+                m.d.comb += stmts_s + stmts_e
+                sack_order.append((lo_s, hi_e))
+            j = cmp_j                            # the word compared now
+            with m.If(cmp_v):
+                with m.Switch(j):
+                    with m.Case(0, 1, 2, 3, 4):
+                        with m.If(rec_word != key_word):
+                            m.d.sync += key_eq.eq(0)
+                    with m.Case(5):
+                        with m.If(lo != key_word[:32]):
+                            m.d.sync += key_eq.eq(0)
+                    with m.Case(REC_ACK):
+                        of = data.View(old_flags.shape(), hi[:len(old_flags.as_value())])
+                        d_ack = Signal(32)
+                        old_ace = Cat(of.ece, of.cwr, of.ae)
+                        new_ace = Cat(meta.ece, meta.cwr, meta.ae)
+                        both = of.accecn_opt & meta.accecn_opt
+                        m.d.comb += d_ack.eq(meta.ack - lo)
+                        m.d.sync += [
+                            old_flags.eq(hi),
+                            ack_gt_q.eq((d_ack != 0) & ~d_ack[31]),
+                            ack_eq_q.eq(d_ack == 0),
+                            # The exact flag rule unless both are AccECN.
+                            flags_ok_q.eq(meta.eligible & of.supersedable & (of.ecn == new_ecn) &
+                                          (both | (~of.accecn_opt & (old_ace == new_ace)))),
+                            both_aecn_q.eq(both),
+                            old_ace_q.eq(old_ace),
+                            ace_step_q.eq(new_ace - old_ace),
+                            ace_ref_q.eq(old_ace),
+                            flags_done.eq(1),
+                        ]
+                        # The old ACK's words the decision uses: its TS
+                        # when both carry TS (else ts_ok is the has_ts
+                        # compare, as Await-Lookup set it), its valid SACK
+                        # blocks, its AccECN counters when both carry
+                        # the option.
+                        sack_words = Cat((of.sack_n > i) for i in range(4))
+                        m.d.comb += added.eq(Cat(
+                            C(0, 1), of.has_ts & meta.has_ts, sack_words,
+                            both, both, C(0, 2)))
+                        m.d.sync += ts_ok_q.eq(of.has_ts == meta.has_ts)
+                    for w in range(2):
+                        with m.Case(REC_AECN + w):
+                            # Counter i did not go back: (new - old) mod 2^24 < 2^23.
+                            ok = C(1, 1)
+                            for i in ((0, 1) if w == 0 else (2,)):
+                                old_c = rec_word[24 * (i - 2 * w):24 * (i - 2 * w) + 24]
+                                back = (det.accecn[i] - old_c)[23]
+                                ok = ok & (~old_flags.accecn_mask[i] | (meta.accecn_mask[i] & ~back))
+                            m.d.sync += cnt_ok_q[w].eq(ok)
+                    with m.Case(REC_TS):
+                        m.d.sync += [
+                            ts_ok_q.eq((old_flags.has_ts == meta.has_ts) & (
+                                ~meta.has_ts | (~_after(lo, det.tsval) & ~_after(hi, det.tsecr)))),
+                        ]
+                    for i in range(4):
+                        with m.Case(REC_SACK + i):
+                            valid = old_flags.sack_n > i
+                            covered = ~_after(hi, meta.ack)
+                            for k in range(4):
+                                lo_s, hi_e = sack_order[k]
+                                # [lo, hi) inside [s, e); [s, e) inside [lo, hi).
+                                covered = covered | (sane_new[k] & ~lo_s[0] & ~hi_e[1])
+                                with m.If(valid & ~lo_s[1] & ~hi_e[0]):
+                                    m.d.sync += new_cov[k].eq(1)
+                            with m.If(valid & ~covered):
+                                m.d.sync += all_cov.eq(0)
+                    with m.Case(REC_FLOOR_ACK):
+                        fl = data.View(aecn_floor_layout, hi[:aecn_floor_layout.size])
+                        ok = C(1, 1)
+                        for i in range(3):
+                            near = (det.accecn[i][16:24] - fl.hi[i])[0:8] < ACCECN_HI_SPAN
+                            ok = ok & (~old_flags.accecn_mask[i] | (fl.mask[i] & near))
+                        adv = Signal(4)
+                        assert ACE_LIMIT == 8            # adv[3]: the advance reached 8
+                        m.d.comb += adv.eq((old_ace_q - fl.ace_ref)[0:3] + ace_step_q)
+                        m.d.sync += [
+                            floor_ok_q.eq(_within_span(meta.ack, lo)),
+                            aecn_floor_ok_q.eq(ok & ((ace_step_q == 0) | (fl.ace_known & ~adv[3]))),
+                        ]
+                    with m.Case(REC_FLOOR_TS):
+                        m.d.sync += floor_ts_ok_q.eq(~meta.has_ts | (_within_span(det.tsval, lo) &
+                                                                     _within_span(det.tsecr, hi)))
+            # Done when the compare now is the last: nothing in flight,
+            # the flags seen (their words added), nothing more wanted.
+            with m.If((flags_done | is_data) & ~any_want & ~rd_v & (rc >= REC_ACK) & ~key_slot):
+                next_decision("Decide-Prep")
+
+        _keep(v, locals())
+
+    def _decision_states(self, m, v):
+        """The ACK's decision and its write: Decide-Prep, Decide-Miss, Decide-Hit
+        (a supersession, or an append: `append`) and Write-Record."""
+        cam, fqm, node_w, nxt_w, prv_w = v.cam, v.fqm, v.node_w, v.nxt_w, v.prv_w
+        node_pool, newest_w, flow_cov, cov_w = v.node_pool, v.newest_w, v.flow_cov, v.cov_w
+        head, tail, qlen, cov_any_q, count_add = v.head, v.tail, v.qlen, v.cov_any_q, v.count_add
+        meta, sane_new, idx, key_eq, all_cov = v.meta, v.sane_new, v.idx, v.key_eq, v.all_cov
+        new_cov, count_q, newest_q, old_buf_q = v.new_cov, v.count_q, v.newest_q, v.old_buf_q
+        ack_gt_q, ack_eq_q, flags_ok_q, enough_q = v.ack_gt_q, v.ack_eq_q, v.flags_ok_q, v.enough_q
+        ts_ok_q, floor_ok_q, floor_ts_ok_q = v.ts_ok_q, v.floor_ok_q, v.floor_ts_ok_q
+        both_aecn_q, cnt_ok_q, aecn_floor_ok_q = v.both_aecn_q, v.cnt_ok_q, v.aecn_floor_ok_q
+        ace_known_q, may_q, supersede_q, full_q = v.ace_known_q, v.may_q, v.supersede_q, v.full_q
+        hit_q, sel_newest_q, grow, grow_node = v.hit_q, v.sel_newest_q, v.grow, v.grow_node
+        cover_q, event, wk, wk_last = v.cover_q, v.event, v.wk, v.wk_last
+        wk_newest_last, wk_floor, wb_v, wr_just = v.wk_newest_last, v.wk_floor, v.wb_v, v.wr_just
+        done_event, wr_event, charge_ok = v.done_event, v.wr_event, v.charge_ok
+
+        with m.State("Decide-Prep"):
+            # The supersession test, registered: Decide-Hit's choices (and
+            # the enables they drive) then hang off one flip-flop.
+            strictly_more = ack_gt_q | (ack_eq_q & (sane_new & ~new_cov).any())
+            aecn_ok = ~both_aecn_q | (cnt_ok_q.all() & aecn_floor_ok_q)
+            may = flags_ok_q & ts_ok_q & all_cov & strictly_more & floor_ok_q & floor_ts_ok_q & aecn_ok
+            if fqm:
+                # An entry that holds only data has no newest ACK.
+                may = may & (count_q != 0)
+            m.d.sync += [may_q.eq(may), supersede_q.eq(may & enough_q),
+                         hit_q.eq(1), sel_newest_q.eq(may & enough_q & key_eq)]
+            m.next = "Decide-Hit"
+
+        # The words Write-Record writes: `first` .. `newest_last`, then,
+        # with `floor`, REC_FLOOR_ACK .. `last`.
+        def write_words(*, first, newest_last, floor, last):
+            m.d.sync += [wk.eq(first), wk_newest_last.eq(newest_last), wk_floor.eq(floor),
+                         wk_last.eq(last)]
+
+        def write_newest(*, floor):
+            """The frame's words a later decision reads (Read-Record): its
+            ack and flags, its TS word, its SACK blocks, its AccECN
+            counters (after all four SACK words, where they are); with
+            ``floor`` (a new chain) the floor's ack, and TS with TS."""
+            newest_last = Mux(meta.accecn_opt, REC_NEWEST_END - 1, REC_SACK + meta.sack_n - 1)
+            write_words(first=REC_ACK, newest_last=newest_last, floor=floor,
+                        last=Mux(floor, Mux(meta.has_ts, REC_FLOOR_TS, REC_FLOOR_ACK),
+                                 newest_last))
+
+        # Where the ACK goes once it needs a queue position.
+        def append(tracked, new_entry, kind, cover=False):
+            with m.If(full_q):
+                # Make room: a covered ACK first, else the head.
+                with m.If(cov_any_q):
+                    m.next = "Covered-Read"
                 with m.Else():
-                    m.d.sync += charge_clear.eq(1)
-
-            with m.State("Depart"):
-                have_ack = qlen != 0
-                pick_data = have_data_q & (~have_ack | ack_hold | (credit_pos & ~ack_strict))
-                with m.If(pick_data & charging):
-                    m.next = "Idle"         # (Idle's view was a cycle old: wait for the charge)
-                with m.Elif(pick_data):
-                    if fqm:
-                        m.d.comb += fq.pick.eq(1)
-                        m.next = "Pick-Wait"
+                    m.next = "Drop-Front"
+            with m.Else():
+                n = node_pool.alloc_id
+                m.d.comb += [
+                    node_pool.take.eq(1),
+                    node_w.en.eq(1),             # at n, tracked: see hit_q
+                    nxt_w.en.eq(qlen != 0),
+                    nxt_w.addr.eq(tail),
+                    nxt_w.data.eq(n),
+                    prv_w.en.eq(1),
+                    prv_w.addr.eq(n),
+                    prv_w.data.eq(tail),
+                ]
+                m.d.sync += [tail.eq(n), qlen.eq(qlen + 1)]
+                with m.If(qlen == 0):
+                    m.d.sync += head.eq(n)
+                if tracked:
+                    m.d.sync += ace_known_q.eq(0 if new_entry else (count_q != 0) if fqm else 1)
+                    # A new entry writes its whole record; an append the
+                    # newest ACK's fields and, when it starts a new chain
+                    # (it does not cover the old newest), the floor.
+                    if new_entry:
+                        write_words(first=0, newest_last=REC_NEWEST_END - 1, floor=1,
+                                    last=RECORD_WORDS - 1)
                     else:
-                        m.next = "Depart-Data"
-                with m.Else():
-                    charge(head_q.nbytes, 0, have_ack, have_data_q)
-                    m.d.comb += [
-                        self.egress_start.eq(1),
-                        self.egress_bytes.eq(head_q.nbytes),
-                        self.egress_l3_bytes.eq(head_q.l3_bytes),
-                        self.egress_store_bytes.eq(head_q.nbytes),
-                    ]
-                    leave_head()
-                    m.d.comb += [
-                        self.egress_is_ack.eq(1),
-                        self.egress_addr.eq(head_q.buf),
-                        self.egress_mark.eq(head_q.mark),
-                        self.egress_ip.eq(head_q.ip),
-                    ]
-                    event(Event.DEPART_ACK)
+                        write_newest(floor=C(1, 1) if cover is False else ~cover)
+                    m.d.sync += [grow.eq(1), grow_node.eq(n), cover_q.eq(cover),
+                                 done_event.eq(kind), wr_event.eq(1)]
+                    # Key word 0 (a miss writes the key) is read in this
+                    # cycle.
+                    if new_entry:
+                        # The CAM writes the tag in the next SET_CYCLES
+                        # cycles, beside the 16 words of the record
+                        # (Write-Record's, then `wb_v`'s); the next
+                        # arrival is taken in the last of them (`ending`),
+                        # so its lookup (from Arrive on) sees the tag.
+                        assert SET_CYCLES == RECORD_WORDS
+                        m.d.comb += cam.set_en.eq(1)
+                    m.next = "Write-Record"
+                else:
+                    event(kind)
                     m.next = "Idle"
 
+        with m.State("Decide-Miss"):
+            with m.If(cam.free):
+                append(True, True, Event.ARRIVE_ACK_NEW)
+            with m.Else():
+                append(False, False, Event.ARRIVE_ACK_UNTRACKED)
+                with m.If(~full_q):
+                    m.d.comb += self.stat_cam_full.eq(1)
+
+        with m.State("Decide-Hit"):
+            may = may_q
+            with m.If(~key_eq):
+                append(False, False, Event.ARRIVE_ACK_UNTRACKED)
+                with m.If(~full_q):
+                    m.d.comb += self.stat_collision.eq(1)
+            with m.Elif(supersede_q):
+                m.d.comb += [
+                    node_w.en.eq(1),             # at newest_q: sel_newest_q
+                    self.free_buf_en.eq(1),
+                    self.free_buf_id.eq(old_buf_q),
+                    self.stat_superseded.eq(1),
+                ]
+                write_newest(floor=C(0, 1))
+                m.d.sync += [done_event.eq(Event.ARRIVE_ACK_SUPERSEDE), wr_event.eq(1)]
+                m.next = "Write-Record"
+            with m.Else():
+                append(True, False, Event.ARRIVE_ACK_NEW, cover=may)
+
+        with m.State("Write-Record"):
+            # The decision's bookkeeping and the record's first word
+            # (below); the rest of the words are written behind the
+            # state machine's back (`wb_v`), so departures go on.
             if fqm:
-                with m.State("Pick-Wait"):
-                    # The DRR looks at queues a cycle each; the chosen
-                    # frame's descriptor is read as the choice comes out,
-                    # and the chunk's figures are registered from it (a
-                    # cycle). (Depart started the pick: a frame is queued.)
-                    with m.If(fq.done):
-                        m.d.comb += pick_out.eq(1)
-                        m.d.sync += [desc_at_q.eq(fq.pick_id), whole.eq(fq.pick_whole)]
-                        # With the segmenter off and no frame in chunks the
-                        # frame leaves whole (`cut`, registered now, is 0):
-                        # no figures to wait for.
-                        with m.If((self.chunk_bytes[4:] == 0) & ~seg_started):
-                            m.next = "Depart-Data"
-                        with m.Else():
-                            m.next = "Pick-Chunk"
+                m.d.comb += charge_ok.eq(1)
+            with m.If(grow):
+                count_add(idx, 1)
+                m.d.comb += [newest_w.en.eq(1), newest_w.addr.eq(idx), newest_w.data.eq(grow_node)]
+                m.d.sync += grow.eq(0)
+                with m.If(cover_q):
+                    m.d.sync += flow_cov.bit_select(idx, 1).eq(1)
+                    m.d.comb += [cov_w.en.eq(1), cov_w.addr.eq(idx), cov_w.data.eq(newest_q)]
+            if fqm:
+                with m.If(wr_event):
+                    event(done_event)
+            else:
+                event(done_event)
+            m.d.sync += [wb_v.eq(wk != wk_last), wr_just.eq(1)]
+            m.next = "Idle"
 
-                with m.State("Pick-Chunk"):
+        _keep(v, locals())
+
+    def _drop_states(self, m, v):
+        """Room in a full ACK queue: Drop-Front, Covered-Read, Drop-Covered and
+        Settle."""
+        nxt_w, prv_w, node_cx, nxt_cx, prv_cx = v.nxt_w, v.prv_w, v.node_cx, v.nxt_cx, v.prv_cx
+        flow_cov, head, qlen, head_q = v.flow_cov, v.head, v.qlen, v.head_q
+        cov_flow_q, cov_x_q, count_add, idx = v.cov_flow_q, v.cov_x_q, v.count_add, v.idx
+        event, node_free_en, node_free_id = v.event, v.node_free_en, v.node_free_id
+        leave_head, from_hit, col_x, col_flow = v.leave_head, v.from_hit, v.col_x, v.col_flow
+        col_x_buf, col_p, col_q = v.col_x_buf, v.col_p, v.col_q
+
+        def after_drop(same_flow):
+            """Back to the decision: directly when the drop did not touch
+            the arrival's flow entry (nothing it decided on changed), else
+            through a new lookup (spec: the arrival is processed again)."""
+            with m.If(from_hit & ~same_flow):
+                m.next = "Settle"
+            with m.Else():
+                m.next = "Lookup"
+
+        with m.State("Drop-Front"):
+            leave_head()
+            m.d.comb += [self.free_buf_en.eq(1), self.free_buf_id.eq(head_q.buf)]
+            event(Event.DROP_ACK_FRONT)
+            after_drop(head_q.tracked & (head_q.flow == idx))
+
+        with m.State("Covered-Read"):
+            m.d.sync += [
+                col_x.eq(cov_x_q), col_flow.eq(cov_flow_q), col_x_buf.eq(node_cx.data.buf),
+                col_p.eq(prv_cx.data), col_q.eq(nxt_cx.data),
+            ]
+            m.next = "Drop-Covered"
+
+        with m.State("Drop-Covered"):
+            # X is unlinked (its flow's next ACK, which covers it, comes
+            # after it: X is never the tail) and freed with its buffer.
+            with m.If(col_x == head):
+                m.d.sync += head.eq(col_q)
+            with m.Else():
+                m.d.comb += [nxt_w.en.eq(1), nxt_w.addr.eq(col_p), nxt_w.data.eq(col_q)]
+            m.d.comb += [
+                prv_w.en.eq(1),
+                prv_w.addr.eq(col_q),
+                prv_w.data.eq(col_p),
+                node_free_en.eq(1),
+                node_free_id.eq(col_x),
+                self.free_buf_en.eq(1),
+                self.free_buf_id.eq(col_x_buf),
+            ]
+            m.d.sync += [qlen.eq(qlen - 1), flow_cov.bit_select(col_flow, 1).eq(0)]
+            count_add(col_flow, -1)
+            event(Event.DROP_ACK_COVERED)
+            after_drop(col_flow == idx)
+
+        with m.State("Settle"):
+            # The covered-ACK candidate (two registered stages) and the node
+            # stack's offer see the drop by the next cycle.
+            m.next = "Decide-Hit"
+
+        _keep(v, locals())
+
+    def _departure_states(self, m, v):
+        """The departures: Depart, with flow queues Pick-Wait and Pick-Chunk, and
+        Depart-Data."""
+        fqm, desc_r, whole, red, data_bytes = v.fqm, v.desc_r, v.whole, v.red, v.data_bytes
+        have_data_q, aid_dec, ack_hold = v.have_data_q, v.aid_dec, v.ack_hold
+        ack_strict, qlen, head_q, event = v.ack_strict, v.qlen, v.head_q, v.event
+        leave_head, charge_n, charge_k = v.leave_head, v.charge_n, v.charge_k
+        charge_clear, credit_pos, seg_started = v.charge_clear, v.credit_pos, v.seg_started
+        seg_c, seg_idx, seg_off, seg_rem = v.seg_c, v.seg_idx, v.seg_off, v.seg_rem
+        head_seg, chunk_now, cut, rem = v.head_seg, v.chunk_now, v.cut, v.rem
+        chunk_last, chunk_len, seg_bytes = v.chunk_last, v.chunk_len, v.seg_bytes
+        seg_l3_bytes, charge_due, charging = v.seg_l3_bytes, v.charge_due, v.charging
+        fq, desc_at_q, pick_out = (v.fq, v.desc_at_q, v.pick_out) if fqm else (None, None, None)
+        desc = v.desc if not fqm else None
+
+        def charge(nbytes, pick_data, have_ack, have_data):
+            m.d.sync += charge_n.eq(nbytes)
+            with m.If(have_ack & have_data):
+                m.d.sync += charge_k.eq(Mux(pick_data, self.data_share - 256, self.data_share))
+            with m.Else():
+                m.d.sync += charge_clear.eq(1)
+
+        with m.State("Depart"):
+            have_ack = qlen != 0
+            pick_data = have_data_q & (~have_ack | ack_hold | (credit_pos & ~ack_strict))
+            with m.If(pick_data & charging):
+                m.next = "Idle"         # (Idle's view was a cycle old: wait for the charge)
+            with m.Elif(pick_data):
+                if fqm:
+                    m.d.comb += fq.pick.eq(1)
+                    m.next = "Pick-Wait"
+                else:
                     m.next = "Depart-Data"
-
-            with m.State("Depart-Data"):
-                # The data head is still the one Depart picked, and the ACK
-                # queue as long (only this state machine changes them).
-                nbytes = Mux(cut, seg_bytes, desc_r.nbytes)
-                charge(nbytes, 1, qlen != 0, 1)
+            with m.Else():
+                charge(head_q.nbytes, 0, have_ack, have_data_q)
                 m.d.comb += [
                     self.egress_start.eq(1),
-                    self.egress_bytes.eq(nbytes),
-                    self.egress_l3_bytes.eq(Mux(cut, seg_l3_bytes, desc_r.l3_bytes)),
-                    self.egress_store_bytes.eq(desc_r.nbytes),
+                    self.egress_bytes.eq(head_q.nbytes),
+                    self.egress_l3_bytes.eq(head_q.l3_bytes),
+                    self.egress_store_bytes.eq(head_q.nbytes),
                 ]
-                # A whole frame, or a cut frame's last chunk, leaves the queue.
-                leaves = ~cut | chunk_last
-                if fqm:
-                    m.d.comb += [fq.sent.eq(1), fq.sent_last.eq(leaves)]
-                    m.d.sync += charge_due.eq(1)
-                else:
-                    m.d.comb += desc.r_en.eq(leaves)
+                leave_head()
                 m.d.comb += [
-                    self.egress_is_ack.eq(0),
-                    self.egress_addr.eq(desc_r.chain.first),
-                    self.egress_mark.eq(desc_r.mark),
-                    self.egress_ip.eq(desc_r.ip),
-                    self.egress_seg.eq(cut),
-                    self.egress_seg_info.eq(head_seg),
-                    self.egress_chunk_idx.eq(seg_idx),
-                    self.egress_chunk_off.eq(seg_off),
-                    self.egress_chunk_len.eq(chunk_len),
-                    self.egress_chunk_last.eq(chunk_last),
-                    self.stat_seg_frame.eq(cut & ~seg_started),
-                    self.stat_seg_chunk.eq(cut),
-                    red.emptied.eq(leaves & (data_bytes == desc_r.nbytes)),
+                    self.egress_is_ack.eq(1),
+                    self.egress_addr.eq(head_q.buf),
+                    self.egress_mark.eq(head_q.mark),
+                    self.egress_ip.eq(head_q.ip),
                 ]
-                with m.If(leaves):
-                    m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
-                    m.d.comb += aid_dec.eq(desc_r.ack)
-                # A cut frame's last chunk ends its progress (a frame sent
-                # whole between its chunks leaves it alone).
-                with m.If(cut & chunk_last):
-                    m.d.sync += [seg_started.eq(0), seg_idx.eq(0), seg_off.eq(0)]
-                with m.Elif(cut):
-                    m.d.sync += [seg_started.eq(1), seg_c.eq(chunk_now), seg_idx.eq(seg_idx + 1),
-                                 seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
-                event(Event.DEPART_DATA)
+                event(Event.DEPART_ACK)
                 m.next = "Idle"
+
+        if fqm:
+            with m.State("Pick-Wait"):
+                # The DRR looks at queues a cycle each; the chosen
+                # frame's descriptor is read as the choice comes out,
+                # and the chunk's figures are registered from it (a
+                # cycle). (Depart started the pick: a frame is queued.)
+                with m.If(fq.done):
+                    m.d.comb += pick_out.eq(1)
+                    m.d.sync += [desc_at_q.eq(fq.pick_id), whole.eq(fq.pick_whole)]
+                    # With the segmenter off and no frame in chunks the
+                    # frame leaves whole (`cut`, registered now, is 0):
+                    # no figures to wait for.
+                    with m.If((self.chunk_bytes[4:] == 0) & ~seg_started):
+                        m.next = "Depart-Data"
+                    with m.Else():
+                        m.next = "Pick-Chunk"
+
+            with m.State("Pick-Chunk"):
+                m.next = "Depart-Data"
+
+        with m.State("Depart-Data"):
+            # The data head is still the one Depart picked, and the ACK
+            # queue as long (only this state machine changes them).
+            nbytes = Mux(cut, seg_bytes, desc_r.nbytes)
+            charge(nbytes, 1, qlen != 0, 1)
+            m.d.comb += [
+                self.egress_start.eq(1),
+                self.egress_bytes.eq(nbytes),
+                self.egress_l3_bytes.eq(Mux(cut, seg_l3_bytes, desc_r.l3_bytes)),
+                self.egress_store_bytes.eq(desc_r.nbytes),
+            ]
+            # A whole frame, or a cut frame's last chunk, leaves the queue.
+            leaves = ~cut | chunk_last
+            if fqm:
+                m.d.comb += [fq.sent.eq(1), fq.sent_last.eq(leaves)]
+                m.d.sync += charge_due.eq(1)
+            else:
+                m.d.comb += desc.r_en.eq(leaves)
+            m.d.comb += [
+                self.egress_is_ack.eq(0),
+                self.egress_addr.eq(desc_r.chain.first),
+                self.egress_mark.eq(desc_r.mark),
+                self.egress_ip.eq(desc_r.ip),
+                self.egress_seg.eq(cut),
+                self.egress_seg_info.eq(head_seg),
+                self.egress_chunk_idx.eq(seg_idx),
+                self.egress_chunk_off.eq(seg_off),
+                self.egress_chunk_len.eq(chunk_len),
+                self.egress_chunk_last.eq(chunk_last),
+                self.stat_seg_frame.eq(cut & ~seg_started),
+                self.stat_seg_chunk.eq(cut),
+                red.emptied.eq(leaves & (data_bytes == desc_r.nbytes)),
+            ]
+            with m.If(leaves):
+                m.d.sync += data_bytes.eq(data_bytes - desc_r.nbytes)
+                m.d.comb += aid_dec.eq(desc_r.ack)
+            # A cut frame's last chunk ends its progress (a frame sent
+            # whole between its chunks leaves it alone).
+            with m.If(cut & chunk_last):
+                m.d.sync += [seg_started.eq(0), seg_idx.eq(0), seg_off.eq(0)]
+            with m.Elif(cut):
+                m.d.sync += [seg_started.eq(1), seg_c.eq(chunk_now), seg_idx.eq(seg_idx + 1),
+                             seg_off.eq(seg_off + chunk_now), seg_rem.eq(rem - chunk_now)]
+            event(Event.DEPART_DATA)
+            m.next = "Idle"
+
+        _keep(v, locals())
+
+    def _record_write(self, m, v):
+        """Write-Record's words of the flow record, written behind the state
+        machine (`wb_v`)."""
+        key_r, key_at, rec_w, meta, det, idx = v.key_r, v.key_at, v.rec_w, v.meta, v.det, v.idx
+        ace_ref_q, ace_known_q, new_flags_q, wk = v.ace_ref_q, v.ace_known_q, v.new_flags_q, v.wk
+        wk_last, wk_newest_last, wb_v, wb_last = v.wk_last, v.wk_newest_last, v.wb_v, v.wb_last
+        manager = v.manager
 
         # Write-Record's words, one a cycle from its cycle on (`wb_v` after
         # it): `first` .. `newest_last`, then, with `floor`, REC_FLOOR_ACK ..
@@ -1489,6 +1720,13 @@ class QueueManager(wiring.Component):
             with m.If(wk == wk_last):
                 m.d.sync += wb_v.eq(0)
 
+        _keep(v, locals())
+
+    def _key_copy(self, m, v):
+        """With flow queues: a new data entry's key, copied into its record."""
+        fqm, key_r, key_at, rec_w, kc_v, kc_w = v.fqm, v.key_r, v.key_at, v.rec_w, v.kc_v, v.kc_w
+        kc_slot, kc_idx = v.kc_slot, v.kc_idx
+
         if fqm:
             with m.If(kc_v):
                 m.d.comb += [rec_w.en.eq(1), rec_w.addr.eq(kc_idx * RECORD_WORDS + kc_w),
@@ -1497,8 +1735,4 @@ class QueueManager(wiring.Component):
                 with m.If(kc_w == REC_ACK - 1):
                     m.d.sync += kc_v.eq(0)
 
-        # Every name above (memories, registers, the state machine), for the
-        # proofs (ackfilter.formal.queue), which elaborate this and then
-        # state facts about them.
-        self.internals = SimpleNamespace(**locals())
-        return m
+        _keep(v, locals())
