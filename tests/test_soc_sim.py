@@ -20,7 +20,8 @@ from scapy.layers.l2 import Ether
 
 from ackfilter import params as P
 from ackfilter.paths import REPO_ROOT
-from ackfilter.sim.socsim import SimSoC, build
+from ackfilter.sim.socsim import FLASH_BYTES, SimSoC, build, upgrade_flash_file
+from ackfilter.soc.memmap import FLASH_PARAMS_OFFSET
 
 sys.path.insert(0, str(REPO_ROOT / "host-tools"))
 from ackfilter_ctl import cli  # noqa: E402
@@ -195,3 +196,24 @@ def test_a_hung_firmware_is_restarted_and_the_datapath_runs_on(binary, tmp_path)
         assert dev.get("ack_mode") == 1 and dev.get("data_share") == 77
         assert dev.stats()["watchdog_restarts"] == 1
         assert dict(line.split(" ", 1) for line in dev.command("settings"))["source"] == "kept"
+
+
+def test_a_whole_chip_flash_file_keeps_its_saved_parameter_sectors(tmp_path):
+    """The model once kept the whole 4 MiB chip in its --flash file; such a
+    file becomes its parameter sectors, byte for byte, and nothing else is
+    touched."""
+    chip = bytearray(b"\xff" * (4 << 20))
+    saved = bytes(range(256)) * (FLASH_BYTES // 256)
+    chip[FLASH_PARAMS_OFFSET:FLASH_PARAMS_OFFSET + FLASH_BYTES] = saved
+    old = tmp_path / "flash.bin"
+    old.write_bytes(chip)
+    upgrade_flash_file(old, progress=lambda s: None)
+    assert old.read_bytes() == saved
+    upgrade_flash_file(old, progress=lambda s: None)            # already the sectors: left alone
+    assert old.read_bytes() == saved
+    odd = tmp_path / "other.bin"
+    odd.write_bytes(b"\x00" * 100)
+    upgrade_flash_file(odd, progress=lambda s: None)
+    assert odd.read_bytes() == b"\x00" * 100
+    upgrade_flash_file(tmp_path / "absent.bin", progress=lambda s: None)
+    assert not (tmp_path / "absent.bin").exists()

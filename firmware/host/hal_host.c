@@ -17,7 +17,8 @@
  *          into the SoC's receive FIFO, and a byte that finds it full is lost
  *          and marks the next one (UART_LOST), as the SoC's UART does.
  *   flash  the SPI commands the driver uses, decoded from the pin changes bit
- *          by bit (mode 0, MSB first). Only the parameter sectors exist,
+ *          by bit (mode 0, MSB first) by the model the simulated SoC uses too
+ *          (sim/common/spi_flash.c). Only the parameter sectors exist,
  *          backed by --flash FILE. Any protocol mistake is reported on stderr
  *          and makes fwhost exit with status 3. --flash-cut N cuts the power
  *          in the middle of the Nth erase or program (half of it done), and
@@ -42,6 +43,7 @@
 #include "ared.h"
 #include "fw.h"
 #include "hal.h"
+#include "spi_flash.h"
 
 #define CLK_HZ ACKFILTER_F_SYS_HZ
 #define POLL_CYCLES (CLK_HZ / 10000u)      /* 100 us per main-loop pass */
@@ -347,197 +349,35 @@ static int next_input_byte(void)
 
 void uart_putc(char c) { putchar(c); }
 
-/* ---- SPI flash ---- */
+/* ---- SPI flash: sim/common/spi_flash.c ---- */
 
-#define SECTOR ACKFILTER_SOC_FLASH_SECTOR_BYTES
-#define REGION (SECTOR * ACKFILTER_SOC_FLASH_PARAMS_SECTORS)
-#define SECTOR_BASE ACKFILTER_SOC_FLASH_PARAMS_OFFSET
-#define ERASE_CYCLES (CLK_HZ / 1000u * 30u)       /* 30 ms */
-#define PROGRAM_CYCLES (CLK_HZ / 1000000u * 700u) /* 0.7 ms */
-
-static struct {
-    uint8_t mem[REGION];
-    const char *file;
-    int absent, write_protected;
-    unsigned writes;       /* erase and program commands taken so far */
-    unsigned cut_at, fail_at;   /* --flash-cut, --flash-fail: that one (from 1) */
-    int powered_down, wel;
-    uint64_t busy_until;
-    uint64_t awake_at;     /* tRES1 after the release from power-down */
-    int cs_n, sck, dout;
-    unsigned nbits;        /* bits clocked in since CS# fell */
-    uint8_t shift, cmd;
-    uint32_t addr;
-    uint8_t page[256], page_set[256];
-    unsigned page_bytes;
-    unsigned errors;
-} fl = { .powered_down = 1, .cs_n = 1, .dout = 1 };
-
-static void flash_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("fwhost: flash: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fl.errors++;
-}
-
-static void flash_load_file(void)
-{
-    memset(fl.mem, 0xff, REGION);
-    FILE *f = fl.file ? fopen(fl.file, "rb") : NULL;
-    if (!f)
-        return;                          /* no file yet: erased */
-    size_t n = fread(fl.mem, 1, REGION, f);
-    int more = fgetc(f) != EOF;
-    fclose(f);
-    if (n != REGION || more)
-        die(2, "%s: must be the %u bytes of the parameter sectors, or absent", fl.file, REGION);
-}
-
-static void flash_save_file(void)
-{
-    FILE *f = fl.file ? fopen(fl.file, "wb") : NULL;
-    if (fl.file && (!f || fwrite(fl.mem, 1, REGION, f) != REGION || fclose(f) != 0))
-        die(2, "%s: cannot write", fl.file);
-}
-
-static int busy(void) { return now < fl.busy_until; }
-
-static int in_region(uint32_t addr) { return addr - SECTOR_BASE < REGION; }
-
-/* The byte the flash shifts out as byte `index` of the transaction. */
-static uint8_t flash_out_byte(unsigned index)
-{
-    if (fl.powered_down)
-        return 0xff;                     /* DO stays high-impedance */
-    if (fl.cmd == 0x05 && index >= 1)
-        return (uint8_t)(busy() | fl.wel << 1);
-    if (fl.cmd == 0x03 && index >= 4) {
-        uint32_t a = (fl.addr + index - 4) & 0xffffffu;
-        return in_region(a) ? fl.mem[a - SECTOR_BASE] : 0xff;
-    }
-    if (fl.cmd == 0xab && index >= 4)
-        return 0x15;                     /* device ID */
-    return 0xff;
-}
-
-static void flash_byte_in(uint8_t b, unsigned index)
-{
-    if (index == 0) {
-        fl.cmd = b;
-        if (fl.powered_down && b != 0xab)
-            flash_error("command 0x%02x in deep power-down (0xab releases it)", b);
-        else if (busy() && b != 0x05)
-            flash_error("command 0x%02x while busy (poll 0x05 until WIP is 0)", b);
-        else if (b != 0xab && b != 0x03 && b != 0x06 && b != 0x20 && b != 0x02 && b != 0x05)
-            flash_error("unknown command 0x%02x", b);
-    } else if (index <= 3) {
-        fl.addr = fl.addr << 8 | b;
-    } else if (fl.cmd == 0x02) {
-        unsigned off = (fl.addr + index - 4) & 0xffu;   /* wraps within the page */
-        fl.page[off] = b;
-        fl.page_set[off] = 1;
-        if (++fl.page_bytes > 256)
-            flash_error("page program of more than 256 bytes");
-    }
-}
-
-static void flash_command_end(void)
-{
-    uint8_t cmd = fl.cmd;
-    if (fl.nbits == 0)
-        return;
-    if (fl.nbits % 8 && cmd != 0x03 && cmd != 0x05) {
-        flash_error("command 0x%02x ended after %u bits, not whole bytes (ignored)", cmd, fl.nbits);
-        return;
-    }
-    if (fl.powered_down) {
-        if (cmd == 0xab) {
-            fl.powered_down = 0;
-            fl.awake_at = now + CLK_HZ / 1000000u * 3u;   /* tRES1: 3 us */
-        }
-        return;
-    }
-    uint32_t a = fl.addr & 0xffffffu;
-    switch (cmd) {
-    case 0x06:
-        fl.wel = 1;
-        break;
-    case 0x20:
-    case 0x02:
-        if (cmd == 0x20 ? fl.nbits != 32 : fl.nbits < 40)
-            flash_error("command 0x%02x with %u bits", cmd, fl.nbits);
-        else if (!fl.wel)
-            flash_error("command 0x%02x without write enable (0x06)", cmd);
-        else if (!in_region(a))
-            flash_error("command 0x%02x at 0x%06x, outside the parameter sectors", cmd, a);
-        else {
-            unsigned n = ++fl.writes;
-            /* A cut leaves half done: the first half of the sector erased, or
-               of the page's bytes programmed. */
-            unsigned part = n == fl.cut_at ? 2u : 1u;
-            if (fl.write_protected || n == fl.fail_at) {
-                /* the protected flash ignores it; the failing one too */
-            } else if (cmd == 0x20) {
-                memset(fl.mem + ((a - SECTOR_BASE) & ~(SECTOR - 1u)), 0xff, SECTOR / part);
-            } else {
-                uint32_t page = (a - SECTOR_BASE) & ~0xffu;
-                for (unsigned i = 0, done = 0; i < 256; i++)
-                    if (fl.page_set[i] && done++ < fl.page_bytes / part)
-                        fl.mem[page + i] &= fl.page[i];   /* programming only clears bits */
-            }
-            fl.busy_until = n == fl.fail_at ? UINT64_MAX
-                          : now + (cmd == 0x20 ? ERASE_CYCLES : PROGRAM_CYCLES);
-            flash_save_file();
-            if (n == fl.cut_at) {
-                fflush(stdout);
-                fprintf(stderr, "fwhost: power cut in flash write %u (command 0x%02x at 0x%06x)\n",
-                        n, cmd, a);
-                exit(4);
-            }
-        }
-        fl.wel = 0;
-        break;
-    }
-}
+static struct spi_flash fl;
+static const char *flash_file;    /* --flash */
+static int flash_absent;          /* --no-flash */
 
 void flash_set(int cs_n, int sck, int di)
 {
     now += PIN_CYCLES;
-    if (fl.absent)
+    if (flash_absent)
         return;
-    cs_n = !!cs_n, sck = !!sck, di = !!di;
-    if (fl.cs_n && !cs_n) {                       /* selected: a new command */
-        if (sck)
-            flash_error("CS# fell with SCK high (mode 0 idles SCK low)");
-        if (now < fl.awake_at)
-            flash_error("selected %u cycles after the release from power-down (tRES1: 3 us)",
-                        (unsigned)(now - (fl.awake_at - CLK_HZ / 1000000u * 3u)));
-        fl.nbits = 0;
-        fl.addr = 0;
-        fl.page_bytes = 0;
-        memset(fl.page_set, 0, sizeof fl.page_set);
-    } else if (!fl.cs_n && cs_n) {                /* deselected: it takes effect */
-        flash_command_end();
-        fl.dout = 1;
-    } else if (!cs_n && !fl.sck && sck) {         /* rising edge: the flash samples DI */
-        fl.shift = (uint8_t)(fl.shift << 1 | di);
-        if (++fl.nbits % 8 == 0)
-            flash_byte_in(fl.shift, fl.nbits / 8 - 1);
-    } else if (!cs_n && fl.sck && !sck) {         /* falling edge: it shifts DO out */
-        fl.dout = flash_out_byte(fl.nbits / 8) >> (7 - fl.nbits % 8) & 1;
+    spi_flash_pins(&fl, now, cs_n, sck, di);
+    if (fl.dirty && flash_file) {                 /* written back on every erase and program */
+        const char *why = spi_flash_save(&fl, flash_file);
+        if (why)
+            die(2, "%s: %s", flash_file, why);
     }
-    fl.cs_n = cs_n;
-    fl.sck = sck;
+    if (fl.cut) {
+        fflush(stdout);
+        fprintf(stderr, "fwhost: power cut in flash write %u (command 0x%02x at 0x%06x)\n",
+                fl.writes, fl.cmd, (unsigned)(fl.addr & 0xffffffu));
+        exit(4);
+    }
 }
 
 int flash_get_do(void)
 {
     now += PIN_CYCLES;
-    return fl.absent ? 1 : fl.dout;
+    return flash_absent ? 1 : spi_flash_do(&fl);
 }
 
 /* ---- main ---- */
@@ -580,13 +420,14 @@ static int ared_steps(void)
 
 int main(int argc, char **argv)
 {
+    spi_flash_init(&fl, CLK_HZ, "fwhost");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = i + 1 < argc;
         if (strcmp(a, "--flash") == 0 && has_value) {
-            fl.file = argv[++i];
+            flash_file = argv[++i];
         } else if (strcmp(a, "--no-flash") == 0) {
-            fl.absent = 1;
+            flash_absent = 1;
         } else if (strcmp(a, "--flash-wp") == 0) {
             fl.write_protected = 1;
         } else if (strcmp(a, "--flash-cut") == 0 && has_value) {
@@ -621,7 +462,9 @@ int main(int argc, char **argv)
     }
     for (unsigned i = 0; i < N_SIM_PARAMS; i++)
         param_words[i] = (uint32_t)sim_params[i].def;   /* the bank's reset values */
-    flash_load_file();
+    const char *why = flash_file ? spi_flash_load(&fl, flash_file) : NULL;
+    if (why)
+        die(2, "%s: %s", flash_file, why);
     trace_restart();
 
     fw_boot();

@@ -13,9 +13,12 @@
 //     exactly at the core's clock, sim/common/wire_pace.h) is returned as
 //     [u64 start_cycle][u32 len][len bytes], start_cycle being `now` when its
 //     first word left (the core's cycles, ACKFILTER_F_SYS_HZ);
-//   * an SPI flash (W25Q32JV: 4 MiB, 4 KiB sectors, 256-byte pages) on the
-//     flash pins, kept in --flash FILE when given (created erased), so saved
-//     parameters survive a restart like on the board.
+//   * the board's SPI flash on the flash pins: the model fwhost uses
+//     (sim/common/spi_flash.h: its parameter sectors, deep power-down at
+//     power-on, busy times, every protocol mistake reported on stderr),
+//     kept in --flash FILE when given (absent: erased; saved when the flash
+//     is deselected after a write, and at the end), so saved parameters
+//     survive a restart like on the board.
 //
 // Usage: soc_sim [--port N] [--frames-port N] [--flash FILE] [--max-seconds S]
 //                [--uart-divisor N] [--log-uart]
@@ -24,10 +27,12 @@
 // sockets' accepts, sends and closes.
 // Prints `listening uart <port> frames <port>` on stdout once both listen,
 // then `progress <cycles> <MHz simulated>` on stderr every 10 s. Exit: 0 at
-// --max-seconds or SIGTERM/SIGINT, 1 on a usage or socket error.
+// --max-seconds or SIGTERM/SIGINT, 1 on a usage, socket or flash file error,
+// 3 if the flash saw a protocol error (each reported as it happens).
 
 #include "Vsoc_top.h"
 #include "ackfilter_regs.h"
+#include "spi_flash.h"
 #include "verilated.h"
 #include "wire_pace.h"
 
@@ -183,111 +188,6 @@ struct UartTx {       // the harness listens to the SoC's tx line
     }
 };
 
-// --- SPI flash (mode 0, MSB first): W25Q32JV's commands the firmware uses ------------
-
-struct Flash {
-    static constexpr uint32_t kSize = 4u << 20;
-    std::vector<uint8_t> mem = std::vector<uint8_t>(kSize, 0xFF);
-    std::string path;
-    bool dirty = false, wel = false;
-    int busy_polls = 0;                 // status reads that still show WIP after a write
-    // the transaction
-    bool selected = false;
-    int last_sck = 0;
-    uint8_t in_byte = 0, out_byte = 0xFF;
-    int in_bits = 0, out_bits = 0;
-    std::vector<uint8_t> cmd;           // bytes received in this transaction
-    uint32_t read_addr = 0;
-    int do_line = 1;
-
-    void load(const std::string& p) {
-        path = p;
-        FILE* f = std::fopen(p.c_str(), "rb");
-        if (!f) return;                 // a new flash: erased
-        size_t n = std::fread(mem.data(), 1, kSize, f);
-        std::fclose(f);
-        (void)n;
-    }
-    void save() {
-        if (path.empty() || !dirty) return;
-        std::string tmp = path + ".tmp";
-        FILE* f = std::fopen(tmp.c_str(), "wb");
-        if (!f) { std::fprintf(stderr, "warning: cannot write %s\n", tmp.c_str()); return; }
-        std::fwrite(mem.data(), 1, kSize, f);
-        std::fclose(f);
-        std::rename(tmp.c_str(), path.c_str());
-        dirty = false;
-    }
-    uint32_t addr24() const { return (cmd[1] << 16) | (cmd[2] << 8) | cmd[3]; }
-
-    uint8_t next_out() {                // the byte shifted out after cmd.size() bytes in
-        if (cmd.empty()) return 0xFF;
-        switch (cmd[0]) {
-        case 0x05: {                    // read status register 1
-            uint8_t s = static_cast<uint8_t>((busy_polls > 0 ? 1 : 0) | (wel ? 2 : 0));
-            if (busy_polls > 0) busy_polls--;
-            return s;
-        }
-        case 0x9F: {                    // JEDEC ID: Winbond, W25Q32
-            static const uint8_t id[3] = {0xEF, 0x40, 0x16};
-            size_t i = cmd.size() - 1;
-            return i < 3 ? id[i] : 0xFF;
-        }
-        case 0x03:
-            if (cmd.size() < 4) return 0xFF;
-            return mem[(read_addr++) % kSize];
-        default: return 0xFF;
-        }
-    }
-
-    void end_transaction() {
-        if (cmd.empty()) return;
-        uint8_t op = cmd[0];
-        if (op == 0x06) wel = true;
-        else if (op == 0x04) wel = false;
-        else if (op == 0x20 && cmd.size() == 4 && wel && busy_polls == 0) {
-            uint32_t a = addr24() & ~0xFFFu;
-            std::memset(&mem[a % kSize], 0xFF, 4096);
-            wel = false; dirty = true; busy_polls = 20;
-        } else if (op == 0x02 && cmd.size() > 4 && wel && busy_polls == 0) {
-            uint32_t a = addr24();
-            for (size_t i = 4; i < cmd.size() && i < 4 + 256; i++) {
-                uint32_t at = (a & ~0xFFu) | ((a + (i - 4)) & 0xFFu);   // wraps in the page
-                mem[at % kSize] &= cmd[i];                               // only clears bits
-            }
-            wel = false; dirty = true; busy_polls = 3;
-        }
-        cmd.clear();
-    }
-
-    // One cycle of the pins; returns the flash's DO line.
-    int tick(int cs_n, int sck, int di) {
-        if (cs_n) {
-            if (selected) end_transaction();
-            selected = false; last_sck = sck; in_bits = 0; out_bits = 0; do_line = 1;
-            return do_line;
-        }
-        if (!selected) {
-            selected = true; in_bits = 0; out_bits = 0; cmd.clear(); out_byte = 0xFF;
-        }
-        if (sck && !last_sck) {                         // rising edge: sample DI
-            in_byte = static_cast<uint8_t>((in_byte << 1) | (di & 1));
-            if (++in_bits == 8) {
-                in_bits = 0;
-                cmd.push_back(in_byte);
-                if (cmd[0] == 0x03 && cmd.size() == 4) read_addr = addr24();
-                out_byte = next_out();
-                out_bits = 0;
-            }
-        } else if (!sck && last_sck) {                  // falling edge: next DO bit
-            do_line = (out_byte >> (7 - out_bits)) & 1;
-            out_bits = (out_bits + 1) & 7;
-        }
-        last_sck = sck;
-        return do_line;
-    }
-};
-
 uint32_t le32(const std::deque<uint8_t>& q, size_t at) {
     return q[at] | (q[at + 1] << 8) | (q[at + 2] << 16) | (static_cast<uint32_t>(q[at + 3]) << 24);
 }
@@ -321,6 +221,15 @@ int main(int argc, char** argv) {
     if (port <= 0 || port > 65535) die("--port must be 1..65535");
     if (frames_port < 0) frames_port = port + 1;
     if (divisor < 4) die("--uart-divisor must be at least 4");
+    static spi_flash flash;             // 8 KiB: not on the stack
+    spi_flash_init(&flash, ACKFILTER_F_SYS_HZ, "soc_sim");
+    auto save_flash = [&]() {
+        if (flash_path.empty() || !flash.dirty) return;
+        if (const char* why = spi_flash_save(&flash, flash_path.c_str()))
+            std::fprintf(stderr, "warning: %s: %s\n", flash_path.c_str(), why);
+    };
+    if (!flash_path.empty())
+        if (const char* why = spi_flash_load(&flash, flash_path.c_str())) die(flash_path + ": " + why);
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
     signal(SIGPIPE, SIG_IGN);
@@ -331,8 +240,6 @@ int main(int argc, char** argv) {
     std::printf("listening uart %d frames %d\n", port, frames_port);
     std::fflush(stdout);
 
-    Flash flash;
-    if (!flash_path.empty()) flash.load(flash_path);
     UartRx urx{divisor};
     UartTx utx{divisor};
     std::deque<uint8_t> uart_out, frames_in_raw, frames_out_raw;
@@ -392,7 +299,7 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "progress %" PRIu64 " %.2f\n", cycle, mhz);
                 last_progress = now; last_cycles = cycle;
             }
-            if (flash.dirty && flash.cmd.empty() && !flash.selected) flash.save();
+            if (spi_flash_idle(&flash)) save_flash();
         }
 
         // UART and flash pins, this cycle.
@@ -403,7 +310,8 @@ int main(int argc, char** argv) {
             uart_out.push_back(b);
             if (log_uart) std::fprintf(stderr, "uart> %02x\n", b);
         }
-        top->flash_do = static_cast<uint8_t>(flash.tick(top->flash_cs_n, top->flash_sck, top->flash_di));
+        spi_flash_pins(&flash, cycle, top->flash_cs_n, top->flash_sck, top->flash_di);
+        top->flash_do = static_cast<uint8_t>(spi_flash_do(&flash));
 
         // Input: a new frame when a record is complete; its first word when
         // the wire is free (and not before the frame is here).
@@ -458,7 +366,11 @@ int main(int argc, char** argv) {
             }
         }
     }
-    flash.save();
+    save_flash();
     top->final();
+    if (flash.errors) {
+        std::fprintf(stderr, "soc_sim: %u flash protocol error(s)\n", flash.errors);
+        return 3;
+    }
     return 0;
 }

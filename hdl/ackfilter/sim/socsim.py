@@ -25,12 +25,36 @@ from pathlib import Path
 
 from .replay import HARNESS_HEADERS
 from ..paths import REPO_ROOT, build_dir, file_lock
+from ..soc.memmap import FLASH_PARAMS_OFFSET, FLASH_PARAMS_SECTORS, FLASH_SECTOR_BYTES
 from .verilog import HARNESS_FLAGS, build_executable, rtl_digest
 
-__all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "HARNESS_CPP"]
+__all__ = ["SimSoC", "SoCSimError", "build", "build_firmware", "main", "upgrade_flash_file", "HARNESS_CPP"]
 
 HARNESS_CPP = REPO_ROOT / "sim" / "soc" / "harness.cpp"
+#: The SPI flash model the harness shares with fwhost (C, built beside it).
+FLASH_C = REPO_ROOT / "sim" / "common" / "spi_flash.c"
+FLASH_H = REPO_ROOT / "sim" / "common" / "spi_flash.h"
 DEFAULT_PORT = 2323
+#: What a --flash file holds: the parameter sectors (spi_flash.h).
+FLASH_BYTES = FLASH_PARAMS_SECTORS * FLASH_SECTOR_BYTES
+#: What it held before the model was shared with fwhost: the whole chip.
+_WHOLE_CHIP_BYTES = 4 << 20
+
+
+def upgrade_flash_file(path, progress=print):
+    """A --flash file of the whole 4 MiB chip (what the model kept before it
+    kept only the parameter sectors) becomes its parameter sectors, so the
+    settings saved in it are kept; any other file is left alone."""
+    path = Path(path)
+    if path.is_file() and path.stat().st_size == _WHOLE_CHIP_BYTES:
+        with path.open("rb") as f:
+            f.seek(FLASH_PARAMS_OFFSET)
+            sectors = f.read(FLASH_BYTES)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(sectors)
+        tmp.replace(path)
+        progress(f"sim-soc: {path}: kept its parameter sectors ({FLASH_BYTES} bytes at "
+                 f"{FLASH_PARAMS_OFFSET:#x}) of the whole chip it held")
 
 #: The model's own Verilator options (with ``verilog.HARNESS_FLAGS``): SERV's
 #: Verilog drives some signals from more than one block.
@@ -69,6 +93,7 @@ def build(progress=print):
     h = hashlib.sha256()
     for part in (image, rtl_digest().encode(), HARNESS_CPP.read_bytes(),
                  *(header.read_bytes() for header in HARNESS_HEADERS),
+                 FLASH_C.read_bytes(), FLASH_H.read_bytes(),
                  " ".join((*HARNESS_FLAGS, *_FLAGS, _TOP)).encode(),
                  *(t.encode() for _, t in serv)):
         h.update(part)
@@ -95,11 +120,12 @@ def _build(key, final, image, serv, progress):
         files = {verilog_file.name: verilog_file.read_bytes(),
                  **{name: text.encode() for name, text in serv},
                  "harness.cpp": HARNESS_CPP.read_bytes(),
-                 **{header.name: header.read_bytes() for header in HARNESS_HEADERS}}
+                 **{header.name: header.read_bytes() for header in HARNESS_HEADERS},
+                 **{f.name: f.read_bytes() for f in (FLASH_C, FLASH_H)}}
     progress("sim-soc: building the Verilator model (a few minutes) ...")
     t0 = time.monotonic()
-    build_executable(final, "soc_sim", files, [*sources, "harness.cpp"], top=_TOP, flags=_FLAGS,
-                     error=SoCSimError)
+    build_executable(final, "soc_sim", files, [*sources, "harness.cpp", FLASH_C.name], top=_TOP,
+                     flags=_FLAGS, error=SoCSimError)
     progress(f"sim-soc: built in {time.monotonic() - t0:.0f} s")
 
 
@@ -204,7 +230,8 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT") or DEFAULT_PORT),
                     help=f"the UART's TCP port (default {DEFAULT_PORT}, or $PORT); frames on port + 1")
     ap.add_argument("--flash", default=str(build_dir() / "socsim" / "flash.bin"),
-                    help="the SPI flash's contents, kept across runs (default build/socsim/flash.bin)")
+                    help=f"the SPI flash's parameter sectors ({FLASH_BYTES} bytes, or absent: erased), "
+                         "kept across runs (default build/socsim/flash.bin)")
     ap.add_argument("--max-seconds", type=float, default=0, help="stop after this long (0: never)")
     args = ap.parse_args(argv)
     if not 0 < args.port < 65535:
@@ -215,6 +242,7 @@ def main(argv=None):
         print(f"sim-soc: error: {e}", file=sys.stderr)
         return 1
     Path(args.flash).parent.mkdir(parents=True, exist_ok=True)
+    upgrade_flash_file(args.flash)
     print(f"sim-soc: UART on localhost:{args.port} (ackfilter-ctl --connect localhost:{args.port}), "
           f"frames on {args.port + 1}, flash {args.flash}; Ctrl-C stops", flush=True)
     cmd = [str(binary), "--port", str(args.port), "--frames-port", str(args.port + 1),
