@@ -6,7 +6,8 @@
 // `tick` is one clock cycle; `Feeder` offers one frame to the core's input,
 // a word a cycle while the harness lets it (its MAC's pacing); `Collector`
 // gathers the words the core gives into frames and reports every breach of
-// the stream's rules.
+// the stream's rules; `cycle` is one cycle of the core between two paced
+// MACs, with all three.
 
 #ifndef ACKFILTER_CORE_STREAM_H
 #define ACKFILTER_CORE_STREAM_H
@@ -136,6 +137,36 @@ struct Collector {
         return last;
     }
 };
+
+// One cycle of the core at cycle `now` between two paced MACs (`in_mac`,
+// `out_mac`: wire::Pacer): the feeder's word offered when `offering`, the
+// output taken when the egress MAC is ready, the clock edge, and the words
+// that moved told to the MACs. At the edge, `frame_in()` when a frame's
+// last word went in, `frame_out()` when `col` holds a whole frame (its
+// `start` and `bytes`), `error(what)` for a breach of the output's rules,
+// and `sample()` for whatever else the caller samples there.
+template <class Top, class Mac, class Error, class In, class Out, class Sample>
+void cycle(Top* top, uint64_t now, bool offering, Feeder& feed, Collector& col, Mac& in_mac, Mac& out_mac,
+           Error&& error, In&& frame_in, Out&& frame_out, Sample&& sample) {
+    top->now = now;
+    feed.drive(top, offering);
+    top->o_ready = now >= out_mac.due();
+    tick(top, [&] {
+        if (offering && top->i_ready) {
+            unsigned last_bytes = feed.last_word_bytes();
+            bool last = feed.took();
+            in_mac.moved(now, last, last_bytes);
+            if (last) frame_in();
+        }
+        if (top->o_valid && top->o_ready) {
+            unsigned keep = top->o_keep;
+            bool last = col.take(top, now, error);
+            if (last) frame_out();
+            out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));
+        }
+        sample();
+    });
+}
 
 }  // namespace core_stream
 

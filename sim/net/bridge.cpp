@@ -597,29 +597,18 @@ int main(int argc, char** argv) {
                     }
                 }
                 // The core has work: simulate one cycle.
-                top->now = now;
-                feed.drive(top.get(), offering);
-                top->o_ready = now >= out_mac.due();
-                tick([&] {
-                    if (offering && top->i_ready) {
-                        unsigned last_bytes = feed.last_word_bytes();
-                        bool last = feed.took();
-                        in_mac.moved(now, last, last_bytes);
-                        if (last) core_in++;
-                    }
-                    if (top->o_valid && top->o_ready) {
-                        unsigned keep = top->o_keep;
-                        bool last = col.take(top.get(), now, [&](const char*) { protocol_errors++; });
-                        if (last) {
-                            core_out++;
-                            to_uplink(to_ns(col.start), std::move(col.bytes));
-                            col.bytes = std::vector<uint8_t>();
-                        }
-                        out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));
-                    }
-                    if (top->ev_valid) events++;
-                    if (top->ev_overrun) overruns++;
-                });
+                core_stream::cycle(top.get(), now, offering, feed, col, in_mac, out_mac,
+                    [&](const char*) { protocol_errors++; },
+                    [&] { core_in++; },
+                    [&] {
+                        core_out++;
+                        to_uplink(to_ns(col.start), std::move(col.bytes));
+                        col.bytes = std::vector<uint8_t>();
+                    },
+                    [&] {
+                        if (top->ev_valid) events++;
+                        if (top->ev_overrun) overruns++;
+                    });
                 now++;
                 ticks++;
                 since_poll++;

@@ -325,40 +325,27 @@ int main(int argc, char** argv) {
             return 3;
         }
 
-        // Drive this cycle's inputs.
-        top->now = now;
-        feed.drive(top.get(), offering);
-        top->o_ready = now >= out_mac.due();
-
-        tick([&] {
-            if (offering && top->i_ready) {
-                unsigned last_bytes = feed.last_word_bytes();
-                bool last = feed.took();
-                in_mac.moved(now, last, last_bytes);
-                if (last) frames_in++;
-            }
-            if (top->o_valid && top->o_ready) {
-                unsigned keep = top->o_keep;
-                bool last = col.take(top.get(), now, proto_error);
-                if (last) {
-                    frames_out++;
-                    out_buf.clear();
-                    put_u64(out_buf, col.start);
-                    put_u32(out_buf, uint32_t(col.bytes.size()));
-                    out_buf.insert(out_buf.end(), col.bytes.begin(), col.bytes.end());
-                    out.write(out_buf);
+        // This cycle.
+        core_stream::cycle(top.get(), now, offering, feed, col, in_mac, out_mac, proto_error,
+            [&] { frames_in++; },
+            [&] {
+                frames_out++;
+                out_buf.clear();
+                put_u64(out_buf, col.start);
+                put_u32(out_buf, uint32_t(col.bytes.size()));
+                out_buf.insert(out_buf.end(), col.bytes.begin(), col.bytes.end());
+                out.write(out_buf);
+            },
+            [&] {
+                if (top->ev_valid) {
+                    events++;
+                    if (ev) { put_u64(ev_buf, now); ev_buf.push_back(uint8_t(top->ev_kind)); }
                 }
-                out_mac.moved(now, last, unsigned(__builtin_popcount(keep)));
-            }
-            if (top->ev_valid) {
-                events++;
-                if (ev) { put_u64(ev_buf, now); ev_buf.push_back(uint8_t(top->ev_kind)); }
-            }
-            if (top->ev_overrun) {
-                events++;
-                if (ev) { put_u64(ev_buf, now); ev_buf.push_back(kOverrunKind); }
-            }
-        });
+                if (top->ev_overrun) {
+                    events++;
+                    if (ev) { put_u64(ev_buf, now); ev_buf.push_back(kOverrunKind); }
+                }
+            });
         now++;
 
         if ((now & 0xffff) == 0) {
