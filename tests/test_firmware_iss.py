@@ -4,19 +4,26 @@ fwhost (test_firmware_host.py) checks the firmware's logic compiled for the
 PC; this runs ``firmware/build/firmware.bin`` as the SoC would: from address
 0, with the memory map of ``ackfilter.soc.memmap`` (RAM, the CSR bank a word
 per address, the SoC registers), so start.S, the linker script, libgcc, the
-board HAL and 32-bit arithmetic are exercised. The same session through both
-must give the same transcript.
+board HAL and 32-bit arithmetic are exercised. Its flash pins drive the one
+model of the board's flash, ``sim/common/spi_flash.c`` (as fwhost's and the
+simulated SoC's do), at the ISS's time, so erases and programs keep it busy.
+The same session through both must give the same transcript.
 """
 
+import ctypes
+import hashlib
 import json
+import os
 import shutil
 import subprocess
+import weakref
 from pathlib import Path
 
 import pytest
 
 from ackfilter.soc import memmap as M
 from ackfilter.firmware import make_firmware
+from ackfilter.paths import build_dir, file_lock
 
 import fwrecord
 
@@ -32,64 +39,102 @@ def _reg(name):
     return M.soc_addr(name)
 
 
-class SPIFlash:
-    """The parameter sectors of a SPI NOR flash, seen through its pins (mode 0)."""
+# The board's flash: sim/common/spi_flash.c, the model fwhost and the simulated
+# SoC use, through tests/iss_flash.c, built into a shared library cached in the
+# build directory by content.
+FLASH_SOURCES = [REPO / "tests" / "iss_flash.c", REPO / "sim" / "common" / "spi_flash.c"]
+FLASH_HEADERS = [REPO / "sim" / "common" / "spi_flash.h", REPO / "firmware" / "include" / "ackfilter_regs.h"]
+FLASH_CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-shared", "-fPIC"]
 
-    def __init__(self, sector):
-        self.mem = bytearray(sector)
-        self.cs_n, self.sck, self.do = 1, 0, 1
-        self.bits, self.shift, self.rx = 0, 0, []
-        self.wel = False
 
-    def out_byte(self, index):
-        cmd = self.rx[0] if self.rx else None
-        if cmd == 0x05 and index >= 1:
-            return 0x02 if self.wel else 0x00
-        if cmd == 0x03 and index >= 4:
-            addr = int.from_bytes(bytes(self.rx[1:4]), "big") + index - 4
-            offset = addr - M.FLASH_PARAMS_OFFSET
-            return self.mem[offset] if 0 <= offset < len(self.mem) else 0xFF
-        return 0xFF
+def build_flash_library():
+    """Path of the flash model's shared library, compiled when its sources,
+    flags or compiler changed (under a lock: pytest-xdist workers share it)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.fail("cc or gcc (a host C compiler) is required to build the SPI flash model "
+                    "sim/common/spi_flash.c; `make test` installs build-essential")
+    cmd = [cc, *FLASH_CFLAGS, *(f"-I{h.parent}" for h in FLASH_HEADERS), *map(str, FLASH_SOURCES)]
+    h = hashlib.sha256()
+    for part in (" ".join(cmd).encode(), *(p.read_bytes() for p in FLASH_SOURCES + FLASH_HEADERS)):
+        h.update(part)
+        h.update(b"\0")
+    key = h.hexdigest()[:16]
+    lib = build_dir() / "iss-flash" / f"libiss_flash-{key}.so"
+    with file_lock(lib.parent / f".{key}.lock"):
+        if not lib.is_file():
+            tmp = lib.with_name(f".{lib.name}.{os.getpid()}")
+            r = subprocess.run([*cmd, "-o", str(tmp)], capture_output=True, text=True)
+            if r.returncode != 0:
+                tmp.unlink(missing_ok=True)
+                pytest.fail(f"building the SPI flash model failed: {' '.join(cmd)}\n{r.stderr}")
+            os.replace(tmp, lib)
+    return lib
 
-    def end(self):
-        rx = self.rx
-        if not rx:
-            return
-        base = int.from_bytes(bytes(rx[1:4]), "big") - M.FLASH_PARAMS_OFFSET if len(rx) >= 4 else None
-        if rx[0] == 0x06:
-            self.wel = True
-        elif rx[0] == 0x20:
-            assert self.wel and base is not None and 0 <= base < len(self.mem)
-            start = base - base % M.FLASH_SECTOR_BYTES
-            self.mem[start:start + M.FLASH_SECTOR_BYTES] = b"\xff" * M.FLASH_SECTOR_BYTES
-            self.wel = False
-        elif rx[0] == 0x02:
-            assert self.wel and 0 <= base and len(rx) - 4 <= 256
-            for i, b in enumerate(rx[4:]):
-                self.mem[(base & ~0xFF) + ((base + i) & 0xFF)] &= b
-            self.wel = False
 
-    def pins(self, value):
-        cs_n, sck, di = value & 1, value >> 1 & 1, value >> 2 & 1
-        if self.cs_n and not cs_n:
-            self.bits, self.rx = 0, []
-        elif not self.cs_n and cs_n:
-            self.end()
-        elif not cs_n and sck and not self.sck:
-            self.shift = (self.shift << 1 | di) & 0xFF
-            self.bits += 1
-            if self.bits % 8 == 0:
-                self.rx.append(self.shift)
-        elif not cs_n and self.sck and not sck:
-            self.do = self.out_byte(self.bits // 8) >> (7 - self.bits % 8) & 1
-        self.cs_n, self.sck = cs_n, sck
+def load_flash_library(path):
+    """The library with its functions' C types (tests/iss_flash.c)."""
+    lib = ctypes.CDLL(str(path))
+    flash = ctypes.c_void_p
+    for name, res, args in [
+            ("iss_flash_new", flash, [ctypes.c_uint32]),
+            ("iss_flash_free", None, [flash]),
+            ("iss_flash_bytes", ctypes.c_uint32, []),
+            ("iss_flash_set_mem", ctypes.c_int, [flash, ctypes.c_char_p, ctypes.c_uint32]),
+            ("iss_flash_get_mem", ctypes.c_int, [flash, ctypes.c_char_p, ctypes.c_uint32]),
+            ("iss_flash_pins", None, [flash, ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
+            ("iss_flash_do", ctypes.c_int, [flash]),
+            ("iss_flash_errors", ctypes.c_uint32, [flash]),
+            ("iss_flash_writes", ctypes.c_uint32, [flash])]:
+        getattr(lib, name).restype = res
+        getattr(lib, name).argtypes = args
+    return lib
+
+
+class CFlash:
+    """One flash of the C model at power-on (deep power-down), holding
+    ``sectors``; ``now`` counts cycles of ``clk_hz``."""
+
+    def __init__(self, lib, sectors, *, clk_hz):
+        self.lib = lib
+        self.size = lib.iss_flash_bytes()
+        assert len(sectors) == self.size, f"{len(sectors)} bytes of sectors, not {self.size}"
+        self.handle = lib.iss_flash_new(clk_hz)
+        assert self.handle, "out of memory"
+        self._finalizer = weakref.finalize(self, lib.iss_flash_free, self.handle)
+        assert lib.iss_flash_set_mem(self.handle, bytes(sectors), self.size) == 0
+
+    def pins(self, now, value):
+        """The SoC's flash_out register (bit 0 CS#, bit 1 SCK, bit 2 DI) at ``now``."""
+        self.lib.iss_flash_pins(self.handle, now, value & 1, value >> 1 & 1, value >> 2 & 1)
+
+    @property
+    def do(self):
+        return self.lib.iss_flash_do(self.handle)
+
+    @property
+    def mem(self):
+        buf = ctypes.create_string_buffer(self.size)
+        assert self.lib.iss_flash_get_mem(self.handle, buf, self.size) == 0
+        return buf.raw
+
+    @property
+    def errors(self):
+        """Protocol errors so far (the model printed each on stderr)."""
+        return self.lib.iss_flash_errors(self.handle)
+
+    @property
+    def writes(self):
+        """Erase and program commands taken so far."""
+        return self.lib.iss_flash_writes(self.handle)
 
 
 class SoC:
-    """RV32I + the SoC's memory map. ``run`` executes until the firmware polls
-    the UART again after the last input byte."""
+    """RV32I + the SoC's memory map, its flash pins on the C flash model
+    (``flash_lib``). ``run`` executes until the firmware polls the UART again
+    after the last input byte."""
 
-    def __init__(self, image, uart_in, *, flash=fwrecord.region(), counters={}):
+    def __init__(self, image, uart_in, flash_lib, *, flash=fwrecord.region(), counters={}):
         self.ram = bytearray(M.RAM_BYTES)
         self.ram[:len(image)] = image
         self.x = [0] * 32
@@ -97,7 +142,7 @@ class SoC:
         self.insns = 0
         self.rx = list(uart_in)
         self.tx = bytearray()
-        self.flash = SPIFlash(flash)
+        self.flash = CFlash(flash_lib, flash, clk_hz=REGMAP["f_sys_hz"])
         self.restarts, self.kicked = 0, 0
         self.hi_latch = self.timer_hi = 0
         self.params = {p["addr"]: p for p in REGMAP["params"]}
@@ -146,7 +191,7 @@ class SoC:
             return 0x100 | self.rx.pop(0)
         if addr == _reg("uart_status"):
             return 1 | (2 if self.rx else 0)
-        cycles = self.insns * CYCLES_PER_INSN
+        cycles = self.cycles()
         if addr == _reg("timer_lo"):
             self.timer_hi = cycles >> 32
             return cycles & 0xFFFF_FFFF
@@ -171,11 +216,16 @@ class SoC:
         elif addr == _reg("uart_data"):
             self.tx.append(value & 0xFF)
         elif addr == _reg("flash_out"):
-            self.flash.pins(value & 7)
+            self.flash.pins(self.cycles(), value & 7)
+            assert self.flash.errors == 0, f"the flash saw a protocol error (stderr) at pc {self.pc:#x}"
         elif addr == _reg("watchdog"):
             self.kicked = self.insns
         else:
             raise AssertionError(f"write of {addr:#x}")
+
+    def cycles(self):
+        """The SoC's time: its timer (cycles since reset), which the flash model also counts."""
+        return self.insns * CYCLES_PER_INSN
 
     # -- the core --
     def run(self):
@@ -251,6 +301,11 @@ def image():
 
 
 @pytest.fixture(scope="module")
+def flash_lib():
+    return load_flash_library(build_flash_library())
+
+
+@pytest.fixture(scope="module")
 def fwhost():
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
@@ -270,12 +325,12 @@ SCRIPT = ["version", "list", "set shaper_overhead_bytes -64", "set red_max_p 0x1
           "set shaper_overhead_bytes -64"]
 
 
-def test_the_image_boots_and_answers_as_fwhost_does(image, fwhost, tmp_path):
+def test_the_image_boots_and_answers_as_fwhost_does(image, flash_lib, fwhost, tmp_path):
     flash = fwrecord.region(b"", fwrecord.record([("ack_mode", 1), ("shaper_overhead_bytes", -10),
                                                   ("ared_interval_ms", 2000), ("no_such_knob", 1)]))
     counters = {"frames_in": 2**40 + 5, "drop_red": 3}
     text = "".join(f"{line}\n" for line in SCRIPT)
-    soc = SoC(image, text.encode(), flash=flash, counters=counters)
+    soc = SoC(image, text.encode(), flash_lib, flash=flash, counters=counters)
     got = soc.run()
     (tmp_path / "flash.bin").write_bytes(flash)
     want = subprocess.run([str(fwhost), "--flash", str(tmp_path / "flash.bin"),
@@ -287,11 +342,12 @@ def test_the_image_boots_and_answers_as_fwhost_does(image, fwhost, tmp_path):
     assert soc.csr[overhead["addr"]] == 0xFFFF_FFC0                  # -64 as the bus sees it
 
 
-def test_the_image_saves_a_record_fwhost_reads(image, fwhost, tmp_path):
+def test_the_image_saves_a_record_fwhost_reads(image, flash_lib, fwhost, tmp_path):
     commands = ["set ack_mode 0", "set shaper_overhead_bytes -7", "set ared_enable 0", "save"]
-    soc = SoC(image, "".join(f"{c}\n" for c in commands).encode())
+    soc = SoC(image, "".join(f"{c}\n" for c in commands).encode(), flash_lib)
     out = soc.run()
     assert out.rstrip().endswith("ok\r\n>"), out
+    assert soc.flash.writes >= 2 and soc.flash.errors == 0      # an erase, a program: no mistake
     (tmp_path / "flash.bin").write_bytes(soc.flash.mem)
     got = subprocess.run([str(fwhost), "--flash", str(tmp_path / "flash.bin")],
                          input=b"echo off\nget ack_mode\nget shaper_overhead_bytes\nget ared_enable\n",
@@ -300,8 +356,8 @@ def test_the_image_saves_a_record_fwhost_reads(image, fwhost, tmp_path):
     assert "ared_enable 0\r\n" in got
 
 
-def test_stats_reads_64_bit_counters_on_the_image(image):
-    soc = SoC(image, b"echo off\nstats\n", counters={"bytes_out": 2**33 + 2**32 + 9})
+def test_stats_reads_64_bit_counters_on_the_image(image, flash_lib):
+    soc = SoC(image, b"echo off\nstats\n", flash_lib, counters={"bytes_out": 2**33 + 2**32 + 9})
     lines = soc.run().split("\r\n")
     assert f"bytes_out {2**33 + 2**32 + 9}" in lines
     uptime = next(int(x.split()[1]) for x in lines if x.startswith("uptime_ms"))
