@@ -23,7 +23,10 @@ def test_the_proof_holds(proof, tmp_path):
     assert proven.passed, proven.log[-3000:]
 
 
-@pytest.mark.parametrize("proof", PROOFS, ids=lambda p: p.name)
+COVERED = [p for p in PROOFS if p.cover_depth is not None]
+
+
+@pytest.mark.parametrize("proof", COVERED, ids=lambda p: p.name)
 def test_its_covers_are_reached(proof, tmp_path):
     covered = run(proof.name, proof.make(), depth=proof.cover_depth, mode="cover", workdir=tmp_path)
     assert covered.passed, covered.log[-3000:]
@@ -48,6 +51,15 @@ def test_each_mutation_applies_and_elaborates(proof, name, make):
 def test_the_proof_fails_on_a_mutation_of_its_block(proof, name, make, tmp_path):
     result = run(proof.name, make(), depth=proof.depth, mode="prove", workdir=tmp_path)
     assert not result.passed, f"the proof held on the mutation {name!r}"
+
+
+def test_a_proof_without_covers_of_its_own_names_the_proof_that_reaches_them():
+    """A harness that runs no cover of its own extends another's, whose
+    covers (and so its assumptions' satisfiability) are reached."""
+    covered = {p.name for p in COVERED}
+    for p in PROOFS:
+        if p.cover_depth is None:
+            assert p.covered_by in covered, p.name
 
 
 def test_a_mutation_must_match_its_text_once():

@@ -39,7 +39,15 @@ class Proof:
     make: object               # () -> Elaboratable
     depth: int
     mutations: dict = field(default_factory=dict)   # name -> () -> Elaboratable that must fail
-    cover_depth: int = 16      # cycles the cover run looks for each cover statement
+    #: Cycles the cover run looks for each cover statement; None: the
+    #: harness extends the one of the proof ``covered_by``, which reaches
+    #: its cover statements.
+    cover_depth: int = 16
+    covered_by: str = ""
+    #: A harness with cover statements too deep for every run (``python -m
+    #: ackfilter.formal --deep``), and how deep.
+    deep: object = None
+    deep_depth: int = 0
 
 
 @dataclass

@@ -15,6 +15,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m ackfilter.formal", description=__doc__)
     ap.add_argument("--only", metavar="NAME", help="one proof (of " + ", ".join(p.name for p in PROOFS) + ")")
     ap.add_argument("--workdir", metavar="DIR", help="keep SymbiYosys's files there (default: a temporary directory)")
+    ap.add_argument("--deep", action="store_true",
+                    help="also the covers too deep for every run (minutes each: " +
+                    ", ".join(f"{p.name} at {p.deep_depth} cycles" for p in PROOFS if p.deep) + ")")
     args = ap.parse_args(argv)
     proofs = [p for p in PROOFS if args.only in (None, p.name)]
     if not proofs:
@@ -27,18 +30,28 @@ def main(argv=None):
         for p in proofs:
             try:
                 proven = run(p.name, p.make(), depth=p.depth, mode="prove", workdir=work)
-                covered = run(p.name, p.make(), depth=p.cover_depth, mode="cover", workdir=work)
+                covered = (run(p.name, p.make(), depth=p.cover_depth, mode="cover", workdir=work)
+                           if p.cover_depth is not None else None)
+                deep = (run(f"{p.name}-deep", p.deep(), depth=p.deep_depth, mode="cover", workdir=work)
+                        if args.deep and p.deep else None)
                 killed = {name: not run(f"{p.name}-m{i}", make(), depth=p.depth, mode="prove",
                                          workdir=work).passed
                           for i, (name, make) in enumerate(p.mutations.items())}
             except FormalError as e:
                 print(f"ackfilter formal: {e}", file=sys.stderr)
                 return 2
-            ok = proven.passed and covered.passed and all(killed.values())
+            ok = (proven.passed and (covered is None or covered.passed) and (deep is None or deep.passed)
+                  and all(killed.values()))
             bad += not ok
+            cover = (f"{('PASS' if covered.passed else 'FAIL'):>4} {covered.seconds:3.0f}s" if covered
+                     else f"{'-':>8}")
             print(f"{p.name:24} {p.depth:>5} {('PASS' if proven.passed else 'FAIL'):>4} {proven.seconds:3.0f}s "
-                  f"{('PASS' if covered.passed else 'FAIL'):>4} {covered.seconds:3.0f}s  "
-                  f"{sum(killed.values())} of {len(killed)}", flush=True)
+                  f"{cover}  {sum(killed.values())} of {len(killed)}", flush=True)
+            if p.cover_depth is None:
+                print(f"    (its harness extends {p.covered_by}'s, whose covers are reached)")
+            if deep:
+                print(f"    deep covers ({p.deep_depth} cycles): {'PASS' if deep.passed else 'FAIL'} "
+                      f"{deep.seconds:.0f}s")
             for name, k in killed.items():
                 print(f"    {'failed' if k else 'SURVIVED'}: {name}")
     print(f"{len(proofs) - bad} of {len(proofs)} proofs hold ({time.monotonic() - t0:.0f} s)")

@@ -16,15 +16,17 @@ from types import SimpleNamespace
 from operator import or_
 
 from amaranth.hdl import *
-from amaranth.hdl._ast import AnySeq
+from amaranth.hdl._ast import AnyConst, AnySeq
 from amaranth.lib import wiring
 
 from ..gateware import queue_manager
+from ..gateware.flow_record import (KEY_WORDS64, RECORD_WORDS, REC_ACK, REC_FLOOR_ACK, REC_FLOOR_TS,
+                                    REC_NEWEST_END, REC_TS)
 from ..params import PARAMS
 from . import Proof
 from .harness import mutant, stack_facts
 
-__all__ = ["AckListProof", "QUEUE_PROOFS"]
+__all__ = ["AckListProof", "KeyCompareProof", "RecordKeyProof", "QUEUE_PROOFS"]
 
 
 def _drive_inputs(m, dut, skip=()):
@@ -237,8 +239,240 @@ class AckListProof(Elaboratable):
         """More to prove, with the list's facts (a subclass's)."""
 
 
-def _mutant(old, new):
-    return lambda: AckListProof(module=mutant(queue_manager, old, new))
+class KeyCompareProof(AckListProof):
+    """The full-key compare behind every supersession: an ACK that hits a
+    flow entry's tag is let supersede (``sel_newest_q``, formed in
+    Decide-Prep) only when every word of its flow key was compared with the
+    word of the same number in that entry's record and found equal: all
+    six for an IPv6 key, words 0, 1, 3 and 5 for an IPv4 one (its words 2
+    and 4 are zero in the key slot and the record alike, and word 0's
+    IPv6 bit tells the two apart), word 5 in its low half (the ports; its
+    high half is zero). The harness notes each compare as the pipeline
+    makes it (the two words, and the addresses they were read at two
+    cycles before) and states, besides the list's facts, where the compare
+    pipeline is in each cycle of Read-Record.
+
+    The compare half of ``supersede_key``: :class:`RecordKeyProof` adds
+    that the record holds the key of the flow's tracked ACKs. Not proven:
+    that the frame's key slot holds its key by the time a word is read (the
+    ingress's write order, checked by an assertion at import,
+    ``queue_manager._SLOT_READ_AT``).
+    """
+
+    def __init__(self, *, deep_cover=False, **kwargs):
+        super().__init__(**kwargs)
+        self.deep_cover = deep_cover
+
+    def drive(self, m):
+        super().drive(m)
+        # The parser's contract: at most four SACK blocks.
+        m.d.comb += Assume(self.dut.entry.meta.sack_n <= 4)
+
+    def more(self, m, ctx):
+        v, ongoing = ctx.v, ctx.ongoing
+        kw = range(KEY_WORDS64)
+        seen = Signal(KEY_WORDS64)
+        same = Signal(KEY_WORDS64)
+        rec_at = [Signal.like(v.rec_r.addr, name=f"rec_at{j}") for j in kw]
+        key_at = [Signal.like(v.key_r.addr, name=f"key_at{j}") for j in kw]
+        # The read addresses, one and two cycles ago.
+        ra1, ra2 = Signal.like(v.rec_r.addr), Signal.like(v.rec_r.addr)
+        ka1, ka2 = Signal.like(v.key_r.addr), Signal.like(v.key_r.addr)
+        m.d.sync += [ra1.eq(v.rec_r.addr), ra2.eq(ra1), ka1.eq(v.key_r.addr), ka2.eq(ka1)]
+
+        def equal(j, a, b):
+            return (a[:32] == b[:32]) if j == KEY_WORDS64 - 1 else (a == b)
+
+        comparing = ongoing("Read-Record") & v.cmp_v
+        with m.If(ongoing("Await-Lookup")):
+            m.d.sync += seen.eq(0)
+        with m.Elif(comparing):
+            for j in kw:
+                with m.If(v.cmp_j == j):
+                    # (A word compared again, had `rc` wrapped, only ANDs.)
+                    eq = equal(j, v.rec_word, v.key_word)
+                    m.d.sync += [seen[j].eq(1), same[j].eq(Mux(seen[j], same[j] & eq, eq)),
+                                 rec_at[j].eq(ra2), key_at[j].eq(ka2)]
+
+        ack = ~v.is_data
+        needed = Mux(v.key_v6, 0b111111, 0b101011)
+        slot = v.cur.key_slot
+
+        def rec_addr(j):
+            return v.idx * RECORD_WORDS + j
+
+        def key_addr(j):
+            return Cat(j[:len(v.key_at)] if isinstance(j, Value) else C(j, len(v.key_at)), slot)
+
+        # The property.
+        with m.If(ongoing("Decide-Prep") & ack & v.from_hit & v.key_eq):
+            for j in kw:
+                with m.If(needed[j]):
+                    m.d.comb += Assert(seen[j] & same[j] & (rec_at[j] == rec_addr(j)) & (key_at[j] == key_addr(j)))
+
+        # Nothing else reads the key memory meanwhile: Write-Record's words
+        # written behind the state machine (`wb_v`) and a new data entry's
+        # key copy (`kc_v`) go on only while it departs frames, one at a
+        # time; `wb_last` marks Write-Record's last word (the next frame is
+        # taken in its cycle).
+        departing = (ongoing("Idle") | ongoing("Depart") | ongoing("Pick-Wait") | ongoing("Pick-Chunk") |
+                     ongoing("Depart-Data"))
+        with m.If(v.wb_v | v.kc_v):
+            m.d.comb += Assert(departing & ~(v.wb_v & v.kc_v))
+        # (The CAM writes a new entry's tag beside its key's copy: the
+        # next frame waits for the CAM.)
+        with m.If(v.kc_v):
+            m.d.comb += [Assert(v.cam.busy & (v.cam.w_word == v.kc_w)), Assert(v.kc_w < KEY_WORDS64)]
+        # Write-Record's words: a new entry's all 16 (first 0), an append's
+        # or a supersession's the newest ACK's from REC_ACK to its last,
+        # then with `wk_floor` the floor's (REC_FLOOR_ACK, and REC_FLOOR_TS
+        # with TS); `wb_last` marks the last.
+        m.d.comb += Assert(v.cur.meta.sack_n <= 4)
+        with m.If(ongoing("Write-Record") | v.wb_v):
+            nl, last, wk = v.wk_newest_last, v.wk_last, v.wk
+            m.d.comb += [
+                Assert((nl >= REC_TS) & (nl < REC_NEWEST_END)),
+                Assert(Mux(v.wk_floor, (last == REC_FLOOR_ACK) | (last == REC_FLOOR_TS), last == nl)),
+                Assert((wk <= nl) | (v.wk_floor & (wk >= REC_FLOOR_ACK) & (wk <= last))),
+            ]
+        with m.If(ongoing("Write-Record")):
+            m.d.comb += Assert((v.wk == 0) | (v.wk == REC_ACK))
+        with m.If(v.wb_v):
+            m.d.comb += Assert(v.wb_last == (v.wk == v.wk_last))
+
+        # Where the compare is: in Read-Record's cycle `rc` = r, key word j
+        # (j < r) was read in cycle j (word 0 in Await-Lookup, cycle 0), is
+        # out of the block RAM (`rd_j`) a cycle later, and compared
+        # (`cmp_j`) a cycle after that; each compare so far was of the
+        # words at the entry's record and the frame's slot, and `key_eq`
+        # is the AND of them.
+        with m.If((ongoing("Read-Record") | ongoing("Decide-Prep")) & ack & v.from_hit):
+            m.d.comb += [Assert(v.idx < len(v.cam.valid)), Assert(v.key_eq == (same | ~seen).all())]
+            for j in kw:
+                with m.If(seen[j]):
+                    m.d.comb += Assert((rec_at[j] == rec_addr(j)) & (key_at[j] == key_addr(j)))
+        with m.If(ongoing("Read-Record") & ack & v.from_hit):
+            r = v.rc
+            with m.If(v.rd_v & (v.rd_j < KEY_WORDS64)):
+                m.d.comb += [Assert(ra1 == rec_addr(v.rd_j)), Assert(ka1 == key_addr(v.rd_j))]
+            with m.If(v.cmp_v & (v.cmp_j < KEY_WORDS64)):
+                m.d.comb += [Assert(ra2 == rec_addr(v.cmp_j)), Assert(ka2 == key_addr(v.cmp_j))]
+            for j in kw:
+                with m.If(needed[j] & (j < r)):
+                    m.d.comb += Assert(seen[j] | (v.cmp_v & (v.cmp_j == j)) | (v.rd_v & (v.rd_j == j)))
+        with m.If(ongoing("Decide-Prep") & ack & v.from_hit):
+            m.d.comb += Assert((seen & needed) == needed)
+        self.compare = SimpleNamespace(seen=seen, same=same, needed=needed, ka1=ka1, key_addr=key_addr,
+                                       ack=ack)
+        if self.deep_cover:
+            # The decision of an ACK that hit with its whole key equal: a
+            # second ACK of a flow, 47 cycles after a reset at the earliest.
+            m.d.comb += Cover(ongoing("Decide-Prep") & ack & v.from_hit & v.key_eq)
+
+
+class RecordKeyProof(KeyCompareProof):
+    """A supersession overwrites an ACK whose key, as read from its own key
+    slot, is the superseding ACK's, as read from its slot: word for word,
+    the words :class:`KeyCompareProof` shows are compared.
+
+    One key word, any of them (`W`, chosen freely once: what holds for it
+    holds for each), is followed. The harness keeps beside each node that
+    word of the key its ACK was queued with (`nkey`): a tracked ACK that hit
+    takes its entry's record word (which its compare found equal to its
+    own); a new entry's ACK takes the word Write-Record writes into the
+    record from its slot, when it is written. Proven with it: the record's
+    word of an entry with a tracked ACK queued is that ACK's (no write
+    reaches it: a new entry's record and a data entry's key copy are written
+    only into an entry with none), and the record does not change between
+    the compare and the decision."""
+
+    def more(self, m, ctx):
+        super().more(m, ctx)
+        v, ongoing, node, queued = ctx.v, ctx.ongoing, ctx.node, ctx.queued
+        c = self.compare
+        n, nf = self.dut.ack_slots, self.dut.flow_entries
+        W = Signal(range(KEY_WORDS64))
+        m.d.comb += [W.eq(AnyConst(len(W))), Assume(W < KEY_WORDS64)]
+        rec = ctx.reads(v.records, [f * RECORD_WORDS + W for f in range(nf)])
+        rec_i = Array(rec)[v.idx]
+        rd_word = Array(ctx.reads(v.records, [f * RECORD_WORDS + v.rd_j for f in range(nf)]))[v.idx]
+        cmp_word = Array(ctx.reads(v.records, [f * RECORD_WORDS + v.cmp_j for f in range(nf)]))[v.idx]
+        low = W == KEY_WORDS64 - 1                       # word 5: the ports, its low half
+
+        def same_word(a, b):
+            return Mux(low, a[:32] == b[:32], a == b)
+
+        # The words the compare saw of word W.
+        cap_key, cap_rec = Signal(64), Signal(64)
+        with m.If(ongoing("Read-Record") & v.cmp_v & (v.cmp_j == W)):
+            m.d.sync += [cap_key.eq(v.key_word), cap_rec.eq(v.rec_word)]
+
+        # Word W of the key each node's ACK was queued with (`kv`: known).
+        nkey = [Signal(64, name=f"nkey{k}") for k in range(n)]
+        kv = [Signal(name=f"kv{k}") for k in range(n)]
+        writing = (ongoing("Write-Record") | v.wb_v) & (v.wk < KEY_WORDS64)
+        for k in range(n):
+            with m.If(v.node_w.en & (v.node_w.addr == k)):
+                with m.If(v.hit_q):
+                    m.d.sync += [kv[k].eq(1), nkey[k].eq(rec_i)]
+                with m.Else():
+                    m.d.sync += kv[k].eq(0)
+            with m.Elif(writing & (node[k].flow == v.idx) & (v.wk == W)):
+                m.d.sync += [kv[k].eq(1), nkey[k].eq(v.rec_w.data)]
+
+        # The property: the superseded ACK's word is the one the compare
+        # read from the superseding ACK's slot.
+        with m.If(v.node_w.en & v.sel_newest_q & c.needed.bit_select(W, 1)):
+            m.d.comb += Assert(same_word(Array(nkey)[v.newest_q], cap_key))
+
+        # What makes it inductive. A miss takes a free entry.
+        valid = v.cam.valid
+        with m.If(ongoing("Await-Lookup") & v.cam.free):
+            m.d.comb += Assert(~valid.bit_select(v.cam.free_index, 1))
+        after_miss = (ongoing("Decide-Miss") | ongoing("Decide-Data") | ongoing("Data-Red") | ongoing("Red") |
+                      ongoing("Overflow") | ongoing("Overflow-Choose") | ongoing("Overflow-End"))
+        with m.If(after_miss & ~v.from_hit & v.cam.free):
+            m.d.comb += Assert(~valid.bit_select(v.idx, 1))
+        with m.If(v.dq_new & (ongoing("Data-Red") | ongoing("Red") | ongoing("Overflow") |
+                              ongoing("Overflow-Choose") | ongoing("Overflow-End"))):
+            m.d.comb += Assert(~v.from_hit & v.cam.free)
+        # The compare's words are the record's, until the decision.
+        seen_w, same_w = c.seen.bit_select(W, 1), c.same.bit_select(W, 1)
+        with m.If(ongoing("Read-Record") & c.ack & v.from_hit):
+            with m.If(v.cmp_v & (v.cmp_j < KEY_WORDS64)):
+                m.d.comb += Assert(v.rec_word == cmp_word)
+            with m.If(v.rd_v & (v.rd_j < KEY_WORDS64)):
+                m.d.comb += Assert(v.rec_r.data == rd_word)
+        with m.If((ongoing("Read-Record") | ongoing("Decide-Prep") | ongoing("Decide-Hit")) & c.ack & v.from_hit):
+            with m.If(seen_w):
+                m.d.comb += [Assert(cap_rec == rec_i), Assert(~same_w | same_word(cap_rec, cap_key))]
+        with m.If(ongoing("Decide-Hit") & c.ack & v.from_hit):
+            m.d.comb += [Assert((c.seen & c.needed) == c.needed), Assert(v.key_eq == (c.same | ~c.seen).all())]
+        # A new entry's key words are written from its frame's slot, in
+        # order, into an entry whose only tracked ACK is that frame's; a
+        # data entry's key copy into one with none.
+        with m.If(writing):
+            m.d.comb += Assert(c.ka1 == c.key_addr(v.wk))
+        for k in range(n):
+            mine = queued[k] & node[k].tracked
+            for f in range(nf):
+                with m.If(mine & (node[k].flow == f)):
+                    with m.If(kv[k]):
+                        m.d.comb += Assert(nkey[k] == rec[f])
+                    with m.Else():
+                        m.d.comb += Assert(writing & (v.idx == f) & (v.wk <= W))
+            with m.If(mine & writing & (node[k].flow == v.idx)):
+                m.d.comb += Assert(kv[k] == (v.wk > W))
+            with m.If(mine & v.kc_v):
+                m.d.comb += Assert(node[k].flow != v.kc_idx)
+
+
+def _mutant(old, new, proof=None):
+    return lambda: (proof or AckListProof)(module=mutant(queue_manager, old, new))
+
+
+def _key_mutant(old, new):
+    return _mutant(old, new, RecordKeyProof)
 
 
 QUEUE_PROOFS = [
@@ -261,4 +495,31 @@ QUEUE_PROOFS = [
               "a covered ACK's drop not counted": _mutant(
                   "count_add(col_flow, -1)", "pass"),
           }),
+    Proof("supersede_key", "the queue manager (whole, as ack_list): a supersession overwrites an "
+          "ACK whose key, as read from its own slot, is the superseding ACK's, as read from its slot, "
+          "in every word of the flow key (all six for IPv6; 0, 1, 3 and 5 for IPv4, 5 in its low "
+          "half): the superseding ACK's words were each compared with the same word of its entry's "
+          "record, both read at the right addresses, and found equal, and that record holds the "
+          "superseded ACK's words", lambda: RecordKeyProof(), depth=4, cover_depth=None, covered_by="ack_list",
+          deep=lambda: RecordKeyProof(deep_cover=True), deep_depth=48,
+          mutations={
+              "a key word not compared": _key_mutant(
+                  "with m.Case(0, 1, 2, 3, 4):", "with m.Case(0, 1, 2, 3):"),
+              "an IPv4 key's words read in the wrong cycles": _key_mutant(
+                  "key_slot.eq((rc < REC_ACK) & (key_v6 | rc[0])),",
+                  "key_slot.eq((rc < REC_ACK) & (key_v6 | ~rc[0])),"),
+              "half the ports compared": _key_mutant(
+                  "with m.If(lo != key_word[:32]):", "with m.If(lo[:16] != key_word[:16]):"),
+              "the key read from the next frame's slot": _key_mutant(
+                  "m.d.comb += key_r.addr.eq(Cat(key_at, cur.key_slot))",
+                  "m.d.comb += key_r.addr.eq(Cat(key_at, cur.key_slot + 1))"),
+              "word 0 read from the free entry's record": _key_mutant(
+                  "m.d.comb += rec_r.addr.eq(cam.hit_index * RECORD_WORDS)",
+                  "m.d.comb += rec_r.addr.eq(cam.free_index * RECORD_WORDS)"),
+              "a new entry's key words written one word out": _key_mutant(
+                  "m.d.comb += key_at.eq(wk + 1)", "m.d.comb += key_at.eq(wk + 2)"),
+              "a data entry's key copied into the other entry": _key_mutant(
+                  "kc_slot.eq(cur.key_slot), kc_idx.eq(idx)]", "kc_slot.eq(cur.key_slot), kc_idx.eq(~idx)]"),
+          }),
 ]
+
