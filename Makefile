@@ -49,8 +49,8 @@ flash: venv ## load the bitstream with openFPGALoader (SRAM; SPI=1 writes the SP
 
 SEED   ?= 1
 FRAMES ?= 1000000
-formal: venv ## prove the safety invariants by k-induction, check their covers, and show each proof fails on its mutations (yowasp-sby, yices; seconds)
-	$(ENV) $(PY) -m ackfilter.formal
+formal: venv ## prove the safety invariants by k-induction, check their covers, and show each proof fails on its mutations (yowasp-sby, yices; minutes; DEEP=1: the covers too deep for every run too)
+	$(ENV) $(PY) -m ackfilter.formal $(if $(DEEP),--deep)
 
 gatesim: venv ## the board's cocotb bench on the synthesized gates (the bitstream's synthesis, ECP5 cell models); make test runs it too
 	$(ENV) $(PY) -m pytest -q cocotb_tests/test_gatesim.py
