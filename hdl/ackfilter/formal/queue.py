@@ -26,7 +26,7 @@ from ..params import PARAMS
 from . import Proof
 from .harness import mutant, stack_facts
 
-__all__ = ["AckListProof", "KeyCompareProof", "RecordKeyProof", "QUEUE_PROOFS"]
+__all__ = ["AckListProof", "KeyCompareProof", "RecordKeyProof", "SlotReadProof", "QUEUE_PROOFS"]
 
 
 def _drive_inputs(m, dut, skip=()):
@@ -239,6 +239,40 @@ class AckListProof(Elaboratable):
         """More to prove, with the list's facts (a subclass's)."""
 
 
+def _writer_facts(m, v, ongoing):
+    """What the queue manager's other readers of the key memory and writers
+    of records do (facts for the harnesses that follow them)."""
+    # Nothing else reads the key memory meanwhile: Write-Record's words
+    # written behind the state machine (`wb_v`) and a new data entry's
+    # key copy (`kc_v`) go on only while it departs frames, one at a
+    # time; `wb_last` marks Write-Record's last word (the next frame is
+    # taken in its cycle).
+    departing = (ongoing("Idle") | ongoing("Depart") | ongoing("Pick-Wait") | ongoing("Pick-Chunk") |
+                 ongoing("Depart-Data"))
+    with m.If(v.wb_v | v.kc_v):
+        m.d.comb += Assert(departing & ~(v.wb_v & v.kc_v))
+    # (The CAM writes a new entry's tag beside its key's copy: the
+    # next frame waits for the CAM.)
+    with m.If(v.kc_v):
+        m.d.comb += [Assert(v.cam.busy & (v.cam.w_word == v.kc_w)), Assert(v.kc_w < KEY_WORDS64)]
+    # Write-Record's words: a new entry's all 16 (first 0), an append's
+    # or a supersession's the newest ACK's from REC_ACK to its last,
+    # then with `wk_floor` the floor's (REC_FLOOR_ACK, and REC_FLOOR_TS
+    # with TS); `wb_last` marks the last.
+    m.d.comb += Assert(v.cur.meta.sack_n <= 4)
+    with m.If(ongoing("Write-Record") | v.wb_v):
+        nl, last, wk = v.wk_newest_last, v.wk_last, v.wk
+        m.d.comb += [
+            Assert((nl >= REC_TS) & (nl < REC_NEWEST_END)),
+            Assert(Mux(v.wk_floor, (last == REC_FLOOR_ACK) | (last == REC_FLOOR_TS), last == nl)),
+            Assert((wk <= nl) | (v.wk_floor & (wk >= REC_FLOOR_ACK) & (wk <= last))),
+        ]
+    with m.If(ongoing("Write-Record")):
+        m.d.comb += Assert((v.wk == 0) | (v.wk == REC_ACK))
+    with m.If(v.wb_v):
+        m.d.comb += Assert(v.wb_last == (v.wk == v.wk_last))
+
+
 class KeyCompareProof(AckListProof):
     """The full-key compare behind every supersession: an ACK that hits a
     flow entry's tag is let supersede (``sel_newest_q``, formed in
@@ -310,35 +344,7 @@ class KeyCompareProof(AckListProof):
                 with m.If(needed[j]):
                     m.d.comb += Assert(seen[j] & same[j] & (rec_at[j] == rec_addr(j)) & (key_at[j] == key_addr(j)))
 
-        # Nothing else reads the key memory meanwhile: Write-Record's words
-        # written behind the state machine (`wb_v`) and a new data entry's
-        # key copy (`kc_v`) go on only while it departs frames, one at a
-        # time; `wb_last` marks Write-Record's last word (the next frame is
-        # taken in its cycle).
-        departing = (ongoing("Idle") | ongoing("Depart") | ongoing("Pick-Wait") | ongoing("Pick-Chunk") |
-                     ongoing("Depart-Data"))
-        with m.If(v.wb_v | v.kc_v):
-            m.d.comb += Assert(departing & ~(v.wb_v & v.kc_v))
-        # (The CAM writes a new entry's tag beside its key's copy: the
-        # next frame waits for the CAM.)
-        with m.If(v.kc_v):
-            m.d.comb += [Assert(v.cam.busy & (v.cam.w_word == v.kc_w)), Assert(v.kc_w < KEY_WORDS64)]
-        # Write-Record's words: a new entry's all 16 (first 0), an append's
-        # or a supersession's the newest ACK's from REC_ACK to its last,
-        # then with `wk_floor` the floor's (REC_FLOOR_ACK, and REC_FLOOR_TS
-        # with TS); `wb_last` marks the last.
-        m.d.comb += Assert(v.cur.meta.sack_n <= 4)
-        with m.If(ongoing("Write-Record") | v.wb_v):
-            nl, last, wk = v.wk_newest_last, v.wk_last, v.wk
-            m.d.comb += [
-                Assert((nl >= REC_TS) & (nl < REC_NEWEST_END)),
-                Assert(Mux(v.wk_floor, (last == REC_FLOOR_ACK) | (last == REC_FLOOR_TS), last == nl)),
-                Assert((wk <= nl) | (v.wk_floor & (wk >= REC_FLOOR_ACK) & (wk <= last))),
-            ]
-        with m.If(ongoing("Write-Record")):
-            m.d.comb += Assert((v.wk == 0) | (v.wk == REC_ACK))
-        with m.If(v.wb_v):
-            m.d.comb += Assert(v.wb_last == (v.wk == v.wk_last))
+        _writer_facts(m, v, ongoing)
 
         # Where the compare is: in Read-Record's cycle `rc` = r, key word j
         # (j < r) was read in cycle j (word 0 in Await-Lookup, cycle 0), is
@@ -467,12 +473,82 @@ class RecordKeyProof(KeyCompareProof):
                 m.d.comb += Assert(node[k].flow != v.kc_idx)
 
 
+class SlotReadProof(AckListProof):
+    """The manager reads each word of a frame's key slot no earlier than
+    ``queue_manager._SLOT_READ_AT`` says, counted from the cycle it takes
+    the frame, in every read whose word it uses: the option values' loader
+    (LOAD_ORDER, from LOAD_START), the key's compare (Await-Lookup's word 0,
+    Read-Record's key words), a new entry's record and an append's newest
+    words written from the slot (Write-Record, and behind the state machine),
+    and a new data entry's key copy. With the ingress writing word
+    ``SLOT_WRITE_ORDER[c]`` ``c`` cycles after it pushes the frame, and the
+    frame taken ``SLOT_TAKE_AT`` cycles after the push at the earliest (the
+    arithmetic is checked at import), every word used is written before it
+    is read.
+
+    The harness counts the frame's age from its take (Arrive is age 1) and
+    states a lower bound on it for each state that leads to such a read."""
+
+    def drive(self, m):
+        super().drive(m)
+        # The parser's contract: at most four SACK blocks.
+        m.d.comb += Assume(self.dut.entry.meta.sack_n <= 4)
+
+    def more(self, m, ctx):
+        v, ongoing = ctx.v, ctx.ongoing
+        read_at = queue_manager._SLOT_READ_AT
+        at = Array(C(read_at.get(j, 0), 5) for j in range(2 ** len(ctx.v.key_at)))
+        age = Signal(range(32))
+        with m.If(ongoing("Arrive")):
+            m.d.sync += age.eq(2)
+        with m.Elif(age != 31):
+            m.d.sync += age.eq(age + 1)
+        _writer_facts(m, v, ongoing)
+
+        # The reads whose words are used, each no earlier than the cycle of
+        # the word it reads (the address's word, as the memory sees it).
+        key_word_read = v.key_r.addr[:len(v.key_at)]
+        det_word_read = v.det_r.addr[:len(v.key_at)]
+        n_load = len(queue_manager.LOAD_ORDER)
+        with m.If(v.det_at < n_load):
+            m.d.comb += Assert(age >= at[det_word_read])
+        wnext = v.wk + 1
+        uses_key = (ongoing("Await-Lookup") | ongoing("Decide-Miss") | (ongoing("Read-Record") & v.key_slot) |
+                    ((ongoing("Write-Record") | v.wb_v) & (wnext < REC_NEWEST_END) & (wnext != REC_ACK)) |
+                    (v.kc_v & (v.kc_w + 1 < KEY_WORDS64)))
+        with m.If(uses_key):
+            m.d.comb += Assert(age >= at[key_word_read])
+
+        # The bounds that make it inductive.
+        m.d.comb += [Assert(v.det_at <= n_load),
+                     Assert((v.det_at == n_load) | ongoing("Arrive") | (age == v.det_at + 2))]
+        for state, lo in (("Lookup", 2), ("Await-Lookup", 3), ("Decide-Miss", 4), ("Decide-Data", 4),
+                          ("Red", 4), ("Data-Red", 4), ("Overflow", 4), ("Overflow-Choose", 4),
+                          ("Overflow-End", 4), ("Decide-Prep", 7), ("Decide-Hit", 8)):
+            with m.If(ongoing(state)):
+                m.d.comb += Assert(age >= lo)
+        with m.If(ongoing("Read-Record")):
+            # (Word rc read in cycle 3 + rc; a data frame's IPv4 key, its
+            # odd words only, in 3 + (rc + 1) / 2; the bound stops growing
+            # past the key, where `age` may saturate.)
+            g = Mux(v.is_data & ~v.key_v6, (v.rc + 1) >> 1, v.rc)
+            m.d.comb += Assert(age >= 3 + Mux(g > REC_ACK, REC_ACK, g))
+        with m.If((ongoing("Write-Record") | v.wb_v) & (v.wk < REC_NEWEST_END)):
+            m.d.comb += Assert(age >= Mux(v.wk < REC_ACK, 5 + v.wk, 3 + v.wk))
+        with m.If(v.kc_v):
+            m.d.comb += Assert(age >= 5 + v.kc_w)
+
+
 def _mutant(old, new, proof=None):
     return lambda: (proof or AckListProof)(module=mutant(queue_manager, old, new))
 
 
 def _key_mutant(old, new):
     return _mutant(old, new, RecordKeyProof)
+
+
+def _slot_mutant(old, new):
+    return _mutant(old, new, SlotReadProof)
 
 
 QUEUE_PROOFS = [
@@ -521,5 +597,19 @@ QUEUE_PROOFS = [
               "a data entry's key copied into the other entry": _key_mutant(
                   "kc_slot.eq(cur.key_slot), kc_idx.eq(idx)]", "kc_slot.eq(cur.key_slot), kc_idx.eq(~idx)]"),
           }),
+    Proof("slot_read_time", "the queue manager (whole, as ack_list): every read of a frame's key "
+          "slot whose word it uses (the option values' loader, the key's compare, the record written "
+          "from the slot, a new data entry's key copy) comes no earlier after the frame's take than "
+          "queue_manager._SLOT_READ_AT says for that word, which the ingress's write order meets",
+          lambda: SlotReadProof(), depth=4, cover_depth=None, covered_by="ack_list",
+          mutations={
+              "the option values' loader a word ahead": _slot_mutant(
+                  "m.d.sync += det_at.eq(0)", "m.d.sync += det_at.eq(1)"),
+              "the key compare reading the next word": _slot_mutant(
+                  "rd_word.eq(Mux(key_slot, rc, REC_ACK + pick)),",
+                  "rd_word.eq(Mux(key_slot, rc + 1, REC_ACK + pick)),"),
+              "an ACK looked up without its CAM cycle": _slot_mutant(
+                  'acc_pending.eq(1)]\n                    m.next = "Lookup"',
+                  'acc_pending.eq(1)]\n                    m.next = "Await-Lookup"'),
+          }),
 ]
-
