@@ -273,7 +273,17 @@ def _writer_facts(m, v, ongoing):
         m.d.comb += Assert(v.wb_last == (v.wk == v.wk_last))
 
 
-class KeyCompareProof(AckListProof):
+class _ParsedAckListProof(AckListProof):
+    """:class:`AckListProof` with the parser's contract on the entries:
+    at most four SACK blocks (a fifth would make Write-Record's words run
+    past the record's, which the harnesses that follow them state)."""
+
+    def drive(self, m):
+        super().drive(m)
+        m.d.comb += Assume(self.dut.entry.meta.sack_n <= 4)
+
+
+class KeyCompareProof(_ParsedAckListProof):
     """The full-key compare behind every supersession: an ACK that hits a
     flow entry's tag is let supersede (``sel_newest_q``, formed in
     Decide-Prep) only when every word of its flow key was compared with the
@@ -296,11 +306,6 @@ class KeyCompareProof(AckListProof):
     def __init__(self, *, deep_cover=False, **kwargs):
         super().__init__(**kwargs)
         self.deep_cover = deep_cover
-
-    def drive(self, m):
-        super().drive(m)
-        # The parser's contract: at most four SACK blocks.
-        m.d.comb += Assume(self.dut.entry.meta.sack_n <= 4)
 
     def more(self, m, ctx):
         v, ongoing = ctx.v, ctx.ongoing
@@ -473,7 +478,7 @@ class RecordKeyProof(KeyCompareProof):
                 m.d.comb += Assert(node[k].flow != v.kc_idx)
 
 
-class SlotReadProof(AckListProof):
+class SlotReadProof(_ParsedAckListProof):
     """The manager reads each word of a frame's key slot no earlier than
     ``queue_manager._SLOT_READ_AT`` says, counted from the cycle it takes
     the frame, in every read whose word it uses: the option values' loader
@@ -488,11 +493,6 @@ class SlotReadProof(AckListProof):
 
     The harness counts the frame's age from its take (Arrive is age 1) and
     states a lower bound on it for each state that leads to such a read."""
-
-    def drive(self, m):
-        super().drive(m)
-        # The parser's contract: at most four SACK blocks.
-        m.d.comb += Assume(self.dut.entry.meta.sack_n <= 4)
 
     def more(self, m, ctx):
         v, ongoing = ctx.v, ctx.ongoing
