@@ -13,7 +13,7 @@ import pytest
 from ackfilter import params
 from ackfilter.sim.net import experiments as E, plots as P, runs as R, scenarios as SC, tables as T, variants as V
 from ackfilter.sim.net.agent import BIN_S
-from ackfilter.sim.net.testbed import TestbedError
+from ackfilter.sim.net import testbed
 
 
 def test_jain_index():
@@ -187,7 +187,7 @@ def test_a_run_that_never_counts_stays_invalid_after_its_attempts():
 
     def failing(*a, **k):
         calls.append(1)
-        raise TestbedError("no TAP")
+        raise testbed.TestbedError("no TAP")
 
     row = E.run_counted(sc, "conservative", attempts=2, run=failing)
     assert len(calls) == 2 and not row["valid"] and row["attempts"] == 2

@@ -16,6 +16,15 @@ def _yerr(rs, fig, scale):
     return [lo, hi]
 
 
+def _save(fig, path):
+    """``fig`` laid out, written to ``path`` and closed; returns ``path``."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plots(rows, out_dir, name):
     """PNG plots of the medians over the runs, with their ranges as error
     bars; returns their paths."""
@@ -49,11 +58,7 @@ def plots(rows, out_dir, name):
         ax.set_ylim(0, 10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-        fig.tight_layout()
-        p = out_dir / f"{name}-s1-throughput.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, out_dir / f"{name}-s1-throughput.png"))
 
     s4 = [r for r in rows if r["scenario"] == "S4" and r["valid"]]
     if s4:
@@ -76,11 +81,7 @@ def plots(rows, out_dir, name):
             ax.grid(True, alpha=0.3)
         ax1.legend(fontsize=7, loc="lower left")
         fig.suptitle("S4: n downloads, uplink 64 kb/s")
-        fig.tight_layout()
-        p = out_dir / f"{name}-s4-jain.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, out_dir / f"{name}-s4-jain.png"))
 
     s5 = [r for r in rows if r["scenario"] in ("S5", "S5U") and r["valid"] and r["page_time_s"]]
     if s5:
@@ -109,11 +110,7 @@ def plots(rows, out_dir, name):
         ax.set_title("S5 / S5U: Wu & Williamson's page, 1.5 Mb/s down (dotted: CAKE's worst)")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=6, ncol=3)
-        fig.tight_layout()
-        p = out_dir / f"{name}-s5-page-time.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, out_dir / f"{name}-s5-page-time.png"))
 
     s3 = [r for r in rows if r["scenario"] == "S3" and r["valid"]]
     if s3:
@@ -143,11 +140,7 @@ def plots(rows, out_dir, name):
             ax.set_title(f"S3: download + upload, uplink {format_rate(up)}")
             ax.set_ylim(0, 10)
             ax2.set_ylim(0, up / 1e3)
-        fig.tight_layout()
-        p = out_dir / f"{name}-s3-two-way.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, out_dir / f"{name}-s3-two-way.png"))
     lrows = [r for r in rows if r["scenario"] in L_LOADS and r["valid"] and r.get("probe")
              and r["probe"]["added_ms"]["median"] is not None]
     if lrows:
@@ -184,9 +177,5 @@ def plots(rows, out_dir, name):
                            fontsize=6)
         fig.suptitle("Latency under load: LU upload, LD download, LB both, LP page during an upload "
                      "(dotted: the grades' bounds)", fontsize=9)
-        fig.tight_layout()
-        p = out_dir / f"{name}-latency.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, out_dir / f"{name}-latency.png"))
     return paths
