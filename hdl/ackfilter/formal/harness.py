@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 from amaranth.hdl import *
+from amaranth.hdl._ast import AnySeq
+from amaranth.lib import wiring
 
-__all__ = ["mutant", "popcount", "stack_facts"]
+__all__ = ["drive_inputs", "mutant", "popcount", "stack_facts"]
 
 
 def mutant(module, old, new):
@@ -31,6 +33,14 @@ def mutant(module, old, new):
     sys.modules[name] = mod
     exec(compile(text.replace(old, new), f"{path} (mutant)", "exec"), mod.__dict__)
     return mod
+
+
+def drive_inputs(m, dut, skip=()):
+    """Every input of ``dut`` but those named in ``skip`` free in every cycle."""
+    for name, member in dut.signature.members.items():
+        if member.is_port and member.flow == wiring.In and name not in skip:
+            port = Value.cast(getattr(dut, name))
+            m.d.comb += port.eq(AnySeq(len(port)))
 
 
 def popcount(v, n):

@@ -16,25 +16,16 @@ from types import SimpleNamespace
 from operator import or_
 
 from amaranth.hdl import *
-from amaranth.hdl._ast import AnyConst, AnySeq
-from amaranth.lib import wiring
+from amaranth.hdl._ast import AnyConst
 
 from ..gateware import queue_manager
 from ..gateware.flow_record import (KEY_WORDS64, RECORD_WORDS, REC_ACK, REC_FLOOR_ACK, REC_FLOOR_TS,
                                     REC_NEWEST_END, REC_TS)
 from ..params import PARAMS
 from . import Proof
-from .harness import mutant, stack_facts
+from .harness import drive_inputs, mutant, stack_facts
 
 __all__ = ["AckListProof", "KeyCompareProof", "RecordKeyProof", "SlotReadProof", "QUEUE_PROOFS"]
-
-
-def _drive_inputs(m, dut, skip=()):
-    """Every input of ``dut`` but those named in ``skip`` free in every cycle."""
-    for name, member in dut.signature.members.items():
-        if member.is_port and member.flow == wiring.In and name not in skip:
-            port = Value.cast(getattr(dut, name))
-            m.d.comb += port.eq(AnySeq(len(port)))
 
 
 class _After(Elaboratable):
@@ -232,7 +223,7 @@ class AckListProof(Elaboratable):
 
     def drive(self, m):
         """The inputs: every one free in every cycle."""
-        _drive_inputs(m, self.dut)
+        drive_inputs(m, self.dut)
         m.d.comb += Assume(~self.dut.entries_quiet | ~self.dut.entry_valid)
 
     def more(self, m, ctx):
