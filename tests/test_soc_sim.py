@@ -20,7 +20,7 @@ from scapy.layers.l2 import Ether
 
 from ackfilter import params as P
 from ackfilter.paths import REPO_ROOT
-from ackfilter.sim.socsim import FLASH_BYTES, SimSoC, build, upgrade_flash_file
+from ackfilter.sim.socsim import FLASH_BYTES, FLASH_ERROR_EXIT, SimSoC, SoCSimError, build, upgrade_flash_file
 from ackfilter.soc.memmap import FLASH_PARAMS_OFFSET
 
 sys.path.insert(0, str(REPO_ROOT / "host-tools"))
@@ -217,3 +217,22 @@ def test_a_whole_chip_flash_file_keeps_its_saved_parameter_sectors(tmp_path):
     assert odd.read_bytes() == b"\x00" * 100
     upgrade_flash_file(tmp_path / "absent.bin", progress=lambda s: None)
     assert not (tmp_path / "absent.bin").exists()
+
+
+@pytest.mark.parametrize("status", [0, FLASH_ERROR_EXIT])
+def test_a_session_fails_when_the_harness_reports_flash_protocol_errors(tmp_path, status):
+    """The harness ends with FLASH_ERROR_EXIT after a flash protocol error;
+    a session that ends so fails, one that ends with 0 does not (a stand-in
+    for the harness: it listens, and exits with `status` on SIGTERM)."""
+    fake = tmp_path / "soc_sim"
+    fake.write_text(f"#!/bin/sh\ntrap 'exit {status}' TERM\necho listening uart frames\n"
+                    "while :; do sleep 0.05; done\n")
+    fake.chmod(0o755)
+    soc = SimSoC(binary=fake)
+    if status:
+        with pytest.raises(SoCSimError, match="protocol errors"):
+            with soc:
+                pass
+    else:
+        with soc:
+            pass

@@ -35,6 +35,8 @@ HARNESS_CPP = REPO_ROOT / "sim" / "soc" / "harness.cpp"
 FLASH_C = REPO_ROOT / "sim" / "common" / "spi_flash.c"
 FLASH_H = REPO_ROOT / "sim" / "common" / "spi_flash.h"
 DEFAULT_PORT = 2323
+#: The harness's exit status after a flash protocol error (sim/soc/harness.cpp).
+FLASH_ERROR_EXIT = 3
 #: What a --flash file holds: the parameter sectors (spi_flash.h).
 FLASH_BYTES = FLASH_PARAMS_SECTORS * FLASH_SECTOR_BYTES
 #: What it held before the model was shared with fwhost: the whole chip.
@@ -170,8 +172,14 @@ class SimSoC:
                               f"{self.proc.returncode})")
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         self.close()
+        # (The harness ends with status 3 when the flash model saw a
+        # protocol error from the firmware's driver, each reported on its
+        # stderr: a session that ran into one fails here.)
+        if exc_type is None and self.proc and self.proc.returncode == FLASH_ERROR_EXIT:
+            raise SoCSimError("the simulated SoC's flash saw protocol errors from the firmware "
+                              "(exit 3; SimSoC(log_uart=FILE) keeps the harness's messages)")
 
     def close(self):
         if self._fsock:
