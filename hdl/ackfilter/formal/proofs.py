@@ -10,6 +10,7 @@ from ..gateware.lib import buffer_pool
 from . import Proof
 from .cells import CELL_PROOFS
 from .flowq import FLOWQ_PROOFS
+from .ingress import INGRESS_PROOFS
 from .harness import popcount, mutant, stack_facts
 from .queue import QUEUE_PROOFS
 
@@ -340,5 +341,6 @@ PROOFS = [
 
 PROOFS += CELL_PROOFS
 PROOFS += FLOWQ_PROOFS
+PROOFS += INGRESS_PROOFS
 #: The queue manager's, last (the longest).
 PROOFS += QUEUE_PROOFS

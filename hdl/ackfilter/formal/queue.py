@@ -480,7 +480,9 @@ class SlotReadProof(_ParsedAckListProof):
     ``SLOT_WRITE_ORDER[c]`` ``c`` cycles after it pushes the frame, and the
     frame taken ``SLOT_TAKE_AT`` cycles after the push at the earliest (the
     arithmetic is checked at import), every word used is written before it
-    is read.
+    is read (``formal/ingress.py`` proves the ingress's half). And no read
+    of the slot comes after the next frame arrives, long before the ingress
+    writes the slot again.
 
     The harness counts the frame's age from its take (Arrive is age 1) and
     states a lower bound on it for each state that leads to such a read."""
@@ -509,6 +511,13 @@ class SlotReadProof(_ParsedAckListProof):
                     (v.kc_v & (v.kc_w + 1 < KEY_WORDS64)))
         with m.If(uses_key):
             m.d.comb += Assert(age >= at[key_word_read])
+
+        # And no read after the next frame arrives: every read is of the
+        # current frame's slot (`cur`, replaced when the next frame
+        # arrives) but the key copy's, of the slot of the frame that
+        # started it, which ends by then (the next take waits for the CAM,
+        # whose tag write runs beside the copy: `_writer_facts`).
+        m.d.comb += Assert(~(v.kc_v & ongoing("Arrive")))
 
         # The bounds that make it inductive.
         m.d.comb += [Assert(v.det_at <= n_load),
@@ -591,7 +600,8 @@ QUEUE_PROOFS = [
     Proof("slot_read_time", "the queue manager (whole, as ack_list): every read of a frame's key "
           "slot whose word it uses (the option values' loader, the key's compare, the record written "
           "from the slot, a new data entry's key copy) comes no earlier after the frame's take than "
-          "queue_manager._SLOT_READ_AT says for that word, which the ingress's write order meets",
+          "queue_manager._SLOT_READ_AT says for that word, which the ingress's write order meets, "
+          "and none after the next frame arrives",
           lambda: SlotReadProof(), depth=4, cover_depth=None, covered_by="ack_list",
           mutations={
               "the option values' loader a word ahead": _slot_mutant(
@@ -599,6 +609,8 @@ QUEUE_PROOFS = [
               "the key compare reading the next word": _slot_mutant(
                   "rd_word.eq(Mux(key_slot, rc, REC_ACK + pick)),",
                   "rd_word.eq(Mux(key_slot, rc + 1, REC_ACK + pick)),"),
+              "the key copy stalled while the next frame arrives (its slot read late)": _slot_mutant(
+                  "m.d.sync += kc_w.eq(kc_w + 1)", "m.d.sync += kc_w.eq(kc_w + self.now[0])"),
               "an ACK looked up without its CAM cycle": _slot_mutant(
                   'acc_pending.eq(1)]\n                    m.next = "Lookup"',
                   'acc_pending.eq(1)]\n                    m.next = "Await-Lookup"'),

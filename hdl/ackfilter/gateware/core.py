@@ -31,6 +31,17 @@ __all__ = ["UplinkCore", "UplinkCoreTop", "EventSignature", "flat_streams"]
 ENTRY_FIFO_DEPTH = 4
 # Each frame in the FIFO and the one the manager holds has a key slot.
 assert KEY_SLOTS >= ENTRY_FIFO_DEPTH + 1
+
+
+def entry_offered(entries, slot_wait):
+    """Whether the queue manager may take the head of ``entries`` (the
+    entry FIFO): not while the ingress still writes the key slot of the
+    newest entry too early for its take (``slot_wait``,
+    ``flow_record.SLOT_TAKE_AT``), when that one is the head, the only entry
+    (proven with the ingress's slot writes by ``formal/ingress.py``)."""
+    return entries.r_rdy & ~(slot_wait & (entries.level == 1))
+
+
 #: Spare ACK buffers beyond the queue: staging, FIFO entries, in flight.
 SPARE_BUFFERS = 8
 # The ingress takes a staging buffer without asking the pool: there must be
@@ -189,11 +200,8 @@ class UplinkCore(wiring.Component):
             ingress.entry_ready.eq(entries.w_rdy),
         ]
 
-        # Queue manager. An entry whose key slot is not yet far enough
-        # written (`flow_record.SLOT_TAKE_AT`) is held back: it is the
-        # newest, so the only one in the FIFO then.
         m.d.comb += [
-            manager.entry_valid.eq(entries.r_rdy & ~(ingress.slot_wait & (entries.level == 1))),
+            manager.entry_valid.eq(entry_offered(entries, ingress.slot_wait)),
             manager.entry.eq(entries.r_data),
             entries.r_en.eq(manager.entry_ready),
             manager.ack_mode.eq(csr.params.ack_mode),
