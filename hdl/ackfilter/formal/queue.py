@@ -288,10 +288,9 @@ class KeyCompareProof(_ParsedAckListProof):
     pipeline is in each cycle of Read-Record.
 
     The compare half of ``supersede_key``: :class:`RecordKeyProof` adds
-    that the record holds the key of the flow's tracked ACKs. Not proven:
-    that the frame's key slot holds its key by the time a word is read (the
-    ingress's write order, checked by an assertion at import,
-    ``queue_manager._SLOT_READ_AT``).
+    that the record holds the key of the flow's tracked ACKs. That the
+    frame's key slot holds its key by the time a word is read is
+    ``slot_read_time``'s and ``slot_write_time``'s (``formal/ingress.py``).
     """
 
     def __init__(self, *, deep_cover=False, **kwargs):
