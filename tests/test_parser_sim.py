@@ -48,7 +48,7 @@ from scapy.layers.ppp import PPP, PPPoE
 import tb_parser
 from blocksim import frame_words, simulate
 from ackfilter.flowkey import HOST_BITS, flow_tag, host_bucket
-from ackfilter.gateware.parser import FrameClass, FrameParser, parse_result_layout
+from ackfilter.gateware.parser import DONE_AFTER_LAST, FrameClass, FrameParser, parse_result_layout
 from ackfilter.model.pktparse import classify, ip_packet_length
 from ackfilter.model.red import ip_header
 from ackfilter.model.segmenter import lane_block_sums, seg_info
@@ -59,8 +59,6 @@ CLASSES = {"runt": FrameClass.RUNT, "oversize": FrameClass.OVERSIZE, "ack": Fram
            "data": FrameClass.DATA}
 #: The segmenter's fields of a result (``parser.seg_info_layout``).
 SEG_FIELDS = ("ok", "pppoe", "tcp_word", "pay_word", "pay_bytes", "seq", "offflags", "sum", "hdr_tail")
-#: Cycles from the edge that takes a frame's last word to the edge that sees ``done``.
-DONE_DELAY = 3
 
 
 # -- driving the parser ------------------------------------------------------
@@ -72,7 +70,7 @@ class Seen:
     sums: list = field(default_factory=list)  # (block, value, pay_word) of each sum strobe
     stalls: int = 0                           # words refused between its first and last word
     done_delay: int = None                    # edges from its last word to `done`
-    ready_after_last: tuple = ()              # `ready` at the DONE_DELAY edges after the last word
+    ready_after_last: tuple = ()              # `ready` at the DONE_AFTER_LAST edges after the last word
 
 
 def plain(value):
@@ -125,7 +123,7 @@ def run_parser(frames, *, seed=0, gap_p=0.0):
                 ctx.set(dut.last, last)
                 await ctx.tick().until(dut.ready)
         idle(ctx)
-        await ctx.tick().repeat(DONE_DELAY + 2)
+        await ctx.tick().repeat(DONE_AFTER_LAST + 2)
 
     async def monitor(ctx):
         async for _clk, _rst, *outputs in ctx.tick().sample(
@@ -150,7 +148,7 @@ def run_parser(frames, *, seed=0, gap_p=0.0):
             assert last_at is not None, f"edge {t}: done for frame #{len(seen)} before its last word"
             cur.result = flat(plain(data.Const(parse_result_layout, result)))
             cur.done_delay = t - last_at
-            cur.ready_after_last = tuple(e[1] for e in edges[last_at + 1:last_at + 1 + DONE_DELAY])
+            cur.ready_after_last = tuple(e[1] for e in edges[last_at + 1:last_at + 1 + DONE_AFTER_LAST])
             seen.append(cur)
             cur, words, last_at = Seen(result=None), 0, None
     assert len(seen) == len(frames), f"{len(frames)} frames, {len(seen)} done strobes"
@@ -239,8 +237,8 @@ def assert_fields(seen, want, where, against):
 def check_port_contract(frame, seen, where):
     """``done`` three cycles after the last word, ``ready`` low meanwhile and
     once per TCP options word; the block sums."""
-    assert seen.done_delay == DONE_DELAY, f"{where}: done {seen.done_delay} cycles after the last word"
-    assert seen.ready_after_last == (0,) * DONE_DELAY, f"{where}: ready {seen.ready_after_last} after the last word"
+    assert seen.done_delay == DONE_AFTER_LAST, f"{where}: done {seen.done_delay} cycles after the last word"
+    assert seen.ready_after_last == (0,) * DONE_AFTER_LAST, f"{where}: ready {seen.ready_after_last} after the last word"
     tcp = tcp_header(frame)
     opt_words = max(0, tcp[1] - 5) if tcp else 0
     if tcp is None or len(frame) >= tcp[0] + 4 * tcp[1]:

@@ -32,8 +32,9 @@ static uint8_t xfer(uint8_t out)
     return (uint8_t)in;
 }
 
-/* A byte in with DI low: half of xfer's work a bit, where a record's checks
- * spend most of their time (SERV takes about 32 cycles an instruction). */
+/* A byte in with DI low: 8 instructions a bit where xfer takes 12, in the
+ * reads a record's checks spend most of their time in (SERV takes about 32
+ * cycles an instruction). */
 static uint8_t recv(void)
 {
     unsigned in = 0;

@@ -25,23 +25,17 @@ other time), so what holds with it holds with the parser.
 """
 
 from amaranth.hdl import *
-from amaranth.hdl._ast import AnyConst, AnySeq   # (amaranth.asserts is deprecated; 0.5 keeps them here)
+from amaranth.hdl._ast import AnySeq   # (amaranth.asserts is deprecated; 0.5 keeps it here)
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 
-from ..gateware import core, ingress
+from ..gateware import core, ingress, parser
 from ..gateware.flow_record import SLOT_TAKE_AT, SLOT_WRITE_ORDER, SLOT_WRITTEN, slot_word
-from ..gateware import parser
-from ..gateware.parser import FrameParser
+from ..gateware.parser import DONE_AFTER_LAST, FrameParser
 from . import Proof
 from .harness import drive_inputs, mutant
 
 __all__ = ["ParserContract", "ParserContractProof", "SlotWriteProof", "INGRESS_PROOFS"]
-
-#: The parser's ``done`` comes this many cycles after the frame's last word
-#: was taken (:class:`ParserContractProof`; ``tests/test_parser_sim.py``
-#: checks it on every frame it parses too).
-DONE_AFTER_LAST = 3
 
 
 class ParserContractProof(Elaboratable):

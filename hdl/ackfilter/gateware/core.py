@@ -35,10 +35,11 @@ assert KEY_SLOTS >= ENTRY_FIFO_DEPTH + 1
 
 def entry_offered(entries, slot_wait):
     """Whether the queue manager may take the head of ``entries`` (the
-    entry FIFO): not while the ingress still writes the key slot of the
-    newest entry too early for its take (``slot_wait``,
-    ``flow_record.SLOT_TAKE_AT``), when that one is the head, the only entry
-    (proven with the ingress's slot writes by ``formal/ingress.py``)."""
+    entry FIFO). Not while ``slot_wait`` says the newest entry's key slot
+    is still too early in its writing to be taken
+    (``flow_record.SLOT_TAKE_AT``) and that entry is the head, the only one
+    in the FIFO; an older head's slot is written whole. ``formal/ingress.py``
+    proves it with the ingress's slot writes."""
     return entries.r_rdy & ~(slot_wait & (entries.level == 1))
 
 

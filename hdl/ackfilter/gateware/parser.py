@@ -38,7 +38,12 @@ from ..params import ACK_SLOT_BYTES, MAX_FRAME_BYTES
 from .lib.stream import WORD_BYTES
 
 __all__ = ["FrameClass", "sack_block_layout", "ack_meta_layout", "ack_details_layout", "ip_header_layout",
-           "seg_info_layout", "parse_result_layout", "FrameParser"]
+           "seg_info_layout", "parse_result_layout", "FrameParser", "DONE_AFTER_LAST"]
+
+#: ``done`` comes this many cycles after the cycle that takes a frame's last
+#: word (flush, finalize, done); ``ready`` is low meanwhile. The ingress
+#: relies on it (``formal/ingress.py`` proves it).
+DONE_AFTER_LAST = 3
 
 
 class FrameClass(enum.Enum, shape=2):
