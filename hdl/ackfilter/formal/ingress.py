@@ -1,27 +1,30 @@
 # amaranth: UnusedElaboratable=no
 # (The harness elaborates the ingress itself, to reach its slot writer.)
-"""The ingress's half of the key slots, and the parser's contract it rests
-on.
+"""The ingress's half of the key slots, its use of the free list's port,
+and the parser's contract they rest on.
 
 The parser (:class:`ParserContractProof`): ``done`` comes exactly
 ``DONE_AFTER_LAST`` cycles after a frame's last word was taken, ``ready``
-is low from that word on through ``done``, and ``result`` changes only into
-a ``done`` cycle.
+is low from that word on through ``done`` and otherwise never two cycles
+in a row, and ``result`` changes only into a ``done`` cycle.
 
 The ingress: each frame's slot is written word
 by word in the order and cycles ``flow_record.SLOT_WRITE_ORDER`` gives,
 from its own parse result, no frame is taken from the entry FIFO before
 ``flow_record.SLOT_TAKE_AT`` cycles after its push, and its slot is written
 again only after the queue manager took it and ``KEY_SLOTS -
-ENTRY_FIFO_DEPTH`` entries more.
+ENTRY_FIFO_DEPTH`` entries more (:class:`SlotWriteProof`). It asks for the
+free list's read port (``cell_req``) at most ``CELL_REQ_MAX_RUN`` cycles in
+a row, which the egress's walk of a frame's cells relies on
+(:class:`CellReqProof`).
 
-The harness is the ingress (:class:`~ackfilter.gateware.ingress.Ingress`)
-with its parser replaced by the parser's contract (:class:`ParserContract`),
-the core's entry FIFO and the core's gate in front of the queue manager
-(:func:`~ackfilter.gateware.core.entry_offered`), and the manager's side of
-the FIFO as its promises. The contract allows more than the parser does
-(``done`` later than its last word plus three cycles, ``ready`` low at any
-other time), so what holds with it holds with the parser.
+The harnesses are the ingress (:class:`~ackfilter.gateware.ingress.Ingress`)
+with its parser replaced by the parser's contract (:class:`ParserContract`);
+the slot writes' adds the core's entry FIFO and the core's gate in front of
+the queue manager (:func:`~ackfilter.gateware.core.entry_offered`), and the
+manager's side of the FIFO as its promises. The contract allows more than
+the parser does (``ready`` low in any single cycle, any result), so what
+holds with it holds with the parser.
 """
 
 from amaranth.hdl import *
@@ -35,7 +38,7 @@ from ..gateware.parser import DONE_AFTER_LAST, FrameParser
 from . import Proof
 from .harness import drive_inputs, mutant
 
-__all__ = ["ParserContract", "ParserContractProof", "SlotWriteProof", "INGRESS_PROOFS"]
+__all__ = ["ParserContract", "ParserContractProof", "SlotWriteProof", "CellReqProof", "INGRESS_PROOFS"]
 
 
 class ParserContractProof(Elaboratable):
@@ -44,7 +47,8 @@ class ParserContractProof(Elaboratable):
     ``done`` not yet presented, and the cycles since. Proven: ``done`` comes
     in exactly the ``DONE_AFTER_LAST``-th cycle after the last word, never
     otherwise; ``ready`` is low from the cycle after that word through
-    ``done``; ``result`` keeps its value but into a ``done`` cycle."""
+    ``done``, and otherwise never two cycles in a row (an options word's
+    first cycle); ``result`` keeps its value but into a ``done`` cycle."""
 
     def __init__(self, *, module=parser):
         self.dut = module.FrameParser()
@@ -67,9 +71,12 @@ class ParserContractProof(Elaboratable):
         before, after_reset = Signal.like(result), Signal()
         m.d.sync += [before.eq(result), after_reset.eq(1)]
         due = pending & (since == DONE_AFTER_LAST)
+        ready_was = Signal(init=1)
+        m.d.sync += ready_was.eq(dut.ready)
         m.d.comb += [
             Assert(dut.done == due),
             Assert(~(pending | dut.done) | ~dut.ready),
+            Assert(dut.ready | pending | dut.done | ready_was),
         ]
         with m.If(after_reset & ~dut.done):
             m.d.comb += Assert(result == before)
@@ -81,30 +88,31 @@ class ParserContractProof(Elaboratable):
 class ParserContract(wiring.Component):
     """What the ingress relies on of :class:`~ackfilter.gateware.parser.FrameParser`,
     with its ports: ``done`` comes once per frame, ``DONE_AFTER_LAST``
-    cycles or more after the frame's last word was taken, and ``ready`` is
-    low from that word's next cycle through ``done``; ``result`` changes
-    only into a ``done`` cycle (it is registered with ``done``). Everything
-    else is free: which words it takes otherwise, when ``done`` comes after
-    that, the result's every field, the block sums."""
+    cycles after the frame's last word was taken, and ``ready`` is low from
+    that word's next cycle through ``done``, and otherwise never two cycles
+    in a row; ``result`` changes only into a ``done`` cycle (it is
+    registered with ``done``). Everything else is free: when ``ready`` is
+    low otherwise, the result's every field, the block sums."""
 
     def __init__(self):
         super().__init__(wiring.Signature(dict(FrameParser().signature.members)))
         self.pending = Signal()                        # a last word taken, its done not yet presented
         self.since = Signal(range(DONE_AFTER_LAST))    # cycles since that word, saturating
+        self.ready_was = Signal(init=1)                # ready in the cycle before
 
     def elaborate(self, platform):
         m = Module()
         pending, since = self.pending, self.since
         fire = Signal()
         m.d.comb += [
-            self.ready.eq(AnySeq(1) & ~pending & ~self.done),
-            fire.eq(pending & (since == DONE_AFTER_LAST - 1) & AnySeq(1)),
+            self.ready.eq((AnySeq(1) | ~self.ready_was) & ~pending & ~self.done),
+            fire.eq(pending & (since == DONE_AFTER_LAST - 1)),
             self.sum_we.eq(AnySeq(1)),
             self.sum_block.eq(AnySeq(len(self.sum_block))),
             self.sum_value.eq(AnySeq(len(self.sum_value))),
             self.pay_word.eq(AnySeq(len(self.pay_word))),
         ]
-        m.d.sync += self.done.eq(fire)
+        m.d.sync += [self.done.eq(fire), self.ready_was.eq(self.ready)]
         with m.If(fire):
             m.d.sync += [pending.eq(0), self.result.as_value().eq(AnySeq(len(self.result.as_value())))]
         with m.Elif(self.valid & self.ready & self.last):
@@ -275,8 +283,54 @@ class SlotWriteProof(Elaboratable):
         return m
 
 
+class CellReqProof(Elaboratable):
+    """The ingress (8 cells, 4 ACK buffers) with :class:`ParserContract`,
+    every other input free. Proven: ``cell_req`` is never high more than
+    ``ingress.CELL_REQ_MAX_RUN`` cycles in a row. What makes it inductive:
+    while a slot is written, the frame after it has fewer words than the
+    cycles since the push, so the last word the slot writer holds is not a
+    cell's last; and nothing of the parser's end of a frame overlaps the
+    slot writer's."""
+
+    def __init__(self, *, ingress_module=ingress):
+        self.contract = ParserContract()
+        self.dut = ingress_module.Ingress(cells=8, buf_count=4, parser=lambda: self.contract)
+        self.max_run = ingress_module.CELL_REQ_MAX_RUN
+
+    def elaborate(self, platform):
+        m = Module()
+        dut, contract = self.dut, self.contract
+        m.submodules.dut = dut.elaborate(platform)
+        v = dut.internals
+        m.d.comb += Assume(~ResetSignal())
+        drive_inputs(m, dut)
+        m.d.comb += [dut.i.valid.eq(AnySeq(1)), dut.i.payload.as_value().eq(AnySeq(len(dut.i.payload.as_value())))]
+
+        run = Signal(range(self.max_run + 1))       # cycles in a row cell_req was high before this one
+        with m.If(~dut.cell_req):
+            m.d.sync += run.eq(0)
+        with m.Elif(run != self.max_run):
+            m.d.sync += run.eq(run + 1)
+        m.d.comb += [
+            Assert(~dut.cell_req | (run < self.max_run)),
+            # What makes it inductive.
+            Assert(v.writing == (v.key_j != 0)),
+            Assert(~v.writing | (v.widx < v.key_j)),
+            Assert(~(contract.pending & v.writing)),
+            Assert(~(contract.done & v.writing)),
+            Assert(~contract.pending | (contract.since != 0)),
+            # The bound is reached.
+            Cover(dut.cell_req & (run == self.max_run - 1)),
+        ]
+        return m
+
+
 def _ingress_mutant(old, new):
     return lambda: SlotWriteProof(ingress_module=mutant(ingress, old, new))
+
+
+def _cell_req_mutant(old, new):
+    return lambda: CellReqProof(ingress_module=mutant(ingress, old, new))
 
 
 def _core_mutant(old, new):
@@ -302,6 +356,9 @@ INGRESS_PROOFS = [
               "a word taken between the last word and done": _parser_mutant(
                   "self.ready.eq(~(flush | finalize | self.done | opt_stall))",
                   "self.ready.eq(~(flush | self.done | opt_stall))"),
+              "an options word stalled in every cycle (ready low for good)": _parser_mutant(
+                  "with m.If(opt_stall):\n            m.d.sync += opt_half.eq(1)",
+                  "with m.If(opt_stall):\n            m.d.sync += opt_half.eq(0)"),
           }),
     Proof("slot_write_time", "the ingress (with the parser's contract), the entry FIFO and the core's "
           "gate: word flow_record.SLOT_WRITE_ORDER[c] of a frame's key slot is written c cycles after "
@@ -320,5 +377,16 @@ INGRESS_PROOFS = [
                   "key_slot.eq(key_slot + 1)", "key_slot.eq(key_slot + 2)"),
               "the core's gate ignoring slot_wait behind an older entry": _core_mutant(
                   "~(slot_wait & (entries.level == 1))", "~(slot_wait & (entries.level == 0))"),
+          }),
+    Proof("cell_req_run", "the ingress (with the parser's contract): it holds the free list's read "
+          "port (cell_req) at most CELL_REQ_MAX_RUN (3) cycles in a row, the bound the egress's walk "
+          "of a frame's cells is proven with",
+          lambda: CellReqProof(), depth=6, cover_depth=70,
+          mutations={
+              "the port asked for at a frame's last word too (held while its slot is written)":
+                  _cell_req_mutant(
+                      "self.cell_req.eq((self.i.valid & (widx[:wb] == CELL_WORDS - 1)) | parser.done)",
+                      "self.cell_req.eq((self.i.valid & ((widx[:wb] == CELL_WORDS - 1) | beat.last))"
+                      " | parser.done)"),
           }),
 ]

@@ -9,6 +9,7 @@ from ..gateware import csr, shaper
 from ..gateware.lib import buffer_pool
 from . import Proof
 from .cells import CELL_PROOFS
+from .egress import EGRESS_PROOFS
 from .flowq import FLOWQ_PROOFS
 from .ingress import INGRESS_PROOFS
 from .harness import popcount, mutant, stack_facts
@@ -340,6 +341,7 @@ PROOFS = [
 ]
 
 PROOFS += CELL_PROOFS
+PROOFS += EGRESS_PROOFS
 PROOFS += FLOWQ_PROOFS
 PROOFS += INGRESS_PROOFS
 #: The queue manager's, last (the longest).

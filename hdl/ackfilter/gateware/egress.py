@@ -2,6 +2,8 @@
 with RED's CE mark written on the way (spec section 10), or one chunk of a
 data frame the segmenter cuts (spec section 9)."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import *
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -87,8 +89,12 @@ class Egress(wiring.Component):
     slot_words : int     words per ACK buffer
     """
 
-    def __init__(self, *, cells, buf_bits, slot_words):
+    def __init__(self, *, cells, buf_bits, slot_words, fifo=SyncFIFOBuffered):
         self.cells = cells
+        #: The FIFO before the output, ``fifo(width=, depth=)``: an Amaranth
+        #: FIFO (the proof of the releases, ``formal/egress.py``, gives one
+        #: whose entries it can read).
+        self.fifo = fifo
         self.cell_bits = (cells - 1).bit_length()
         ring_bits = self.cell_bits + (CELL_WORDS - 1).bit_length()
         self.ring_bits = ring_bits
@@ -128,7 +134,7 @@ class Egress(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=32 + 4 + 2, depth=4)
+        m.submodules.fifo = fifo = self.fifo(width=32 + 4 + 2, depth=4)
 
         is_ack      = Signal()
         addr        = Signal(max(self.ring_bits, self.buf_bits))
@@ -459,4 +465,6 @@ class Egress(wiring.Component):
                 self.release_buf_id.eq(addr[:self.buf_bits]),
                 self.release_cells_en.eq(releases_data),
             ]
+        # Every name above, for the proof of the releases (formal/egress.py).
+        self.internals = SimpleNamespace(**locals())
         return m

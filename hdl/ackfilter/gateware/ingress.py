@@ -30,11 +30,12 @@ from amaranth.lib.wiring import In, Out
 from ..params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
 from ..flowkey import KEY_V6_BIT
 from .flow_record import SLOT_TAKE_AT, SLOT_WORDS, SLOT_WRITE_ORDER, SLOT_WRITTEN, slot_word
-from .parser import FrameParser, FrameClass, ack_meta_layout, ip_header_layout
+from .parser import DONE_AFTER_LAST, FrameParser, FrameClass, ack_meta_layout, ip_header_layout
 from .lib.cells import chain_layout
 from .lib.stream import FrameStream, WORD_BYTES
 
-__all__ = ["Verdict", "ingress_entry_layout", "Ingress", "CELL_WORDS", "MAX_CELLS", "KEY_SLOTS"]
+__all__ = ["Verdict", "ingress_entry_layout", "Ingress", "CELL_WORDS", "MAX_CELLS", "KEY_SLOTS",
+           "CELL_REQ_MAX_RUN"]
 
 #: Words of a data cell, and the most cells one frame takes.
 CELL_WORDS = DATA_CELL_BYTES // WORD_BYTES
@@ -45,6 +46,16 @@ MAX_CELLS = -(-MAX_FRAME_BYTES // DATA_CELL_BYTES)
 #: plus the one the queue manager holds (the core checks it).
 KEY_SLOTS = 8
 assert SLOT_WORDS & (SLOT_WORDS - 1) == 0
+
+#: The free list's read port is the ingress's (``cell_req``) at most this
+#: many cycles in a row: a cell's last word offered while the parser ends
+#: the frame before it, from the cycle after that frame's last word through
+#: its ``done``. The egress walks a frame's cells in the other cycles, a
+#: cell a cycle, and its reads reach the next cell ``CELL_WORDS`` words on.
+#: (``formal/ingress.py`` proves the bound; ``formal/egress.py`` proves the
+#: egress's releases and reads with it.)
+CELL_REQ_MAX_RUN = DONE_AFTER_LAST
+assert CELL_REQ_MAX_RUN < CELL_WORDS
 
 
 class Verdict(enum.Enum, shape=3):
@@ -313,6 +324,6 @@ class Ingress(wiring.Component):
             m.d.sync += early.eq(0)
 
         m.d.comb += self.idle.eq(~in_frame & parser.ready & ~parser.done & ~self.i.valid & ~writing)
-        # The slot writer's state, for the proof of its writes.
-        self.internals = SimpleNamespace(key_j=key_j, writing=writing, early=early, key_slot=key_slot)
+        # The slot writer's state and the word count, for the proofs of its writes and its port.
+        self.internals = SimpleNamespace(key_j=key_j, writing=writing, early=early, key_slot=key_slot, widx=widx)
         return m
