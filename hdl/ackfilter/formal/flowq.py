@@ -151,6 +151,27 @@ class FlowQueuesProof(Elaboratable):
             m.d.comb += Assert(member(dut.drop_id, dut.drop_q) & (pos[dut.drop_id] == in_chunks))
         with m.If(state("Sent-Remove")):
             m.d.comb += Assert(member(v.ia, v.qa) & (pos[v.ia] == 0))
+        # The answers: a pick's `found` exactly when a frame is queued;
+        # `busy` until a pick or an overflow answers; the drops only in an
+        # overflow, before its `done`. (What the queue manager's proof of
+        # the data give-backs takes of the block: frames.FlowQueuesContract.)
+        picking, ovfing = Signal(), Signal()
+        with m.If(dut.pick):
+            m.d.sync += picking.eq(1)
+        with m.Elif(dut.done):
+            m.d.sync += picking.eq(0)
+        with m.If(dut.ovf):
+            m.d.sync += ovfing.eq(1)
+        with m.Elif(dut.done):
+            m.d.sync += ovfing.eq(0)
+        m.d.comb += [
+            Assert(~(dut.done & picking) | (dut.found == (inq != 0))),
+            Assert(~(picking | ovfing) | dut.busy | dut.done),
+            Assert(~dut.drop | (ovfing & ~dut.done)),
+            Assert(picking == state("Pick")),
+            Assert(ovfing == (state("Ovf-Check") | state("Scan") | state("Drop-Prep") | state("Drop-Id") |
+                              state("Drop-Behind") | state("Drop") | state("Drop-Done"))),
+        ]
         released, released_q = Signal(), Signal(range(nq))
         m.d.sync += [released.eq(dut.released), released_q.eq(dut.released_q)]
         with m.If(released):

@@ -178,7 +178,7 @@ class QueueManager(wiring.Component):
     """
 
     def __init__(self, *, ack_slots=64, flow_entries=64, cells, buf_bits, desc_depth, flow_queues=False,
-                 host_buckets=0):
+                 host_buckets=0, flow_queues_block=FlowQueues):
         for name, value in (("ack_slots", ack_slots), ("flow_entries", flow_entries)):
             if not isinstance(value, int) or not 2 <= value <= 255:
                 raise TypeError(f"{name} must be an integer in 2..255, not {value!r}")
@@ -189,6 +189,10 @@ class QueueManager(wiring.Component):
         self.desc_depth = desc_depth
         self.flow_queues = bool(flow_queues)
         self.host_buckets = host_buckets if self.flow_queues else 0
+        #: The flow queues, ``flow_queues_block(queues=, ids=, cells=, reserve=,
+        #: shared=, hosts=)``: a :class:`FlowQueues` (the proof of the data
+        #: give-backs, ``formal/frames.py``, gives its contract instead).
+        self.flow_queues_block = flow_queues_block
         entry = ingress_entry_layout(cells=cells, buf_bits=buf_bits)
         super().__init__({
             "entry_valid":       In(1),
@@ -303,7 +307,7 @@ class QueueManager(wiring.Component):
             # Flow queues (spec section 12): the queues and their scheduler
             # in `fq`; each queued frame's descriptor here, at its first
             # cell (its id there), read at `desc_at`.
-            m.submodules.fq = fq = FlowQueues(queues=n_flows + 1, ids=self.cells, cells=self.cells,
+            m.submodules.fq = fq = self.flow_queues_block(queues=n_flows + 1, ids=self.cells, cells=self.cells,
                                               reserve=DATA_CELL_RESERVE, shared=n_flows,
                                               hosts=self.host_buckets)
             m.submodules.quantum = quantum = Quantum()
