@@ -153,9 +153,10 @@ class FlowQueuesProof(Elaboratable):
             m.d.comb += Assert(member(v.ia, v.qa) & (pos[v.ia] == 0))
         # The answers: a pick's `found` exactly when a frame is queued;
         # `busy` until a pick or an overflow answers; the drops only in an
-        # overflow, before its `done`. (What the queue manager's proof of
+        # overflow, before its `done`, never two cycles in a row. (What the queue manager's proof of
         # the data give-backs takes of the block: frames.FlowQueuesContract.)
-        picking, ovfing = Signal(), Signal()
+        picking, ovfing, drop_was = Signal(), Signal(), Signal()
+        m.d.sync += drop_was.eq(dut.drop)
         with m.If(dut.pick):
             m.d.sync += picking.eq(1)
         with m.Elif(dut.done):
@@ -168,6 +169,7 @@ class FlowQueuesProof(Elaboratable):
             Assert(~(dut.done & picking) | (dut.found == (inq != 0))),
             Assert(~(picking | ovfing) | dut.busy | dut.done),
             Assert(~dut.drop | (ovfing & ~dut.done)),
+            Assert(~(dut.drop & drop_was)),
             Assert(picking == state("Pick")),
             Assert(ovfing == (state("Ovf-Check") | state("Scan") | state("Drop-Prep") | state("Drop-Id") |
                               state("Drop-Behind") | state("Drop") | state("Drop-Done"))),

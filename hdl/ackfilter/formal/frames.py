@@ -38,7 +38,7 @@ class FlowQueuesContract(wiring.Component):
     names a queued one, and the ``sent`` after it removes that frame when it
     is its last (``sent_last``); a ``drop`` comes only during an ``ovf``,
     never in the cycle of its ``done``, and removes a queued frame, never
-    one leaving in chunks; ``frames`` counts the queued frames; ``busy``
+    one leaving in chunks, and never two cycles in a row; ``frames`` counts the queued frames; ``busy``
     is high while a pick or an overflow has not answered. Everything else
     is free in every cycle: when ``done`` comes, which frame a pick or a
     drop names among those allowed, the queries, the cells, the releases."""
@@ -52,6 +52,7 @@ class FlowQueuesContract(wiring.Component):
         self.picked_id = Signal(range(n))
         self.chunk_v = Signal()                                # a frame leaving in chunks
         self.chunk_id = Signal(range(n))
+        self.drop_was = Signal()
 
     def elaborate(self, platform):
         m = Module()
@@ -72,7 +73,9 @@ class FlowQueuesContract(wiring.Component):
             Assume(~(self.done & self.picking) |
                    ((self.found == (queued != 0)) & (~self.found | held(self.pick_id)))),
             Assume(~self.drop | (held(self.drop_id) & ~(self.chunk_v & (self.drop_id == self.chunk_id)))),
+            Assume(~(self.drop & self.drop_was)),
         ]
+        m.d.sync += self.drop_was.eq(self.drop)
 
         leaves = self.sent & self.sent_last & self.picked_v
         m.d.sync += queued.eq((queued | Mux(self.enq, 1 << self.enq_id, 0))
@@ -110,7 +113,8 @@ class GiveBackProof(Elaboratable):
     sends the frame whole or its last chunk) comes only while such a frame
     is owed, one per frame, and gives back the chain it arrived with (a
     discard: its first and last cell and how many; a grant: the bytes it
-    arrived with, from which the egress counts its cells); a frame is
+    arrived with, from which the egress counts its cells); discards never
+    come two cycles in a row; a frame is
     queued only as the arrival in progress, with an id no queued frame has;
     the manager keeps the flow queues' protocol (``sent`` only after a pick
     that found a frame, a chunk only of a frame not picked whole). Since
@@ -192,6 +196,9 @@ class GiveBackProof(Elaboratable):
             Assert(~grant_w | (owed & (dut.egress_store_bytes == w_bytes))),
             Assert(~(discard_w & grant_w)),
         ]
+        discard_was = Signal()                      # (cell_list's port: at most every other cycle)
+        m.d.sync += discard_was.eq(dut.discard_en)
+        m.d.comb += Assert(~(discard_was & dut.discard_en))
         with m.If(discard_w | grant_w):
             m.d.sync += [owed.eq(0), in_cur.eq(0), dropping.eq(0)]
 

@@ -292,10 +292,11 @@ class CellReqProof(Elaboratable):
     cell's last; and nothing of the parser's end of a frame overlaps the
     slot writer's."""
 
-    def __init__(self, *, ingress_module=ingress):
+    def __init__(self, *, ingress_module=ingress, deep_cover=False):
         self.contract = ParserContract()
         self.dut = ingress_module.Ingress(cells=8, buf_count=4, parser=lambda: self.contract)
         self.max_run = ingress_module.CELL_REQ_MAX_RUN
+        self.deep_cover = deep_cover
 
     def elaborate(self, platform):
         m = Module()
@@ -319,9 +320,13 @@ class CellReqProof(Elaboratable):
             Assert(~(contract.pending & v.writing)),
             Assert(~(contract.done & v.writing)),
             Assert(~contract.pending | (contract.since != 0)),
-            # The bound is reached.
-            Cover(dut.cell_req & (run == self.max_run - 1)),
+            # The port asked for at a frame's end.
+            Cover(dut.cell_req & contract.done),
         ]
+        if self.deep_cover:
+            # The bound reached: a frame's 63rd word ends it, and the next
+            # frame's first word waits through its done (66 cycles).
+            m.d.comb += Cover(dut.cell_req & (run == self.max_run - 1))
         return m
 
 
@@ -381,7 +386,8 @@ INGRESS_PROOFS = [
     Proof("cell_req_run", "the ingress (with the parser's contract): it holds the free list's read "
           "port (cell_req) at most CELL_REQ_MAX_RUN (3) cycles in a row, the bound the egress's walk "
           "of a frame's cells is proven with",
-          lambda: CellReqProof(), depth=6, cover_depth=70,
+          lambda: CellReqProof(), depth=6, cover_depth=8,
+          deep=lambda: CellReqProof(deep_cover=True), deep_depth=70,
           mutations={
               "the port asked for at a frame's last word too (held while its slot is written)":
                   _cell_req_mutant(
