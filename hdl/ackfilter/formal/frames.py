@@ -268,9 +268,9 @@ class GiveBackProof(Elaboratable):
         with m.If(v.drop_pend):
             m.d.comb += Assert((v.desc_r.chain.first == drop_id_q) & ((drop_id_q == w) == dropping))
 
-        # Not vacuous: W's frame sent whole. (Its RED drop, 27 cycles after
-        # a reset at the earliest, took the solver over a minute, and an
-        # overflow's drop and a last chunk are deeper still: `--deep`.)
+        # Not vacuous: W's frame sent whole. (Its RED drop, an overflow's
+        # drop of it and its last chunk, 27, 29 and 32 cycles after a reset
+        # at the earliest, took the solver three minutes: `--deep`.)
         m.d.comb += Cover(grant_w & ~dut.egress_seg)
         if self.deep_cover:
             m.d.comb += [
@@ -291,7 +291,7 @@ FRAME_PROOFS = [
           "overflow, or the grant that sends the frame whole or its last chunk; frames are queued "
           "with ids no queued frame has, and the flow queues' protocol is kept",
           lambda: GiveBackProof(), depth=4, cover_depth=20,
-          deep=lambda: GiveBackProof(deep_cover=True), deep_depth=48,
+          deep=lambda: GiveBackProof(deep_cover=True), deep_depth=36,
           mutations={
               "a RED drop of a frame the ring had no room for giving back cells": _mutant(
                   "with m.If(cur.verdict == Verdict.DATA):      # in its cells: give them back",
