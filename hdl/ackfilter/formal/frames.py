@@ -23,9 +23,9 @@ from amaranth.lib import wiring
 
 from ..gateware import queue_manager
 from ..gateware.flow_queues import FlowQueues
-from ..params import PARAMS
 from . import Proof
 from .harness import drive_inputs, mutant, popcount
+from .queue import manager_promises
 
 __all__ = ["FlowQueuesContract", "GiveBackProof", "FRAME_PROOFS"]
 
@@ -148,16 +148,8 @@ class GiveBackProof(Elaboratable):
 
         # The neighbours' promises (as AckListProof's).
         drive_inputs(m, dut)
-        started = Signal()
-        m.d.sync += started.eq(dut.egress_start)
-        m.d.comb += [
-            Assume(~ResetSignal()),
-            *[Assume((port >= p.minimum) & (port <= p.maximum))
-              for p in PARAMS if (port := getattr(dut, p.name, None)) is not None],
-            Assume(~dut.entries_quiet | ~dut.entry_valid),
-            Assume(~started | dut.egress_busy),
-            Assume(~dut.entry_valid | v.node_pool.ready),
-        ]
+        m.d.comb += Assume(~dut.entries_quiet | ~dut.entry_valid)
+        manager_promises(m, dut)
 
         def queued(i):
             return fq.queued.bit_select(i, 1)

@@ -25,7 +25,26 @@ from ..params import PARAMS
 from . import Proof
 from .harness import drive_inputs, mutant, stack_facts
 
-__all__ = ["AckListProof", "KeyCompareProof", "RecordKeyProof", "SlotReadProof", "QUEUE_PROOFS"]
+__all__ = ["AckListProof", "KeyCompareProof", "RecordKeyProof", "SlotReadProof", "QUEUE_PROOFS",
+           "manager_promises"]
+
+
+def manager_promises(m, dut):
+    """What the queue manager's neighbours promise it, for a harness of the
+    whole block (``dut`` elaborated, its inputs driven): no reset after the
+    first cycle; the parameters in their ranges, as the CSR bank keeps them
+    (the ``csr_params`` proof); the egress busy in the cycle after it starts
+    a frame; no frame offered before the ACK list's node stack is built
+    after a reset."""
+    started = Signal()
+    m.d.sync += started.eq(dut.egress_start)
+    m.d.comb += [
+        Assume(~ResetSignal()),
+        *[Assume((port >= p.minimum) & (port <= p.maximum))
+          for p in PARAMS if (port := getattr(dut, p.name, None)) is not None],
+        Assume(~started | dut.egress_busy),
+        Assume(~dut.entry_valid | dut.internals.node_pool.ready),
+    ]
 
 
 class _After(Elaboratable):
@@ -65,20 +84,9 @@ class AckListProof(Elaboratable):
         # memories; its submodules are elaborated with the harness.)
         m.submodules.dut = dut.elaborate(platform)
         self.drive(m)
-        m.d.comb += [
-            Assume(~ResetSignal()),
-            # (The parameters in their ranges, as the CSR bank keeps them:
-            # the csr_params proof.)
-            *[Assume((port >= p.minimum) & (port <= p.maximum))
-              for p in PARAMS if (port := getattr(dut, p.name, None)) is not None],
-        ]
-        # The egress is busy in the cycle after it starts a frame.
-        started = Signal()
-        m.d.sync += started.eq(dut.egress_start)
-        m.d.comb += Assume(~started | dut.egress_busy)
+        manager_promises(m, dut)
         v = dut.internals
         n, nf = dut.ack_slots, dut.flow_entries
-        m.d.comb += Assume(~dut.entry_valid | v.node_pool.ready)
 
         def reads(mem, addrs):
             out = []
