@@ -27,6 +27,7 @@ from amaranth.hdl._ast import AnySeq   # (amaranth.asserts is deprecated; 0.5 ke
 
 from ..gateware import egress, ingress
 from ..gateware.ingress import CELL_WORDS, MAX_CELLS
+from ..gateware.lib.stream import WORD_BYTES
 from ..params import ACK_SLOT_BYTES, DATA_CELL_BYTES, MAX_FRAME_BYTES
 from ..protocol import MAX_CHUNK_BYTES, MIN_FRAME_BYTES
 from . import Proof
@@ -64,8 +65,9 @@ class ContractFIFO(Elaboratable):
         for i, entry in enumerate(self.entries):
             with m.If(write & (lands == i)):
                 m.d.sync += entry.eq(self.w_data)
-            with m.Elif(read & (i + 1 < self.depth)):
-                m.d.sync += entry.eq(self.entries[min(i + 1, self.depth - 1)])
+            if i + 1 < self.depth:
+                with m.Elif(read):
+                    m.d.sync += entry.eq(self.entries[i + 1])
         m.d.sync += self.level.eq(self.level + write - read)
         return m
 
@@ -87,9 +89,9 @@ class ReleaseProof(Elaboratable):
     outstanding grant that releases cells, once, in the cycle the grant's
     last word leaves, and gives back the granted chain (its first cell,
     ``ceil(bytes / 256)`` cells, its last cell along ``next``), never in
-    two cycles in a row; an ACK buffer's release the same way; no word leaves without an outstanding
-    grant; a whole frame's every word is read from the chain's cell it lies
-    in; a cut frame's chunk reads nothing before the walk ends; the FIFO is
+    two cycles in a row; an ACK buffer's release the same way; no word
+    leaves without an outstanding grant; a whole frame's every word is read
+    from the chain's cell it lies in; a cut frame's chunk reads nothing before the walk ends; the FIFO is
     never written while full. What makes it inductive: ``busy`` is the
     grant outstanding, and nothing is in flight without one; the cells
     walked so far are the chain's; the walk leads the reads by more than
@@ -101,8 +103,9 @@ class ReleaseProof(Elaboratable):
 
     def __init__(self, *, module=egress, cells=8, buf_count=4, deep_cover=False):
         self.deep_cover = deep_cover
+        self.module = module
         self.dut = module.Egress(cells=cells, buf_bits=(buf_count - 1).bit_length(),
-                                 slot_words=ACK_SLOT_BYTES // 4, fifo=ContractFIFO)
+                                 slot_words=ACK_SLOT_BYTES // WORD_BYTES, fifo=ContractFIFO)
         self.max_wait = ingress.CELL_REQ_MAX_RUN
 
     def elaborate(self, platform):
@@ -210,9 +213,9 @@ class ReleaseProof(Elaboratable):
                 Assert(~(v.prep & (v.prep_step > 3)) | (v.rd_idx == 0)),
                 Assert(~v.prep | v.seg),
                 Assert(v.chunk_len <= MAX_CHUNK_BYTES),
-                Assert(~(v.prep & (v.prep_step >= 1)) | (v.blocks <= egress._MAX_BLOCKS)),
+                Assert(~(v.prep & (v.prep_step >= 1)) | (v.blocks <= self.module._MAX_BLOCKS)),
                 Assert(~(v.prep & (v.prep_step >= 2)) |
-                       ((v.prep_step <= v.prep_end) & (v.prep_end >= egress._PREP_IP_STEPS))),
+                       ((v.prep_step <= v.prep_end) & (v.prep_end >= self.module._PREP_IP_STEPS))),
                 Assert((v.ncells == g_n) & (v.chain[0] == g_first)),
                 Assert((g_n >= 1) & (g_n <= MAX_CELLS) & (v.walk_k >= 1) & (v.walk_k <= g_n)),
                 Assert(v.walk_cell == path[v.walk_k - 1]),
@@ -241,7 +244,7 @@ class ReleaseProof(Elaboratable):
         # its longest; a chunk of a frame of two cells past the walk; a
         # whole frame's cells and an ACK buffer given back. (A last chunk's
         # cells given back, 27 cycles after a reset at the earliest, took
-        # the solver a minute and a half: `--deep`.)
+        # the solver 99 s: `--deep`.)
         m.d.comb += [
             Cover(dut.busy & ~v.is_ack & v.walk_done & (g_n == 3) & (wait == wait_max)),
             Cover(v.prep & (v.prep_step == 2) & (g_n == 2)),

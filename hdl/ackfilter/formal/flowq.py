@@ -153,8 +153,9 @@ class FlowQueuesProof(Elaboratable):
             m.d.comb += Assert(member(v.ia, v.qa) & (pos[v.ia] == 0))
         # The answers: a pick's `found` exactly when a frame is queued;
         # `busy` until a pick or an overflow answers; the drops only in an
-        # overflow, before its `done`, never two cycles in a row. (What the queue manager's proof of
-        # the data give-backs takes of the block: frames.FlowQueuesContract.)
+        # overflow, before its `done`, never two cycles in a row. (What the
+        # queue manager's proof of the data give-backs takes of the block:
+        # give_back.FlowQueuesContract.)
         picking, ovfing, drop_was = Signal(), Signal(), Signal()
         m.d.sync += drop_was.eq(dut.drop)
         with m.If(dut.pick):

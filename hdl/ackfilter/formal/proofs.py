@@ -11,7 +11,7 @@ from . import Proof
 from .cells import CELL_PROOFS
 from .egress import EGRESS_PROOFS
 from .flowq import FLOWQ_PROOFS
-from .frames import FRAME_PROOFS
+from .give_back import GIVE_BACK_PROOFS
 from .ingress import INGRESS_PROOFS
 from .harness import popcount, mutant, stack_facts
 from .queue import QUEUE_PROOFS
@@ -344,7 +344,7 @@ PROOFS = [
 PROOFS += CELL_PROOFS
 PROOFS += EGRESS_PROOFS
 PROOFS += FLOWQ_PROOFS
-PROOFS += FRAME_PROOFS
+PROOFS += GIVE_BACK_PROOFS
 PROOFS += INGRESS_PROOFS
 #: The queue manager's, last (the longest).
 PROOFS += QUEUE_PROOFS

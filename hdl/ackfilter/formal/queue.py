@@ -26,7 +26,12 @@ from . import Proof
 from .harness import drive_inputs, mutant, stack_facts
 
 __all__ = ["AckListProof", "KeyCompareProof", "RecordKeyProof", "SlotReadProof", "QUEUE_PROOFS",
-           "manager_promises"]
+           "manager_promises", "DEPARTING_STATES"]
+
+
+#: The manager's states that depart frames (or wait in Idle): an arrival is
+#: handled in none of them.
+DEPARTING_STATES = ("Idle", "Depart", "Pick-Wait", "Pick-Chunk", "Depart-Data")
 
 
 def manager_promises(m, dut):
@@ -246,8 +251,7 @@ def _writer_facts(m, v, ongoing):
     # key copy (`kc_v`) go on only while it departs frames, one at a
     # time; `wb_last` marks Write-Record's last word (the next frame is
     # taken in its cycle).
-    departing = (ongoing("Idle") | ongoing("Depart") | ongoing("Pick-Wait") | ongoing("Pick-Chunk") |
-                 ongoing("Depart-Data"))
+    departing = reduce(or_, (ongoing(s) for s in DEPARTING_STATES))
     with m.If(v.wb_v | v.kc_v):
         m.d.comb += Assert(departing & ~(v.wb_v & v.kc_v))
     # (The CAM writes a new entry's tag beside its key's copy: the

@@ -325,5 +325,6 @@ class Ingress(wiring.Component):
 
         m.d.comb += self.idle.eq(~in_frame & parser.ready & ~parser.done & ~self.i.valid & ~writing)
         # The slot writer's state and the word count, for the proofs of its writes and its port.
-        self.internals = SimpleNamespace(key_j=key_j, writing=writing, early=early, key_slot=key_slot, widx=widx)
+        self.internals = SimpleNamespace(key_j=key_j, writing=writing, early=early, key_slot=key_slot,
+                                         widx=widx)
         return m

@@ -191,7 +191,7 @@ class QueueManager(wiring.Component):
         self.host_buckets = host_buckets if self.flow_queues else 0
         #: The flow queues, ``flow_queues_block(queues=, ids=, cells=, reserve=,
         #: shared=, hosts=)``: a :class:`FlowQueues` (the proof of the data
-        #: give-backs, ``formal/frames.py``, gives its contract instead).
+        #: give-backs, ``formal/give_back.py``, gives its contract instead).
         self.flow_queues_block = flow_queues_block
         entry = ingress_entry_layout(cells=cells, buf_bits=buf_bits)
         super().__init__({
@@ -308,8 +308,8 @@ class QueueManager(wiring.Component):
             # in `fq`; each queued frame's descriptor here, at its first
             # cell (its id there), read at `desc_at`.
             m.submodules.fq = fq = self.flow_queues_block(queues=n_flows + 1, ids=self.cells, cells=self.cells,
-                                              reserve=DATA_CELL_RESERVE, shared=n_flows,
-                                              hosts=self.host_buckets)
+                                                          reserve=DATA_CELL_RESERVE, shared=n_flows,
+                                                          hosts=self.host_buckets)
             m.submodules.quantum = quantum = Quantum()
             m.d.comb += [quantum.cpb_q16.eq(self.cpb_q16), fq.quantum.eq(quantum.quantum)]
             m.submodules.descs = descs = Memory(shape=desc_layout, depth=self.cells, init=[])

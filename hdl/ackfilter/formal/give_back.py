@@ -25,9 +25,9 @@ from ..gateware import queue_manager
 from ..gateware.flow_queues import FlowQueues
 from . import Proof
 from .harness import drive_inputs, mutant, popcount
-from .queue import manager_promises
+from .queue import DEPARTING_STATES, manager_promises
 
-__all__ = ["FlowQueuesContract", "GiveBackProof", "FRAME_PROOFS"]
+__all__ = ["FlowQueuesContract", "GiveBackProof", "GIVE_BACK_PROOFS"]
 
 
 class FlowQueuesContract(wiring.Component):
@@ -37,11 +37,12 @@ class FlowQueuesContract(wiring.Component):
     a ``pick`` that finds a frame (``found`` exactly when one is queued)
     names a queued one, and the ``sent`` after it removes that frame when it
     is its last (``sent_last``); a ``drop`` comes only during an ``ovf``,
-    never in the cycle of its ``done``, and removes a queued frame, never
-    one leaving in chunks, and never two cycles in a row; ``frames`` counts the queued frames; ``busy``
-    is high while a pick or an overflow has not answered. Everything else
-    is free in every cycle: when ``done`` comes, which frame a pick or a
-    drop names among those allowed, the queries, the cells, the releases."""
+    never in the cycle of its ``done``, never two cycles in a row, and
+    removes a queued frame, never one leaving in chunks; ``frames`` counts
+    the queued frames; ``busy`` is high while a pick or an overflow has not
+    answered. Everything else is free in every cycle: when ``done`` comes,
+    which frame a pick or a drop names among those allowed, the queries,
+    the cells, the releases."""
 
     def __init__(self, **kwargs):
         super().__init__(wiring.Signature(dict(FlowQueues(**kwargs).signature.members)))
@@ -114,9 +115,8 @@ class GiveBackProof(Elaboratable):
     is owed, one per frame, and gives back the chain it arrived with (a
     discard: its first and last cell and how many; a grant: the bytes it
     arrived with, from which the egress counts its cells); discards never
-    come two cycles in a row; a frame is
-    queued only as the arrival in progress, with an id no queued frame has;
-    the manager keeps the flow queues' protocol (``sent`` only after a pick
+    come two cycles in a row; a frame is queued only as the arrival in
+    progress, with an id no queued frame has; the manager keeps the flow queues' protocol (``sent`` only after a pick
     that found a frame, a chunk only of a frame not picked whole). Since
     the cells of frames in use are disjoint (``cell_list``), each give-back
     is the chain of one frame in use, once: what ``cell_list`` assumes.
@@ -211,8 +211,7 @@ class GiveBackProof(Elaboratable):
                 m.d.sync += dropping.eq(1)
 
         # What makes it inductive.
-        departing = (ongoing("Idle") | ongoing("Depart") | ongoing("Pick-Wait") | ongoing("Pick-Chunk") |
-                     ongoing("Depart-Data"))
+        departing = reduce(or_, (ongoing(s) for s in DEPARTING_STATES))
         after_pick = ongoing("Pick-Chunk") | ongoing("Depart-Data")
         rd_prev, at_prev, after_reset = Signal.like(d_all[0]), Signal(range(n)), Signal()
         m.d.sync += [rd_prev.eq(d_all[v.desc_at]), at_prev.eq(v.desc_at), after_reset.eq(1)]
@@ -277,7 +276,7 @@ def _mutant(old, new):
     return lambda: GiveBackProof(module=mutant(queue_manager, old, new))
 
 
-FRAME_PROOFS = [
+GIVE_BACK_PROOFS = [
     Proof("data_give_back", "the queue manager (with the flow queues' contract): a data frame's cells "
           "are given back once, whole, as they arrived: by a discard at arrival, a discard in an "
           "overflow, or the grant that sends the frame whole or its last chunk; frames are queued "
